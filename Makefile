@@ -1,0 +1,32 @@
+# Two entry points for a fresh machine: `make demo` (the tour) and `make test` (the suite).
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+TRITON_WHEEL := nvidia-pytriton==0.5.0
+
+.PHONY: demo test bench serve lab clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e '.[test]'
+	# --no-deps: the wheel's own pins would downgrade JupyterLab; labkit only needs its server files.
+	$(BIN)/python -m pip install -q --no-deps $(TRITON_WHEEL)
+	touch $@
+
+demo: $(BIN)/.installed
+	$(BIN)/labkit demo --json demo.json
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest --nbval
+
+bench: $(BIN)/.installed
+	$(BIN)/labkit bench --json bench.json
+
+serve: $(BIN)/.installed
+	$(BIN)/labkit serve model_repository
+
+lab: $(BIN)/.installed
+	$(BIN)/jupyter lab notebooks
+
+clean:
+	rm -rf $(VENV) demo.json bench.json

@@ -1,0 +1,79 @@
+"""labkit: write Triton 23.12 backends in a notebook and watch them serve.
+
+    import labkit
+    lab = labkit.start()                       # a real Triton 2.41.0, embedded
+    lab.python_model("add_sub", source, cfg)   # write model.py + config.pbtxt, load
+    labkit.check_add_sub(lab)                  # send a request and check the answer
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import errors
+from .errors import (
+    ConfigError,
+    InferenceError,
+    InvalidNameError,
+    LabkitError,
+    ModelLoadError,
+    ModelNotFoundError,
+    RequestError,
+    ServerError,
+    ServerNotRunningError,
+    ServerStartError,
+    SetupError,
+)
+from .repository import ModelConfig, ModelRepository, model_config
+from .requests import AddSubResult, check_add_sub, infer
+from .server import EmbeddedServer, LogView, TritonServer, current
+
+__version__ = "0.1.0"
+
+
+def start(repository: str | Path | None = None, *, timeout_s: float = 60.0, **options: object) -> TritonServer:
+    """Start the embedded Triton 23.12 and wait until it is ready. Stop it with ``.stop()`` (or exit)."""
+    return EmbeddedServer(repository, **options).start(timeout_s)
+
+
+def reference_repository() -> Path:
+    """The project's model_repository/ folder (add_sub and the other reference models)."""
+    path = Path(__file__).resolve().parent.parent / "model_repository"
+    if not path.is_dir():
+        raise SetupError(f"No model_repository/ beside the labkit package ({path}); install labkit from a checkout with `pip install -e .`.")
+    return path
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """`%load_ext labkit` registers the %%triton_python cell magic."""
+    from .magics import register
+
+    register(ipython)
+
+
+__all__ = [
+    "AddSubResult",
+    "ConfigError",
+    "EmbeddedServer",
+    "InferenceError",
+    "InvalidNameError",
+    "LabkitError",
+    "LogView",
+    "ModelConfig",
+    "ModelLoadError",
+    "ModelNotFoundError",
+    "ModelRepository",
+    "RequestError",
+    "ServerError",
+    "ServerNotRunningError",
+    "ServerStartError",
+    "SetupError",
+    "TritonServer",
+    "check_add_sub",
+    "current",
+    "errors",
+    "infer",
+    "model_config",
+    "reference_repository",
+    "start",
+]

@@ -1,0 +1,109 @@
+"""Find the real tritonserver 2.41.0 (release 23.12) shipped in the nvidia-pytriton 0.5.0 wheel."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import stat
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SetupError
+
+WHEEL = "nvidia-pytriton==0.5.0"
+SERVER_VERSION = "2.41.0"
+
+
+@dataclass(frozen=True)
+class TritonDist:
+    """Paths inside an unpacked nvidia-pytriton wheel."""
+
+    root: Path  # the folder holding pytriton/ and nvidia_pytriton.libs/
+
+    @property
+    def server_dir(self) -> Path:
+        return self.root / "pytriton" / "tritonserver"
+
+    @property
+    def binary(self) -> Path:
+        return self.server_dir / "bin" / "tritonserver"
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.root / "nvidia_pytriton.libs"
+
+    @property
+    def python_backend_dir(self) -> Path:
+        return self.server_dir / "backends" / "python"
+
+    def stub_for(self, version: tuple[int, int]) -> Path:
+        stubs = self.server_dir / "python_backend_stubs"
+        stub = stubs / f"{version[0]}.{version[1]}" / "triton_python_backend_stub"
+        if not stub.exists():
+            have = sorted(p.name for p in stubs.iterdir()) if stubs.exists() else []
+            raise SetupError(
+                f"The Triton 23.12 wheel has no Python backend stub for Python "
+                f"{version[0]}.{version[1]} (it ships {', '.join(have)}). "
+                f"Create the lab environment with Python 3.11 (e.g. `python3.11 -m venv .venv`)."
+            )
+        return stub
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "labkit"
+
+
+def _installed_root() -> Path | None:
+    try:
+        dist = importlib.metadata.distribution("nvidia-pytriton")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if dist.version != WHEEL.split("==")[1]:
+        return None
+    root = Path(str(dist.locate_file("")))
+    return root if (root / "pytriton" / "tritonserver" / "bin" / "tritonserver").exists() else None
+
+
+def _make_executable(path: Path) -> None:
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _download_and_unpack(target: Path) -> Path:
+    # Unpacking ourselves (not `pip install`) keeps pip from resolving the wheel's pyzmq~=23 pin.
+    wheels = cache_dir() / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    found = sorted(wheels.glob("nvidia_pytriton-0.5.0-*.whl"))
+    if not found:
+        print(f"labkit: downloading {WHEEL} (about 40 MB, once) into {wheels} ...", file=sys.stderr)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), WHEEL],
+            capture_output=True, text=True,
+        )
+        found = sorted(wheels.glob("nvidia_pytriton-0.5.0-*.whl"))
+        if proc.returncode != 0 or not found:
+            raise SetupError(
+                f"Could not download {WHEEL}: {proc.stderr.strip()[-800:]}\n"
+                f"Install it yourself with `pip install --no-deps {WHEEL}`."
+            )
+    partial = target.with_name(target.name + ".partial")
+    with zipfile.ZipFile(found[0]) as zf:
+        zf.extractall(partial)
+    # zipfile drops permission bits; the server and the stubs must be executable.
+    _make_executable(partial / "pytriton" / "tritonserver" / "bin" / "tritonserver")
+    for stub in (partial / "pytriton" / "tritonserver" / "python_backend_stubs").glob("*/triton_python_backend_stub"):
+        _make_executable(stub)
+    partial.rename(target)
+    return target
+
+
+def locate() -> TritonDist:
+    """The Triton files: the installed wheel if present, else a cached unpacked copy (downloaded once)."""
+    root = _installed_root()
+    if root is None:
+        target = cache_dir() / "nvidia-pytriton-0.5.0"
+        root = target if target.exists() else _download_and_unpack(target)
+    return TritonDist(root)

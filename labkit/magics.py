@@ -1,0 +1,55 @@
+"""IPython cell magics: write a backend in a cell and have it serving when the cell ends.
+
+    %load_ext labkit
+    %%triton_python add_sub            -> writes add_sub/1/model.py and (re)loads add_sub
+    %%triton_python --backend shared   -> writes backends/shared/model.py and reloads its loaded models
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from .errors import ConfigError
+from .server.base import current
+
+
+def _parser(name: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"%%{name}", add_help=False, exit_on_error=False)
+    parser.add_argument("name", help="model name (or backend name with --backend)")
+    parser.add_argument("--backend", action="store_true", help="write a Python-based backend shared by many models")
+    parser.add_argument("--no-load", action="store_true", help="only write the file")
+    return parser
+
+
+def triton_python(line: str, cell: str) -> None:
+    try:
+        args = _parser("triton_python").parse_args(shlex.split(line))
+    except (argparse.ArgumentError, SystemExit):
+        raise ConfigError("Usage: %%triton_python [--backend] [--no-load] NAME") from None
+    server = current()
+    if args.backend:
+        path = server.python_backend(args.name, cell)
+        users = [] if args.no_load else _loaded_users(server, args.name)
+        for model in users:
+            server.repository.mark_changed(model)  # the model folder itself did not change
+            server.load(model)
+        print(f"wrote {path.name} for backend {args.name!r}" + (f"; reloaded {', '.join(users)}" if users else ""))
+        return
+    if not (server.repository.model_dir(args.name) / "config.pbtxt").exists():
+        raise ConfigError(
+            f"Model {args.name!r} has no config.pbtxt yet; write it first, e.g. "
+            f"lab.repository.write_config(labkit.model_config({args.name!r}, 'python', inputs, outputs))."
+        )
+    server.python_model(args.name, cell, load=not args.no_load)
+    print(f"model {args.name!r}: model.py written" + ("" if args.no_load else ", loaded and READY"))
+
+
+def _loaded_users(server: Any, backend: str) -> list[str]:
+    loaded = set(server.loaded_models())
+    return [m for m in server.repository.models() if m in loaded and server.repository.read_config(m).backend == backend]
+
+
+def register(ipython: Any) -> None:
+    ipython.register_magic_function(triton_python, magic_kind="cell", magic_name="triton_python")

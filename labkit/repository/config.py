@@ -1,0 +1,98 @@
+"""Model configs as Triton's own ModelConfig protobuf messages, read and written as text format."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from google.protobuf import json_format, text_format
+from tritonclient.grpc import model_config_pb2 as pb
+
+from ..errors import ConfigError
+
+ModelConfig = pb.ModelConfig
+
+#: A tensor spec: (name, datatype, dims), e.g. ("INPUT0", "FP32", [4]).
+TensorSpec = tuple[str, str, Sequence[int]]
+
+
+def _data_type(name: str) -> int:
+    key = name.upper()
+    key = key if key.startswith("TYPE_") else f"TYPE_{key}"
+    if key == "TYPE_BYTES":
+        key = "TYPE_STRING"  # the protocol says BYTES, the config enum says STRING
+    try:
+        return pb.DataType.Value(key)
+    except ValueError:
+        valid = ", ".join(n[5:] for n in pb.DataType.keys() if n != "TYPE_INVALID")
+        raise ConfigError(f"Unknown datatype {name!r}; use one of: {valid}.") from None
+
+
+def model_config(
+    name: str,
+    backend: str,
+    inputs: Iterable[TensorSpec],
+    outputs: Iterable[TensorSpec],
+    *,
+    max_batch_size: int = 0,
+    dynamic_batching: bool | Mapping[str, object] = False,
+    instances: int = 1,
+    kind: str = "CPU",
+    parameters: Mapping[str, str] | None = None,
+) -> ModelConfig:
+    """Build a complete ModelConfig (labkit runs Triton with auto-complete off, so configs must be whole).
+
+    ``dynamic_batching`` is True for Triton's defaults, or a mapping of DynamicBatching fields,
+    e.g. ``{"max_queue_delay_microseconds": 2000, "preferred_batch_size": [4, 8]}``.
+    ``kind`` is "CPU" or "GPU" (KIND_GPU needs a GPU at load time).
+    """
+    cfg = ModelConfig(name=name, backend=backend, max_batch_size=max_batch_size)
+    for spec, field in ((inputs, cfg.input), (outputs, cfg.output)):
+        for tname, dtype, dims in spec:
+            field.add(name=tname, data_type=_data_type(dtype), dims=list(dims))
+    kind_value = f"KIND_{kind.upper()}"
+    if kind_value not in pb.ModelInstanceGroup.Kind.keys():
+        raise ConfigError(f"Unknown instance kind {kind!r}; use 'CPU', 'GPU', 'MODEL' or 'AUTO'.")
+    cfg.instance_group.add(count=instances, kind=pb.ModelInstanceGroup.Kind.Value(kind_value))
+    if dynamic_batching:
+        cfg.dynamic_batching.SetInParent()
+        if isinstance(dynamic_batching, Mapping):
+            json_format.ParseDict(dict(dynamic_batching), cfg.dynamic_batching)
+    for key, value in (parameters or {}).items():
+        cfg.parameters[key].string_value = str(value)
+    return cfg
+
+
+def to_text(cfg: ModelConfig) -> str:
+    return text_format.MessageToString(cfg)
+
+
+def parse(text: str, source: str = "config.pbtxt") -> ModelConfig:
+    """Parse config text; an unknown field or a wrong type raises ConfigError naming it."""
+    try:
+        return text_format.Parse(text, ModelConfig())
+    except text_format.ParseError as exc:
+        raise ConfigError(f"{source}: {exc}. Fix that line; field names are those of Triton's ModelConfig.") from None
+
+
+def read(path: Path) -> ModelConfig:
+    return parse(Path(path).read_text(), str(path))
+
+
+def to_json(cfg: ModelConfig) -> str:
+    """The JSON form Triton's repository API takes as the `config` load parameter."""
+    return json_format.MessageToJson(cfg, preserving_proto_field_name=True)
+
+
+def check_complete(cfg: ModelConfig, source: str = "config") -> None:
+    """Refuse configs Triton would only accept with auto-complete on."""
+    missing = [f for f in ("name", "backend") if not getattr(cfg, f)]
+    if not cfg.input:
+        missing.append("input")
+    if not cfg.output:
+        missing.append("output")
+    if missing:
+        raise ConfigError(
+            f"{source} lacks {', '.join(missing)}. labkit runs Triton with auto-complete off "
+            f"(it avoids a load hang in 23.12), so every config must name its backend, inputs and outputs."
+        )

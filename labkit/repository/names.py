@@ -1,0 +1,34 @@
+"""Names that become paths inside a repository: refused before anything is written if they could escape it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from ..errors import InvalidNameError
+
+# Triton accepts more, but these are safe as a path segment and in a URL on every platform.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+
+
+def check_name(name: str, what: str = "model") -> str:
+    if not isinstance(name, str) or not name:
+        raise InvalidNameError(f"The {what} name is empty; give a name like 'add_sub'.")
+    if not _NAME.fullmatch(name) or name in (".", ".."):
+        raise InvalidNameError(
+            f"The {what} name {name!r} is not allowed: use letters, digits, '_', '-' and '.', "
+            f"not starting with '.' or '-', and no '/' (it must stay inside the repository)."
+        )
+    return name
+
+
+def check_relpath(relpath: str) -> PurePosixPath:
+    """A file path relative to a model or version directory, with no way out of it."""
+    path = PurePosixPath(relpath)
+    if not relpath or path.is_absolute() or any(part in ("", ".", "..") for part in path.parts):
+        raise InvalidNameError(
+            f"The file path {relpath!r} is not allowed: give a relative path without '..', e.g. 'model.py'."
+        )
+    for part in path.parts:
+        check_name(part, "file")
+    return path

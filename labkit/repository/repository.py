@@ -1,0 +1,102 @@
+"""A model repository on disk: one folder per model, config.pbtxt beside numbered version folders."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from ..errors import ConfigError, RepositoryError
+from . import config as _config
+from .files import write_atomic
+from .names import check_name, check_relpath
+from .python_source import model_source
+
+
+class ModelRepository:
+    """Reads and writes models below ``root``; names are checked before anything is written."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def __repr__(self) -> str:
+        return f"ModelRepository({str(self.root)!r})"
+
+    def model_dir(self, name: str) -> Path:
+        return self.root / check_name(name)
+
+    def models(self) -> list[str]:
+        """Names of the folders that hold a config.pbtxt."""
+        return sorted(p.parent.name for p in self.root.glob("*/config.pbtxt"))
+
+    def write_config(self, cfg: _config.ModelConfig) -> Path:
+        check_name(cfg.name)
+        _config.check_complete(cfg, f"config of model {cfg.name!r}")
+        path = self.write_file(cfg.name, "config.pbtxt", _config.to_text(cfg), version=None)
+        if not self.versions(cfg.name):
+            # Triton serves no model without a version folder, even when the backend needs no files in it.
+            (path.parent / "1").mkdir()
+        return path
+
+    def read_config(self, name: str) -> _config.ModelConfig:
+        path = self.model_dir(name) / "config.pbtxt"
+        if not path.exists():
+            raise ConfigError(f"Model {name!r} has no config at {path}; write one with write_config().")
+        cfg = _config.read(path)
+        if cfg.name and cfg.name != name:
+            raise ConfigError(f"{path} names the model {cfg.name!r}, but its folder is {name!r}; make them equal.")
+        return cfg
+
+    def versions(self, name: str) -> list[int]:
+        folder = self.model_dir(name)
+        return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.exists() else []
+
+    def write_file(self, name: str, relpath: str, data: bytes | str, version: int | None = 1) -> Path:
+        """Write a file into the model folder, or into its version folder when ``version`` is given."""
+        folder = self.model_dir(name)
+        if version is not None:
+            if not isinstance(version, int) or version < 1:
+                raise RepositoryError(f"Model versions are whole numbers from 1 up, not {version!r}.")
+            folder = folder / str(version)
+        stamp = self._next_stamp(name)  # before the write, which erases the file's previous stamp
+        path = write_atomic(folder / check_relpath(relpath), data)
+        os.utime(path, (stamp, stamp))
+        return path
+
+    def _next_stamp(self, name: str) -> int:
+        # Triton 2.41 compares whole-second modification times across the model folder, so two edits
+        # within one second look unchanged to it: stamp each write one second past the newest.
+        folder = self.model_dir(name)
+        newest = max((int(p.stat().st_mtime) for p in folder.rglob("*")), default=0)
+        return max(int(time.time()), newest + 1)
+
+    def mark_changed(self, name: str) -> None:
+        """Make Triton reload the model on the next load (e.g. after its Python-based backend changed).
+
+        Triton treats a newer config.pbtxt alone as a config edit and may update the model in place;
+        a newer version folder makes it rebuild the instances.
+        """
+        stamp = self._next_stamp(name)
+        for version in self.versions(name):
+            os.utime(self.model_dir(name) / str(version), (stamp, stamp))
+
+    def write_python_model(self, name: str, source: str | Path | type, version: int = 1) -> Path:
+        """Write ``<name>/<version>/model.py`` from a string, a .py path, or a class."""
+        return self.write_file(name, "model.py", model_source(source), version)
+
+    def copy_model_from(self, other: str | Path, name: str) -> Path:
+        """Copy model ``name`` from another repository folder into this one (replacing it)."""
+        src = Path(other) / check_name(name)
+        if not (src / "config.pbtxt").exists():
+            raise RepositoryError(f"{src} holds no model (no config.pbtxt).")
+        dst = self.model_dir(name)
+        if dst.exists():
+            shutil.rmtree(dst)
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        self.mark_changed(name)  # copies keep old times; a model loaded earlier under this name must reload
+        return dst
+
+    def remove_version(self, name: str, version: int) -> None:
+        shutil.rmtree(self.model_dir(name) / str(int(version)), ignore_errors=True)

@@ -1,0 +1,150 @@
+"""Sending requests: a thin layer over tritonclient that turns Triton's refusals into labkit errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+
+from .errors import AnswerMismatchError, InferenceError, ModelNotFoundError, RequestError, ServerNotRunningError
+from .server.base import TritonServer
+
+_MODULES = {"http": httpclient, "grpc": grpcclient}
+# Phrases in Triton 2.41's refusals that mean the inputs, not the server, are at fault.
+_INPUT_FAULTS = ("unexpected inference input", "data-type", "datatype", "shape", "expected", "batch-size", "missing")
+
+
+def _module(protocol: str) -> Any:
+    try:
+        return _MODULES[protocol]
+    except KeyError:
+        raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}") from None
+
+
+def _expected_inputs(server: TritonServer, model: str) -> str:
+    try:
+        cfg = server.model_config(model)
+    except Exception:
+        return "unknown"
+    batch = "[batch] + " if cfg.get("max_batch_size", 0) > 0 else ""
+    return ", ".join(
+        f"{i['name']} {i['data_type'].removeprefix('TYPE_')} {batch}{[int(d) for d in i['dims']]}" for i in cfg.get("input", [])
+    )
+
+
+def _translate(exc: InferenceServerException, server: TritonServer, model: str, sent: str) -> InferenceError:
+    text = exc.message() or str(exc)
+    if "unknown model" in text or "is not found" in text:
+        try:
+            loaded = ", ".join(server.loaded_models()) or "none"
+        except Exception:
+            loaded = "unknown"
+        return ModelNotFoundError(f"Model {model!r} is not loaded (loaded: {loaded}). Load it with server.load({model!r}).")
+    if not server.alive:
+        return ServerNotRunningError(f"The request to {model!r} failed because the Triton server exited.", server.logs.tail(25))
+    if any(p in text for p in _INPUT_FAULTS):
+        return RequestError(
+            f"Triton rejected the request to {model!r}: {text}\n"
+            f"  the model expects: {_expected_inputs(server, model)}\n"
+            f"  the request sent:  {sent}\n"
+            f"(full config: server.model_config({model!r}))"
+        )
+    return InferenceError(f"The request to {model!r} failed: {text}")
+
+
+def infer(
+    server: TritonServer,
+    model: str,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Sequence[str] | None = None,
+    *,
+    protocol: str = "http",
+    client: Any = None,
+) -> dict[str, np.ndarray]:
+    """Send one request; returns the outputs by name. Pass ``client`` to reuse one (one per thread)."""
+    mod = _module(protocol)
+    own = client is None
+    client = client or server.client(protocol)
+    try:
+        tensors = []
+        for name, value in inputs.items():
+            array = np.asarray(value)
+            tensor = mod.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+            tensor.set_data_from_numpy(array)
+            tensors.append(tensor)
+        wanted = [mod.InferRequestedOutput(n) for n in outputs] if outputs else None
+        try:
+            result = client.infer(model, tensors, outputs=wanted)
+        except InferenceServerException as exc:
+            sent = ", ".join(f"{t.name()} {t.datatype()} {t.shape()}" for t in tensors)
+            raise _translate(exc, server, model, sent) from None
+        names = outputs or [o["name"] for o in _output_meta(result, protocol)]
+        return {n: result.as_numpy(n) for n in names}
+    finally:
+        if own:
+            client.close()
+
+
+def _output_meta(result: Any, protocol: str) -> list[dict]:
+    if protocol == "http":
+        return result.get_response()["outputs"]
+    return [{"name": o.name} for o in result.get_response().outputs]
+
+
+@dataclass
+class AddSubResult:
+    """One add_sub round trip: what was sent, what came back, and whether it was right."""
+
+    model: str
+    protocol: str
+    input0: np.ndarray
+    input1: np.ndarray
+    output0: np.ndarray
+    output1: np.ndarray
+    ok: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ok = bool(
+            np.allclose(self.output0, self.input0 + self.input1) and np.allclose(self.output1, self.input0 - self.input1)
+        )
+
+    def summary(self) -> str:
+        verdict = "ok" if self.ok else "WRONG"
+        return (
+            f"{self.model} over {self.protocol}: {verdict}\n"
+            f"  INPUT0  = {self.input0.tolist()}\n  INPUT1  = {self.input1.tolist()}\n"
+            f"  OUTPUT0 = {self.output0.tolist()} (sum)\n  OUTPUT1 = {self.output1.tolist()} (difference)"
+        )
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+
+def check_add_sub(
+    server: TritonServer,
+    model: str = "add_sub",
+    protocol: str = "http",
+    *,
+    batch: int | None = None,
+    check: bool = True,
+    client: Any = None,
+) -> AddSubResult:
+    """Send fixed FP32 inputs to an add_sub model; with ``check`` a wrong answer raises AnswerMismatchError.
+
+    ``batch`` sends shape [batch, 4] (for add_sub_batching); default is [4].
+    """
+    base0 = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
+    base1 = np.array([0.5, 0.25, 2.0, 8.0], dtype=np.float32)
+    if batch is not None:
+        base0 = np.stack([base0 + i for i in range(batch)])
+        base1 = np.stack([base1] * batch)
+    out = infer(server, model, {"INPUT0": base0, "INPUT1": base1}, ["OUTPUT0", "OUTPUT1"], protocol=protocol, client=client)
+    result = AddSubResult(model, protocol, base0, base1, out["OUTPUT0"], out["OUTPUT1"])
+    if check and not result.ok:
+        raise AnswerMismatchError(f"{model} answered wrongly:\n{result.summary()}\nCheck execute() in its model.py.")
+    return result

@@ -1,0 +1,143 @@
+"""Triton 23.12 as a child process, from the tritonserver binary in the nvidia-pytriton wheel."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from .. import _triton_dist
+from ..errors import ServerStartError, SetupError
+from ..repository import ModelRepository
+from . import _process
+from ._ports import free_ports
+from .base import TritonServer
+
+_LIBPYTHON = f"libpython{sys.version_info.major}.{sys.version_info.minor}.so.1.0"
+
+
+def _libpython_dir() -> str | None:
+    """The folder of this Python's shared libpython, which the stub links; None if the system one serves."""
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    if (Path(libdir) / _LIBPYTHON).exists():
+        return libdir
+    ldconfig = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
+    if _LIBPYTHON in ldconfig:
+        return None
+    raise SetupError(
+        f"This Python ({sys.executable}) has no shared {_LIBPYTHON}, which Triton's Python backend stub needs. "
+        f"Use a Python built with --enable-shared, or install Debian's libpython{sys.version_info.major}."
+        f"{sys.version_info.minor} package."
+    )
+
+
+class EmbeddedServer(TritonServer):
+    """Runs the real tritonserver 2.41.0 locally: no Docker, no GPU.
+
+    ``repository`` defaults to ``<workdir>/repository``; ``workdir`` (logs, backend folder) defaults to a
+    new temporary folder that ``stop()`` removes.
+    """
+
+    kind = "embedded"
+
+    def __init__(
+        self,
+        repository: str | Path | None = None,
+        workdir: str | Path | None = None,
+        *,
+        log_verbose: int = 0,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="labkit-")).resolve()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "logs").mkdir(exist_ok=True)
+        repo = ModelRepository(repository if repository is not None else self.workdir / "repository")
+        super().__init__(repo, self.workdir / "logs" / "tritonserver.log", self.workdir / "backends")
+        self.log_verbose = log_verbose
+        self.extra_args = list(extra_args or [])
+        self.dist = _triton_dist.locate()
+        self._proc: subprocess.Popen | None = None
+
+    def _assemble_backends(self) -> None:
+        python = self.backend_dir / "python"
+        python.mkdir(parents=True, exist_ok=True)
+        files = [p for p in self.dist.python_backend_dir.iterdir() if p.is_file()]
+        files.append(self.dist.stub_for(sys.version_info[:2]))
+        for src in files:
+            dst = python / src.name
+            if not dst.exists() or dst.stat().st_size != src.stat().st_size:
+                shutil.copy2(src, dst)  # copies, not links: the folder may be mounted into a container later
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        libs = [str(self.dist.lib_dir)]
+        libpython = _libpython_dir()
+        if libpython:
+            libs.append(libpython)
+        if env.get("LD_LIBRARY_PATH"):
+            libs.append(env["LD_LIBRARY_PATH"])
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(libs)
+        # The stub embeds the first python3 on PATH: make it this environment's, so model.py sees our packages.
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        env["PYTHONUNBUFFERED"] = "1"  # print() in model.py shows up at once, not at unload
+        return env
+
+    def _argv(self) -> list[str]:
+        return [
+            str(self.dist.binary),
+            f"--model-repository={self.repository.root}",
+            f"--backend-directory={self.backend_dir}",
+            "--model-control-mode=explicit",
+            # Auto-complete on lets a broken model.py hang loads for minutes in 23.12.
+            "--disable-auto-complete-config",
+            "--strict-readiness=true",
+            f"--http-address={self.host}",
+            f"--grpc-address={self.host}",
+            f"--metrics-address={self.host}",
+            f"--http-port={self.http_port}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-port={self.metrics_port}",
+            "--allow-gpu-metrics=false",
+            f"--log-verbose={self.log_verbose}",
+            "--exit-timeout-secs=5",
+            *self.extra_args,
+        ]
+
+    def _launch(self) -> None:
+        self._assemble_backends()
+        env = self._environment()
+        self.http_port, self.grpc_port, self.metrics_port = free_ports(3, self.host)
+        self._proc = _process.spawn(self._argv(), env, self.logs.path, self.workdir)
+
+    def start(self, timeout_s: float = 60.0) -> "EmbeddedServer":
+        # Another process may grab a port between our probe and Triton's bind: retry on fresh ports.
+        for attempt in range(3):
+            mark = self.logs.mark()
+            try:
+                super().start(timeout_s)
+                return self
+            except ServerStartError:
+                if attempt == 2 or "Address already in use" not in self.logs.since(mark):
+                    raise
+                self._stopped = False
+        return self
+
+    def _terminate(self) -> None:
+        died_on_its_own = self._proc is not None and self._proc.poll() is not None
+        if self._proc is not None:
+            _process.stop_group(self._proc)
+        if self._own_workdir and not died_on_its_own:  # keep the log of a crash for reading
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None and not self._stopped
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None

@@ -1,0 +1,78 @@
+"""The labkit command: demo, serve and bench, run as a user would run them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import labkit
+
+LABKIT = [sys.executable, "-m", "labkit.cli"]
+
+
+def test_demo_writes_json(tmp_path):
+    out = tmp_path / "demo.json"
+    proc = subprocess.run([*LABKIT, "demo", "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert report["server_version"] == "2.41.0"
+    assert report["add_sub"]["ok"] is True
+    assert report["add_sub"]["http"] and report["add_sub"]["grpc"] and report["add_sub"]["batching_model"]
+    assert "all checks passed" in proc.stdout
+
+
+def test_serve_until_interrupted(tmp_path):
+    for name in ("add_sub", "add_sub_batching"):
+        labkit.ModelRepository(tmp_path).copy_model_from(labkit.reference_repository(), name)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.pbtxt").write_text('name: "broken"\nbackend: "python"\nmax_batch_sise: 1\n')
+    proc = subprocess.Popen([*LABKIT, "serve", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = {}
+        for line in proc.stdout:
+            key, _, value = line.strip().partition(" ")
+            lines[key] = value.strip()
+            if key == "log":
+                break
+        assert lines["http"].startswith("http://127.0.0.1:")
+        assert lines["serving"] == "add_sub, add_sub_batching"
+        with urllib.request.urlopen(lines["http"] + "/v2/health/ready", timeout=5) as resp:
+            assert resp.status == 200
+        assert Path(lines["log"]).exists()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+        assert "stopped." in out
+        assert "NOT LOADED broken" in err and "max_batch_sise" in err
+        with_timeout = time.monotonic() + 5
+        while time.monotonic() < with_timeout:
+            try:
+                urllib.request.urlopen(lines["http"] + "/v2/health/ready", timeout=1)
+            except OSError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the server still answers after Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_serve_missing_repository(tmp_path):
+    proc = subprocess.run([*LABKIT, "serve", str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "No model repository" in proc.stderr
+
+
+def test_bench_reports_numbers(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([*LABKIT, "bench", "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(out.read_text())
+    assert set(results) >= {"cold_start_s", "python_reload_s"}
+    assert all(isinstance(v, float) and v > 0 for v in results.values())

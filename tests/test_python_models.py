@@ -1,0 +1,108 @@
+"""Python backends written from a notebook and reloaded into a running Triton."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import labkit
+from conftest import ADD_SUB_SOURCE
+
+
+def test_edit_then_reload_serves_new_code(fresh_server):
+    pid = fresh_server.pid
+    for offset in (10, 20, 30):  # three edits within a second or two: each must really reload
+        fresh_server.python_model("add_sub", ADD_SUB_SOURCE.replace("a + b", f"a + b + {offset}"))
+        result = labkit.check_add_sub(fresh_server, check=False)
+        np.testing.assert_allclose(result.output0, result.input0 + result.input1 + offset)
+    assert fresh_server.pid == pid  # same server process throughout
+    with pytest.raises(labkit.errors.AnswerMismatchError, match="answered wrongly"):
+        labkit.check_add_sub(fresh_server)
+
+
+def test_syntax_error_shows_reason_and_server_keeps_serving(fresh_server):
+    broken = ADD_SUB_SOURCE.replace("def execute(self, requests):", "def execute(self, requests)")
+    line = next(i for i, text in enumerate(broken.splitlines(), 1) if "def execute(self, requests)" in text)
+    with pytest.raises(labkit.ModelLoadError) as info:
+        fresh_server.python_model("add_sub", broken)
+    message = str(info.value)
+    assert "SyntaxError" in message and f"model.py, line {line}" in message
+    assert "still serving: add_sub" in message
+    assert labkit.check_add_sub(fresh_server).ok  # the previous version keeps answering
+
+
+def test_exception_in_initialize_is_shown(fresh_server):
+    cfg = fresh_server.repository.read_config("add_sub")
+    cfg.name = "explodes"
+    source = ADD_SUB_SOURCE.replace(
+        'self.model_name = args["model_name"]', 'raise ValueError("no weights at /models/w.bin")'
+    )
+    with pytest.raises(labkit.ModelLoadError, match="no weights at /models/w.bin"):
+        fresh_server.python_model("explodes", source, cfg)
+    assert "explodes" not in fresh_server.loaded_models()
+    assert labkit.check_add_sub(fresh_server).ok
+
+
+def test_model_from_a_class(fresh_server):
+    cfg = labkit.model_config("triple", "python", [("X", "FP32", [3])], [("Y", "FP32", [3])])
+    fresh_server.python_model("triple", Triple, cfg)
+    out = labkit.infer(fresh_server, "triple", {"X": np.array([1, 2, 3], np.float32)})
+    np.testing.assert_allclose(out["Y"], [3, 6, 9])
+
+
+class Triple:
+    def execute(self, requests):
+        import triton_python_backend_utils as pb_utils
+
+        return [
+            pb_utils.InferenceResponse([pb_utils.Tensor("Y", 3 * pb_utils.get_input_tensor_by_name(r, "X").as_numpy())])
+            for r in requests
+        ]
+
+
+SHARED_BACKEND = '''
+import triton_python_backend_utils as pb_utils
+import json
+
+class TritonPythonModel:
+    def initialize(self, args):
+        params = json.loads(args["model_config"])["parameters"]
+        self.scale = float(params["scale"]["string_value"])
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", SIGN * self.scale * pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]) for r in requests]
+'''
+
+
+def test_python_based_backend_serves_several_models(fresh_server):
+    fresh_server.python_backend("scaler", "SIGN = 1\n" + SHARED_BACKEND)
+    for name, scale in (("times2", 2), ("times5", 5)):
+        cfg = labkit.model_config(name, "scaler", [("X", "FP32", [2])], [("Y", "FP32", [2])], parameters={"scale": scale})
+        fresh_server.repository.write_config(cfg)
+        fresh_server.load(name)
+    x = np.array([1, -1], np.float32)
+    assert labkit.infer(fresh_server, "times2", {"X": x})["Y"].tolist() == [2, -2]
+    assert labkit.infer(fresh_server, "times5", {"X": x})["Y"].tolist() == [5, -5]
+    # edit the shared backend: the magic reloads every loaded model that uses it
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "labkit")
+    result = shell.run_cell_magic("triton_python", "--backend scaler", "SIGN = -1\n" + SHARED_BACKEND)
+    assert result is None
+    assert labkit.infer(fresh_server, "times2", {"X": x})["Y"].tolist() == [-2, 2]
+    assert labkit.infer(fresh_server, "times5", {"X": x})["Y"].tolist() == [-5, 5]
+
+
+def test_cell_magic_writes_and_reloads(fresh_server):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "labkit")
+    shell.run_cell_magic("triton_python", "add_sub", ADD_SUB_SOURCE.replace("a - b", "a - b - 7"))
+    result = labkit.check_add_sub(fresh_server, check=False)
+    np.testing.assert_allclose(result.output1, result.input0 - result.input1 - 7)
+    with pytest.raises(labkit.ConfigError, match="no config.pbtxt"):
+        shell.run_cell_magic("triton_python", "nothing_here", ADD_SUB_SOURCE)
+    with pytest.raises(labkit.ModelLoadError, match="SyntaxError"):
+        shell.run_cell_magic("triton_python", "add_sub", "class TritonPythonModel:\n    def execute(self, r)\n")

@@ -1,0 +1,138 @@
+"""The embedded launcher: start, readiness, logs, stop, and nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import labkit
+
+
+def _gone(pid: int, timeout_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        # a zombie still answers kill(0); its state tells
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(")")[-1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _group_members(pgid: int) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,pgid=,stat="], capture_output=True, text=True).stdout
+    return [int(p) for p, g, s in (line.split() for line in out.splitlines()) if int(g) == pgid and not s.startswith("Z")]
+
+
+def test_start_ready_and_stop():
+    server = labkit.EmbeddedServer()
+    assert not server.alive and not server.ready()
+    with server.start():
+        assert server.alive and server.ready()
+        assert server.version == "2.41.0"
+        assert server.http_port and server.grpc_port and server.metrics_port
+        assert len({server.http_port, server.grpc_port, server.metrics_port}) == 3
+        assert labkit.current() is server
+        assert "nv_cpu_utilization" in server.metrics_text()
+        pid = server.pid
+    assert not server.alive
+    assert _gone(pid)
+    assert not server.workdir.exists()  # its own temporary folder is cleaned up
+    with pytest.raises(labkit.ServerNotRunningError):
+        labkit.current()
+    with pytest.raises(labkit.ServerNotRunningError, match="stopped"):
+        server.index()
+
+
+def test_binds_loopback_only(server):
+    log = server.logs.text()
+    for service in ("GRPCInferenceService", "HTTPService", "Metrics Service"):
+        line = next(line for line in log.splitlines() if f"Started {service}" in line)
+        assert "at 127.0.0.1:" in line, line
+
+
+def test_server_logs_are_captured(server):
+    assert server.logs.path.exists()
+    assert "add_sub" in server.logs.tail(200)
+    assert "Failed to initialize NVML" not in server.logs.tail(500)  # CPU-only noise hidden from the tail
+    assert "<pre" in server.logs._repr_html_()
+
+
+def test_failed_start_carries_log_lines(tmp_path):
+    server = labkit.EmbeddedServer(workdir=tmp_path, extra_args=["--model-control-mode=nonsense"])
+    with pytest.raises(labkit.ServerStartError) as info:
+        server.start(timeout_s=30)
+    assert "last server log lines" in str(info.value)
+    assert 'Bad option: "--model-control-mode"' in info.value.log_tail
+    assert not server.alive
+
+
+def test_stop_ends_the_whole_process_group(fresh_server):
+    pgid = fresh_server.pid
+    assert len(_group_members(pgid)) >= 2  # tritonserver and the add_sub stub
+    fresh_server.stop()
+    assert _group_members(pgid) == []
+    fresh_server.stop()  # twice is fine
+
+
+_OWNER = textwrap.dedent(
+    """
+    import sys, time, labkit
+    lab = labkit.start()
+    lab.repository.copy_model_from(labkit.reference_repository(), "add_sub")
+    lab.load("add_sub")
+    print(lab.pid, flush=True)
+    if sys.argv[1] == "sleep":
+        time.sleep(120)
+    # else: exit without stop(); atexit must clean up
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["sigkill", "exit"])
+def test_no_orphan_after_owner_ends(how):
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, "sleep" if how == "sigkill" else "exit"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    pid = int(owner.stdout.readline())
+    members = _group_members(pid)
+    assert pid in members and len(members) >= 2
+    if how == "sigkill":
+        owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=60)
+    assert _gone(pid), "tritonserver outlived its owner"
+    deadline = time.monotonic() + 15
+    while _group_members(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _group_members(pid) == [], "a Python stub outlived its server"
+
+
+def test_wheel_fallback_unpacks_a_runnable_server(tmp_path, monkeypatch):
+    # Without the wheel installed, labkit downloads it (no deps) and unpacks it into its cache.
+    from labkit import _triton_dist
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    dist = _triton_dist.TritonDist(_triton_dist._download_and_unpack(tmp_path / "labkit" / "unpacked"))
+    assert os.access(dist.binary, os.X_OK)
+    assert os.access(dist.stub_for((3, 11)), os.X_OK)
+    with pytest.raises(labkit.SetupError, match="Python 3.12"):
+        dist.stub_for((3, 12))
+    version = subprocess.run(
+        [str(dist.binary), "--help"], capture_output=True, text=True,
+        env={**os.environ, "LD_LIBRARY_PATH": str(dist.lib_dir)},
+    )
+    assert "--model-repository" in version.stdout + version.stderr
