@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import errors
+from . import errors, plots
 from .errors import (
+    BuildError,
     ConfigError,
     InferenceError,
     InvalidNameError,
@@ -24,7 +25,10 @@ from .errors import (
     ServerStartError,
     SetupError,
 )
+from .dashboard import Dashboard
+from .load import LoadResult, run_load
 from .repository import ModelConfig, ModelRepository, model_config
+from .stats import ModelStats, StatsCollector, model_stats
 from .requests import AddSubResult, check_add_sub, infer
 from .server import EmbeddedServer, LogView, TritonServer, current
 
@@ -53,27 +57,35 @@ def load_ipython_extension(ipython: object) -> None:
 
 __all__ = [
     "AddSubResult",
+    "BuildError",
     "ConfigError",
+    "Dashboard",
     "EmbeddedServer",
     "InferenceError",
     "InvalidNameError",
     "LabkitError",
+    "LoadResult",
     "LogView",
     "ModelConfig",
     "ModelLoadError",
     "ModelNotFoundError",
     "ModelRepository",
+    "ModelStats",
     "RequestError",
     "ServerError",
     "ServerNotRunningError",
     "ServerStartError",
     "SetupError",
+    "StatsCollector",
     "TritonServer",
     "check_add_sub",
     "current",
     "errors",
     "infer",
     "model_config",
+    "model_stats",
+    "plots",
     "reference_repository",
+    "run_load",
     "start",
 ]

@@ -59,3 +59,7 @@ class RequestError(InferenceError):
 
 class AnswerMismatchError(InferenceError):
     """A model answered, but not with the expected values."""
+
+
+class BuildError(LabkitError):
+    """A C++ backend did not compile, or the library lacks what Triton requires; nothing was loaded."""

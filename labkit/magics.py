@@ -3,6 +3,7 @@
     %load_ext labkit
     %%triton_python add_sub            -> writes add_sub/1/model.py and (re)loads add_sub
     %%triton_python --backend shared   -> writes backends/shared/model.py and reloads its loaded models
+    %%triton_cpp minimal               -> compiles libtriton_minimal.so, (re)loads the models using it
 """
 
 from __future__ import annotations
@@ -51,5 +52,24 @@ def _loaded_users(server: Any, backend: str) -> list[str]:
     return [m for m in server.repository.models() if m in loaded and server.repository.read_config(m).backend == backend]
 
 
+def triton_cpp(line: str, cell: str) -> None:
+    parser = argparse.ArgumentParser(prog="%%triton_cpp", add_help=False, exit_on_error=False)
+    parser.add_argument("backend")
+    parser.add_argument("--models", help="comma-separated models to (re)load; default: all that use the backend")
+    parser.add_argument("--headers", help="'official' or an include folder with Triton's own headers")
+    try:
+        args = parser.parse_args(shlex.split(line))
+    except (argparse.ArgumentError, SystemExit):
+        raise ConfigError("Usage: %%triton_cpp [--models a,b] [--headers official|DIR] BACKEND") from None
+    server = current()
+    models = args.models.split(",") if args.models else None
+    served = server.cpp_backend(args.backend, cell, models, headers=args.headers)
+    if served:
+        print("serving: " + ", ".join(f"{m} (version {v})" for m, v in served.items()))
+    else:
+        print(f"built; no model in the repository uses backend {args.backend!r} yet")
+
+
 def register(ipython: Any) -> None:
     ipython.register_magic_function(triton_python, magic_kind="cell", magic_name="triton_python")
+    ipython.register_magic_function(triton_cpp, magic_kind="cell", magic_name="triton_cpp")

@@ -37,7 +37,21 @@ def _expected_inputs(server: TritonServer, model: str) -> str:
     )
 
 
-def _translate(exc: InferenceServerException, server: TritonServer, model: str, sent: str) -> InferenceError:
+def prepare(protocol: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None) -> tuple[list, list | None]:
+    """tritonclient input and requested-output objects for one request (reusable across requests)."""
+    mod = _module(protocol)
+    tensors = []
+    for name, value in inputs.items():
+        array = np.asarray(value)
+        tensor = mod.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        tensor.set_data_from_numpy(array)
+        tensors.append(tensor)
+    return tensors, ([mod.InferRequestedOutput(n) for n in outputs] if outputs else None)
+
+
+def translate(exc: InferenceServerException, server: TritonServer, model: str, tensors: list) -> InferenceError:
+    """The labkit error for a refused request; ``tensors`` are what was sent."""
+    sent = ", ".join(f"{t.name()} {t.datatype()} {t.shape()}" for t in tensors)
     text = exc.message() or str(exc)
     if "unknown model" in text or "is not found" in text:
         try:
@@ -67,22 +81,14 @@ def infer(
     client: Any = None,
 ) -> dict[str, np.ndarray]:
     """Send one request; returns the outputs by name. Pass ``client`` to reuse one (one per thread)."""
-    mod = _module(protocol)
     own = client is None
     client = client or server.client(protocol)
     try:
-        tensors = []
-        for name, value in inputs.items():
-            array = np.asarray(value)
-            tensor = mod.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
-            tensor.set_data_from_numpy(array)
-            tensors.append(tensor)
-        wanted = [mod.InferRequestedOutput(n) for n in outputs] if outputs else None
+        tensors, wanted = prepare(protocol, inputs, outputs)
         try:
             result = client.infer(model, tensors, outputs=wanted)
         except InferenceServerException as exc:
-            sent = ", ".join(f"{t.name()} {t.datatype()} {t.shape()}" for t in tensors)
-            raise _translate(exc, server, model, sent) from None
+            raise translate(exc, server, model, tensors) from None
         names = outputs or [o["name"] for o in _output_meta(result, protocol)]
         return {n: result.as_numpy(n) for n in names}
     finally:

@@ -11,7 +11,8 @@ import urllib.request
 import weakref
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
@@ -27,6 +28,9 @@ from ..repository import ModelConfig, ModelRepository, check_name
 from ..repository.python_source import model_source
 from ..repository.files import write_atomic
 from .logs import LogView
+
+if TYPE_CHECKING:
+    from ..native.build import Build
 
 _LIVE: "weakref.WeakSet[TritonServer]" = weakref.WeakSet()
 _current: "TritonServer | None" = None
@@ -60,9 +64,16 @@ class TritonServer(ABC):
         self.logs = LogView(log_path)
         self.backend_dir = backend_dir
         self.http_port = self.grpc_port = self.metrics_port = 0
-        self._control_lock = threading.Lock()
-        self._control: httpclient.InferenceServerClient | None = None
+        # tritonclient's HTTP client runs on gevent and cannot cross threads: one per thread.
+        self._local = threading.local()
+        self._clients: list[httpclient.InferenceServerClient] = []
+        self._clients_lock = threading.Lock()
         self._stopped = False
+        #: Called with a model's name just before labkit (re)loads it, e.g. so a statistics
+        #: collector can read the counters a reload is about to reset.
+        self.before_load: list[Callable[[str], None]] = []
+        #: Backend library paths this server process has loaded; Triton never reloads those.
+        self.loaded_libraries: set[str] = set()
 
     # -- lifecycle (launchers implement the underscored parts) -------------------------------
 
@@ -110,9 +121,14 @@ class TritonServer(ABC):
         _LIVE.discard(self)
         if _current is self:
             _current = None
-        if self._control is not None:
-            self._control.close()
         self._terminate()
+        with self._clients_lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            try:
+                client.close()
+            except Exception:  # a client of another thread may refuse; the process cleans it up
+                pass
 
     def __enter__(self) -> "TritonServer":
         return self
@@ -158,15 +174,21 @@ class TritonServer(ABC):
         """Run a control-plane call on the shared HTTP client, turning a dead server into a clear error."""
         if self._stopped:
             raise ServerNotRunningError(f"Cannot {what}: this server was stopped; start a new one.")
-        with self._control_lock:
-            if self._control is None:
-                self._control = httpclient.InferenceServerClient(self.http_url, network_timeout=600.0)
-            try:
-                return fn(self._control, *args, **kwargs)
-            except InferenceServerException:
-                if not self.alive:
-                    raise ServerNotRunningError(f"Cannot {what}: the Triton server has exited.", self.logs.tail(25)) from None
-                raise
+        try:
+            return fn(self._control(), *args, **kwargs)
+        except InferenceServerException:
+            if not self.alive:
+                raise ServerNotRunningError(f"Cannot {what}: the Triton server has exited.", self.logs.tail(25)) from None
+            raise
+
+    def _control(self) -> httpclient.InferenceServerClient:
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = httpclient.InferenceServerClient(self.http_url, network_timeout=600.0)
+            self._local.client = client
+            with self._clients_lock:
+                self._clients.append(client)
+        return client
 
     # -- health ----------------------------------------------------------------------------------
 
@@ -174,10 +196,7 @@ class TritonServer(ABC):
         if not self.alive:
             return False
         try:
-            with self._control_lock:
-                if self._control is None:
-                    self._control = httpclient.InferenceServerClient(self.http_url, network_timeout=600.0)
-                return bool(self._control.is_server_ready())
+            return bool(self._control().is_server_ready())
         except Exception:  # not listening yet
             return False
 
@@ -200,6 +219,8 @@ class TritonServer(ABC):
         if not (self.repository.model_dir(name) / "config.pbtxt").exists():
             raise RepositoryError(f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first.")
         self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
+        for listener in list(self.before_load):
+            listener(name)
         mark = self.logs.mark()
         try:
             self._call(f"load model {name!r}", lambda c: c.load_model(name))
@@ -277,6 +298,28 @@ class TritonServer(ABC):
         if load:
             self.load(name)
         return path
+
+    # -- C++ backends compiled from a notebook ---------------------------------------------------
+
+    def build(self, backend: str, source: str | Path, **options: Any) -> "Build":
+        """Compile a C++ backend for this server (launchers that run elsewhere compile there)."""
+        from ..native.build import build_backend
+
+        return build_backend(backend, source, **options)
+
+    def cpp_backend(
+        self, backend: str, source: str | Path, models: list[str] | None = None, **options: Any
+    ) -> dict[str, int]:
+        """Build ``libtriton_<backend>.so`` and (re)load every model that uses it (or ``models``).
+
+        Returns the version each model now serves. A compile error raises BuildError and changes
+        nothing; a model Triton refuses raises ModelLoadError and keeps its previous build serving.
+        """
+        from ..native import deploy
+
+        build = self.build(backend, source, **options)
+        targets = models if models is not None else deploy.users(self, backend)
+        return {model: deploy.install(self, build, model) for model in targets}
 
     def python_backend(self, backend: str, source: str | Path | type) -> Path:
         """Write a Python-based backend: one ``backends/<backend>/model.py`` that serves many models.
