@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import errors, plots
+from . import errors, plots, reference
 from .errors import (
     BuildError,
     ConfigError,
@@ -29,7 +29,7 @@ from .dashboard import Dashboard
 from .load import LoadResult, run_load
 from .repository import ModelConfig, ModelRepository, model_config
 from .stats import ModelStats, StatsCollector, model_stats
-from .requests import AddSubResult, check_add_sub, infer
+from .requests import AddSubResult, PassthroughResult, check_add_sub, check_passthrough, infer
 from .server import EmbeddedServer, LogView, TritonServer, current
 
 __version__ = "0.1.0"
@@ -42,10 +42,7 @@ def start(repository: str | Path | None = None, *, timeout_s: float = 60.0, **op
 
 def reference_repository() -> Path:
     """The project's model_repository/ folder (add_sub and the other reference models)."""
-    path = Path(__file__).resolve().parent.parent / "model_repository"
-    if not path.is_dir():
-        raise SetupError(f"No model_repository/ beside the labkit package ({path}); install labkit from a checkout with `pip install -e .`.")
-    return path
+    return reference.repository()
 
 
 def load_ipython_extension(ipython: object) -> None:
@@ -71,6 +68,7 @@ __all__ = [
     "ModelNotFoundError",
     "ModelRepository",
     "ModelStats",
+    "PassthroughResult",
     "RequestError",
     "ServerError",
     "ServerNotRunningError",
@@ -79,6 +77,7 @@ __all__ = [
     "StatsCollector",
     "TritonServer",
     "check_add_sub",
+    "check_passthrough",
     "current",
     "errors",
     "infer",

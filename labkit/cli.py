@@ -13,6 +13,7 @@ from .errors import LabkitError
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from .native import deploy
     from .server import EmbeddedServer
 
     repo = Path(args.repository)
@@ -27,7 +28,7 @@ def _serve(args: argparse.Namespace) -> int:
         failed = {}
         for name in names:
             try:
-                server.load(name)
+                deploy.load_models(server, [name])  # builds C++ reference backends first
             except LabkitError as exc:
                 failed[name] = str(exc)
         for name, url in server.urls().items():
@@ -48,11 +49,13 @@ def _demo(args: argparse.Namespace) -> int:
     from . import tour
     from .server import EmbeddedServer
 
+    out_dir = Path(args.json).with_suffix("") if args.json else None  # demo.json -> demo/*.png
     with EmbeddedServer() as server:
         print("starting Triton 23.12 (embedded) ...", flush=True)
         server.start()
-        report = tour.run(server)
+        report = tour.run(server, out_dir, args.only)
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
     print(tour.summary(report))
     if args.json:
@@ -80,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.set_defaults(func=_serve)
 
     demo = sub.add_parser("demo", help="run the tour on a fresh embedded server and summarise it")
-    demo.add_argument("--json", metavar="PATH", help="also write the summary as JSON")
+    demo.add_argument("--json", metavar="PATH", help="also write the summary as JSON (plots go to PATH without .json/)")
+    demo.add_argument("--only", action="append", help="run only this section (repeatable)")
     demo.set_defaults(func=_demo)
 
     bench = sub.add_parser("bench", help="measure cold start and reload times")

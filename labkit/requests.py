@@ -154,3 +154,63 @@ def check_add_sub(
     if check and not result.ok:
         raise AnswerMismatchError(f"{model} answered wrongly:\n{result.summary()}\nCheck execute() in its model.py.")
     return result
+
+
+# Reference passthrough models: output name for each input name.
+_PASSTHROUGH = {"IN0": "OUT0", "INPUT": "OUTPUT", "INPUTTensor": "OUTPUTTensor"}
+
+
+@dataclass
+class PassthroughResult:
+    """Requests to a passthrough model (minimal, recommended, custom): did each get its input back?"""
+
+    model: str
+    protocol: str
+    requests: int
+    ok: bool
+
+    def __repr__(self) -> str:
+        return f"{self.model} over {self.protocol}: {self.requests} request(s), {'ok' if self.ok else 'WRONG'}"
+
+
+def check_passthrough(
+    server: TritonServer,
+    model: str,
+    protocol: str = "http",
+    *,
+    concurrent: int = 1,
+    check: bool = True,
+) -> PassthroughResult:
+    """Send ``concurrent`` requests at once (one client each) to a reference passthrough model and
+    check every answer equals its input. Two at once to a batching model lets Triton batch them."""
+    import threading
+
+    from . import reference
+
+    barrier = threading.Barrier(concurrent)
+    answers: list[bool] = []
+    failures: list[BaseException] = []
+
+    def one(index: int) -> None:
+        inputs = {k: v + index for k, v in reference.sample_inputs(model).items()}
+        client = server.client(protocol)
+        try:
+            barrier.wait(timeout=30)
+            out = infer(server, model, inputs, [_PASSTHROUGH[k] for k in inputs], protocol=protocol, client=client)
+            answers.append(all(np.array_equal(out[_PASSTHROUGH[k]], v) for k, v in inputs.items()))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failures.append(exc)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(concurrent)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise failures[0]
+    result = PassthroughResult(model, protocol, concurrent, len(answers) == concurrent and all(answers))
+    if check and not result.ok:
+        raise AnswerMismatchError(f"{model} did not return its input unchanged ({result}).")
+    return result

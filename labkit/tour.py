@@ -2,48 +2,89 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from . import reference_repository
+from . import plots, reference
 from .errors import LabkitError
+from .load import run_load
 from .requests import check_add_sub
 from .server.base import TritonServer
+from .stats import StatsCollector
 
-PYTHON_MODELS = ("add_sub", "add_sub_batching")
+Section = Callable[[TritonServer, Path | None], dict[str, Any]]
 
 
-def add_sub_section(server: TritonServer) -> dict[str, Any]:
+def add_sub_section(server: TritonServer, out_dir: Path | None) -> dict[str, Any]:
     """add_sub over HTTP and gRPC, and add_sub_batching with a batch of 2."""
-    section: dict[str, Any] = {"ok": False}
-    try:
-        for model in PYTHON_MODELS:
-            server.repository.copy_model_from(reference_repository(), model)
-            server.load(model)
-        http = check_add_sub(server, protocol="http")
-        grpc = check_add_sub(server, protocol="grpc")
-        batched = check_add_sub(server, "add_sub_batching", batch=2)
-        section.update(
-            ok=http.ok and grpc.ok and batched.ok,
-            http=http.ok,
-            grpc=grpc.ok,
-            batching_model=batched.ok,
-            output0=http.output0.tolist(),
-            output1=http.output1.tolist(),
-        )
-    except LabkitError as exc:
-        section["error"] = str(exc)
+    reference.serve(server, ["add_sub", "add_sub_batching"])
+    http = check_add_sub(server, protocol="http")
+    grpc = check_add_sub(server, protocol="grpc")
+    batched = check_add_sub(server, "add_sub_batching", batch=2)
+    return {
+        "ok": http.ok and grpc.ok and batched.ok,
+        "http": http.ok,
+        "grpc": grpc.ok,
+        "batching_model": batched.ok,
+        "output0": http.output0.tolist(),
+        "output1": http.output1.tolist(),
+    }
+
+
+BATCHING_MODELS = ("minimal_batching", "add_sub_batching")
+
+
+def batching_section(server: TritonServer, out_dir: Path | None) -> dict[str, Any]:
+    """Average batch size at concurrency 1 and 8 for the batching models; dashboards saved as PNG."""
+    section: dict[str, Any] = {}
+    for model in BATCHING_MODELS:
+        if model not in server.loaded_models():
+            reference.serve(server, [model])
+        inputs = reference.sample_inputs(model)
+        row: dict[str, Any] = {}
+        for concurrency in (1, 8):
+            with StatsCollector(server, [model], interval_s=0.1) as col:
+                result = run_load(server, model, inputs, requests=400, concurrency=concurrency)
+            total = col.total(model)
+            row[f"c{concurrency}_average_batch"] = round(total.average_batch_size, 2)
+            row[f"c{concurrency}_throughput_rps"] = round(result.throughput, 1)
+            row[f"c{concurrency}_errors"] = len(result.errors)
+            if out_dir is not None:
+                fig = plots.dashboard_figure(plots.DashboardData.collect(col, model, result))
+                row[f"c{concurrency}_plot"] = str(plots.save(fig, out_dir / f"{model}_c{concurrency}.png"))
+        section[model] = row
+    section["ok"] = all(
+        r["c1_errors"] == r["c8_errors"] == 0 and r["c8_average_batch"] > r["c1_average_batch"]
+        for k, r in section.items() if isinstance(r, dict)
+    )
     return section
 
 
-SECTIONS = {"add_sub": add_sub_section}
+SECTIONS: dict[str, Section] = {"add_sub": add_sub_section, "batching": batching_section}
 
 
-def run(server: TritonServer) -> dict[str, Any]:
+def run(server: TritonServer, out_dir: Path | None = None, only: list[str] | None = None) -> dict[str, Any]:
+    """Run every section; a section that fails reports its error instead of stopping the tour."""
     report: dict[str, Any] = {"server": server.kind, "server_version": server.version}
     for name, section in SECTIONS.items():
-        report[name] = section(server)
+        if only and name not in only:
+            continue
+        try:
+            report[name] = section(server, out_dir)
+        except LabkitError as exc:
+            report[name] = {"ok": False, "error": str(exc)}
     report["ok"] = all(v.get("ok") for v in report.values() if isinstance(v, dict))
     return report
+
+
+def _flat(value: dict[str, Any], prefix: str = "") -> list[str]:
+    parts = []
+    for key, v in value.items():
+        if key == "ok" or isinstance(v, list) or key.endswith("_plot"):
+            continue
+        parts.extend(_flat(v, f"{prefix}{key}.") if isinstance(v, dict) else [f"{prefix}{key}={v}"])
+    return parts
 
 
 def summary(report: dict[str, Any]) -> str:
@@ -51,7 +92,6 @@ def summary(report: dict[str, Any]) -> str:
     for name, value in report.items():
         if isinstance(value, dict):
             mark = "ok  " if value.get("ok") else "FAIL"
-            detail = value.get("error") or ", ".join(f"{k}={v}" for k, v in value.items() if k != "ok" and not isinstance(v, list))
-            lines.append(f"  [{mark}] {name}: {detail}")
+            lines.append(f"  [{mark}] {name}: {value.get('error') or ', '.join(_flat(value))}")
     lines.append("all checks passed" if report["ok"] else "SOME CHECKS FAILED")
     return "\n".join(lines)

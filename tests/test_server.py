@@ -6,8 +6,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -109,6 +111,7 @@ def test_no_orphan_after_owner_ends(how):
         stdout=subprocess.PIPE, text=True,
     )
     pid = int(owner.stdout.readline())
+    workdir = next(p for p in Path(tempfile.gettempdir()).glob("labkit-*/owner.pid") if p.read_text() == str(owner.pid)).parent
     members = _group_members(pid)
     assert pid in members and len(members) >= 2
     if how == "sigkill":
@@ -119,6 +122,10 @@ def test_no_orphan_after_owner_ends(how):
     while _group_members(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _group_members(pid) == [], "a Python stub outlived its server"
+    if how == "sigkill":
+        assert workdir.exists()  # nobody could clean up ...
+        labkit.EmbeddedServer()  # ... until the next launch sweeps it
+    assert not workdir.exists()
 
 
 def test_wheel_fallback_unpacks_a_runnable_server(tmp_path, monkeypatch):

@@ -53,3 +53,20 @@ def users(server: TritonServer, backend: str) -> list[str]:
     """Models in the server's repository whose config names ``backend``."""
     repo = server.repository
     return [m for m in repo.models() if repo.read_config(m).backend == backend]
+
+
+def load_models(server: TritonServer, models: list[str]) -> None:
+    """Load models, first building the C++ backend of each that names a reference backend
+    (minimal, recommended, custom) and lacks its library."""
+    from .build import REFERENCE_DIR, reference_source
+
+    repo = server.repository
+    builds: dict[str, Build] = {}
+    for model in models:
+        backend = repo.read_config(model).backend
+        if (REFERENCE_DIR / backend).is_dir():
+            if backend not in builds:
+                builds[backend] = server.build(backend, reference_source(backend))
+            install(server, builds[backend], model)
+        else:
+            server.load(model)

@@ -35,6 +35,21 @@ def _libpython_dir() -> str | None:
     )
 
 
+_WORKDIR_PREFIX = "labkit-"
+_OWNER_FILE = "owner.pid"
+
+
+def _sweep_stale_workdirs() -> None:
+    """Remove temporary work folders whose owning process is gone (a killed kernel cannot clean up)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_WORKDIR_PREFIX}*"):
+        try:
+            owner = int((folder / _OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue  # not one of ours, or being created right now
+        if owner != os.getpid() and not Path(f"/proc/{owner}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 class EmbeddedServer(TritonServer):
     """Runs the real tritonserver 2.41.0 locally: no Docker, no GPU.
 
@@ -53,7 +68,11 @@ class EmbeddedServer(TritonServer):
         extra_args: list[str] | None = None,
     ) -> None:
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="labkit-")).resolve()
+        if self._own_workdir:
+            _sweep_stale_workdirs()
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=_WORKDIR_PREFIX)).resolve()
+        if self._own_workdir:
+            (self.workdir / _OWNER_FILE).write_text(str(os.getpid()))
         self.workdir.mkdir(parents=True, exist_ok=True)
         (self.workdir / "logs").mkdir(exist_ok=True)
         repo = ModelRepository(repository if repository is not None else self.workdir / "repository")

@@ -1,0 +1,363 @@
+"""The Docker launcher against a real engine and labkit's offline CPU image.
+
+Without an engine these tests skip, saying why, unless CI is set: in CI they fail instead
+(.ci/docker-engine.sh starts an engine on CI machines). The image is built once and then reused.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import docker.errors
+import numpy as np
+import pytest
+
+import labkit
+from conftest import ADD_SUB_SOURCE
+from labkit import image as lk_image
+from labkit.server import docker as lkd
+
+pytestmark = pytest.mark.slow
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def engine():
+    ok, why = lkd.engine_status()
+    if not ok:
+        if _in_ci():
+            pytest.fail(f"CI is set, so the Docker tests must run, but no engine is reachable: {why}")
+        pytest.skip(f"no Docker engine is reachable (with CI=true this fails instead): {why}")
+    client = lkd.connect()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def cpu_image(engine):
+    """labkit/tritonserver:23.12-cpu, built here if missing or outdated (about 80 s), else reused."""
+    return lk_image.ensure_image(progress=False).tag
+
+
+@pytest.fixture(scope="module")
+def dserver(cpu_image):
+    with lkd.DockerServer(image=cpu_image) as srv:
+        srv.start(timeout_s=120)
+        srv.repository.copy_model_from(labkit.reference_repository(), "add_sub")
+        srv.load("add_sub")
+        yield srv
+    assert _gone(engine_client(), srv.container.id)
+
+
+def engine_client():
+    return lkd.connect()
+
+
+def _gone(client, container_id: str) -> bool:
+    try:
+        client.containers.get(container_id)
+        return False
+    except docker.errors.NotFound:
+        return True
+
+
+# -- launch, readiness, requests ------------------------------------------------------------------
+
+
+def test_launch_ready_version_and_labels(dserver):
+    assert dserver.kind == "docker" and dserver.alive and dserver.ready()
+    assert dserver.version == "2.41.0"
+    assert len({dserver.http_port, dserver.grpc_port, dserver.metrics_port}) == 3
+    labels = dserver.container.labels
+    assert labels[lkd.LABEL_MANAGED] == "1"
+    assert labels[lkd.LABEL_OWNER] == f"{socket.gethostname()}:{os.getpid()}"
+    assert not lkd.owner_dead(labels)
+    host_config = dserver.container.attrs["HostConfig"]
+    assert host_config["ShmSize"] == 1 << 30
+    assert {u["Name"]: u["Soft"] for u in host_config["Ulimits"]}["stack"] == 67108864
+    assert host_config["AutoRemove"] is False
+    assert "nv_inference_request_success" in dserver.metrics_text()
+
+
+def test_add_sub_over_http_and_grpc(dserver):
+    assert labkit.check_add_sub(dserver, protocol="http").ok
+    assert labkit.check_add_sub(dserver, protocol="grpc").ok
+    assert dserver.stats("add_sub")["model_stats"][0]["inference_stats"]["success"]["count"] >= 2
+
+
+def test_ports_published_on_loopback_only(dserver):
+    dserver.container.reload()
+    published = dserver.container.attrs["NetworkSettings"]["Ports"]
+    for port in lkd.CONTAINER_PORTS.values():
+        assert [b["HostIp"] for b in published[f"{port}/tcp"]] == ["127.0.0.1"]
+    # Reachable on loopback, refused on the host's other addresses (the engine's bridge gateway).
+    with socket.create_connection(("127.0.0.1", dserver.http_port), timeout=5):
+        pass
+    network = dserver.container.attrs["NetworkSettings"]
+    gateway = network.get("Gateway") or next(iter(network["Networks"].values()))["Gateway"]
+    with pytest.raises(OSError):
+        socket.create_connection((gateway, dserver.http_port), timeout=3).close()
+
+
+def test_logs_stream_into_the_log_view(dserver):
+    assert dserver.logs.path.parent.parent == dserver.workdir
+    text = dserver.logs.text()
+    assert "Started HTTPService at 0.0.0.0:8000" in text  # inside the container; published on 127.0.0.1
+    assert "successfully loaded 'add_sub'" in text
+    mark = dserver.logs.mark()
+    dserver.python_model("logger", ADD_SUB_SOURCE.replace("def execute(self, requests):",
+                                                         "def execute(self, requests):\n        pb_utils.Logger.log_info('hello from the container')"),
+                         _config_named("logger"))
+    labkit.check_add_sub(dserver, "logger")
+    deadline = time.monotonic() + 5
+    while "hello from the container" not in dserver.logs.since(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "hello from the container" in dserver.logs.since(mark)  # the model's own log lines arrive too
+    dserver.unload("logger")
+
+
+def _config_named(name: str) -> labkit.ModelConfig:
+    cfg = labkit.ModelRepository(labkit.reference_repository()).read_config("add_sub")
+    cfg.name = name
+    return cfg
+
+
+# -- Python and C++ backends in the container ---------------------------------------------------------
+
+
+def test_python_reload_serves_new_code(dserver):
+    for offset in (10, 20):
+        dserver.python_model("add_sub", ADD_SUB_SOURCE.replace("a + b", f"a + b + {offset}"))
+        result = labkit.check_add_sub(dserver, check=False)
+        np.testing.assert_allclose(result.output0, result.input0 + result.input1 + offset)
+    dserver.python_model("add_sub", ADD_SUB_SOURCE)
+    assert labkit.check_add_sub(dserver).ok
+
+
+def test_python_model_runs_on_the_image_python(dserver):
+    source = ADD_SUB_SOURCE.replace(
+        "a + b", "a + b + float(sys.version_info[:2] == (3, 11)) + float(np.__version__ < '2')"
+    ).replace("import triton_python_backend_utils", "import sys\nimport numpy as np\nimport triton_python_backend_utils")
+    dserver.python_model("which_python", source, _config_named("which_python"))
+    result = labkit.check_add_sub(dserver, "which_python", check=False)
+    np.testing.assert_allclose(result.output0, result.input0 + result.input1 + 2)  # Python 3.11, numpy < 2
+    dserver.unload("which_python")
+
+
+SCALER = """
+import json
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.scale = float(json.loads(args["model_config"])["parameters"]["scale"]["string_value"])
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "Y", self.scale * pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]) for r in requests]
+"""
+
+
+def test_python_based_backend_from_the_host_backend_folder(dserver):
+    dserver.python_backend("scaler", SCALER)
+    assert os.readlink(dserver.backend_dir / "python") == "/opt/tritonserver/backends/python"
+    cfg = labkit.model_config("times3", "scaler", [("X", "FP32", [2])], [("Y", "FP32", [2])], parameters={"scale": 3})
+    dserver.repository.write_config(cfg)
+    dserver.load("times3")
+    assert labkit.infer(dserver, "times3", {"X": np.array([1, -2], np.float32)})["Y"].tolist() == [3, -6]
+    dserver.unload("times3")
+
+
+MARKER_CONFIG = """
+name: "marker"
+backend: "labkitmarker"
+max_batch_size: 0
+input { name: "IN" data_type: TYPE_FP32 dims: 1 }
+output { name: "OUT" data_type: TYPE_FP32 dims: 1 }
+instance_group { count: 1 kind: KIND_CPU }
+"""
+
+# A self-contained backend: it answers every request with an error that names its build.
+MARKER_SOURCE = r"""
+#include <cstdint>
+extern "C" {
+struct TRITONSERVER_Error; struct TRITONBACKEND_Request; struct TRITONBACKEND_Response;
+struct TRITONBACKEND_ModelInstance;
+TRITONSERVER_Error* TRITONSERVER_ErrorNew(int code, const char* msg);
+void TRITONSERVER_ErrorDelete(TRITONSERVER_Error* error);
+TRITONSERVER_Error* TRITONBACKEND_ResponseNew(TRITONBACKEND_Response** response, TRITONBACKEND_Request* request);
+TRITONSERVER_Error* TRITONBACKEND_ResponseSend(TRITONBACKEND_Response* response, uint32_t flags, TRITONSERVER_Error* error);
+TRITONSERVER_Error* TRITONBACKEND_RequestRelease(TRITONBACKEND_Request* request, uint32_t flags);
+
+__attribute__((visibility("default"))) TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance*, TRITONBACKEND_Request** requests, const uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    TRITONBACKEND_Response* response = nullptr;
+    if (TRITONBACKEND_ResponseNew(&response, requests[i]) == nullptr) {
+      TRITONSERVER_Error* err = TRITONSERVER_ErrorNew(5, "MARKER build BUILD_ID");
+      TRITONBACKEND_ResponseSend(response, 1, err);
+      TRITONSERVER_ErrorDelete(err);
+    }
+    TRITONBACKEND_RequestRelease(requests[i], 1);
+  }
+  return nullptr;
+}
+}
+"""
+
+
+def _marker_answer(server) -> str:
+    with pytest.raises(labkit.InferenceError) as info:
+        labkit.infer(server, "marker", {"IN": np.array([1], np.float32)})
+    return str(info.value)
+
+
+def test_cpp_backend_compiled_in_the_container_and_reloaded(dserver):
+    dserver.repository.write_file("marker", "config.pbtxt", MARKER_CONFIG, version=None)
+    source = MARKER_SOURCE.replace("BUILD_ID", f"one-{time.time_ns()}")
+    versions = dserver.cpp_backend("labkitmarker", source, models=["marker"])
+    assert "MARKER build one-" in _marker_answer(dserver)
+    build = dserver.build("labkitmarker", source)
+    assert build.cached and build.library.is_relative_to(dserver.build_root)
+    # A rebuild goes to a new version folder, so the new code really serves (Triton never dlcloses).
+    versions2 = dserver.cpp_backend("labkitmarker", source.replace("build one-", "build two-"), models=["marker"])
+    assert versions2["marker"] == versions["marker"] + 1
+    assert "MARKER build two-" in _marker_answer(dserver)
+    dserver.unload("marker")
+
+
+def test_cpp_compile_error_keeps_source_line_numbers(dserver):
+    broken = "#include <cstdint>\n\nint f() { return undefined_name; }\n"
+    with pytest.raises(labkit.BuildError, match=r"labkitbroken\.cc:3:.*undefined_name"):
+        dserver.build("labkitbroken", broken, progress=False)
+
+
+# -- failures ------------------------------------------------------------------------------------------
+
+
+def test_container_killed_from_outside(cpu_image, tmp_path):
+    server = lkd.DockerServer(workdir=tmp_path, image=cpu_image)
+    with server.start(timeout_s=120):
+        server.repository.copy_model_from(labkit.reference_repository(), "add_sub")
+        server.load("add_sub")
+        client = lkd.connect()
+        client.containers.get(server.container.id).kill()  # as `docker kill` would
+        deadline = time.monotonic() + 15
+        while server.alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not server.alive and not server.ready()
+        with pytest.raises(labkit.ServerNotRunningError, match="exited") as info:
+            server.index()
+        assert "successfully loaded 'add_sub'" in info.value.log_tail
+        with pytest.raises(labkit.ServerNotRunningError, match="exit code 137"):
+            server.load("add_sub")
+        container_id = server.container.id
+    assert _gone(client, container_id)  # stop() removes the dead container
+    assert (tmp_path / "logs" / "tritonserver.log").exists()  # the log stays for reading
+
+
+def test_failed_start_carries_the_container_log(cpu_image, tmp_path):
+    server = lkd.DockerServer(workdir=tmp_path, image=cpu_image, extra_args=["--model-control-mode=nonsense"])
+    with pytest.raises(labkit.ServerStartError, match="exited during start-up") as info:
+        server.start(timeout_s=60)
+    assert 'Bad option: "--model-control-mode"' in info.value.log_tail
+    assert not server.alive
+    assert _gone(lkd.connect(), server.container.id)
+
+
+def test_bad_image_name_is_a_clear_error(engine):
+    with pytest.raises(labkit.SetupError, match=r"could not be pulled.*labkit image build"):
+        lkd.DockerServer(image="labkit/no-such-image:0", progress=False).start()
+    with pytest.raises(labkit.SetupError, match="not a valid Docker image name"):
+        lkd.DockerServer(image="Not A Valid Image").start()
+    with pytest.raises(labkit.SetupError, match=r"not on this engine \(and pull=False\)"):
+        lkd.DockerServer(image="labkit/no-such-image:0", pull=False).start()
+
+
+def test_missing_bind_source_is_refused_not_created(engine, tmp_path):
+    missing = tmp_path / "no-such-folder"
+    before = _mine()
+    server = lkd.DockerServer(image=lkd.OFFLINE_IMAGE, volumes={missing: "/data:ro"})
+    with pytest.raises(labkit.SetupError, match="does not exist"):
+        server.start()
+    assert not missing.exists()
+    assert _mine() == before  # no container was created
+
+
+def _mine() -> set[str]:
+    """This process's labkit containers (other test sessions may share the engine)."""
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    return {c.id for c in lkd.leftovers(all=True) if c.labels.get(lkd.LABEL_OWNER) == owner}
+
+
+def test_gpu_option(engine):
+    with pytest.raises(ValueError, match="gpus"):
+        lkd.DockerServer(gpus="yes")
+    if lkd.gpu_runtime(engine) is None:
+        with pytest.raises(labkit.SetupError, match="no GPU runtime"):
+            lkd.DockerServer(image=lkd.OFFLINE_IMAGE, gpus=True).start()
+
+
+def test_no_engine_says_how_to_start_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(labkit.SetupError, match=r"No Docker engine is reachable.*dockerd.*docker-engine\.sh"):
+        lkd.connect()
+    assert lkd.engine_status()[0] is False
+
+
+# -- leftovers ------------------------------------------------------------------------------------------
+
+_OWNER = textwrap.dedent("""
+    import sys, time
+    from labkit.server.docker import DockerServer
+    server = DockerServer(image=sys.argv[1]).start(timeout_s=120)
+    print(server.container.id, server.workdir, flush=True)
+    time.sleep(600)
+""")
+
+
+def test_cleanup_removes_the_container_of_a_killed_kernel(dserver):
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, dserver.image], stdout=subprocess.PIPE, text=True)
+    try:
+        container_id, workdir = owner.stdout.readline().split()
+    finally:
+        owner.kill()  # SIGKILL: no atexit, nothing stops the container
+        owner.wait()
+    client = lkd.connect()
+    assert client.containers.get(container_id).status == "running"  # the leftover
+    assert container_id in {c.id for c in lkd.leftovers()}
+    assert dserver.container.id not in {c.id for c in lkd.leftovers()}  # a live owner's container is not
+    removed = lkd.cleanup()
+    assert client.containers.get  # (engine still fine)
+    assert _gone(client, container_id) and removed
+    assert not Path(workdir).exists()  # its temporary work folder went too
+    assert dserver.alive
+
+
+def test_launch_sweeps_leftovers(dserver, tmp_path):
+    # A container labelled as labkit's by a process that no longer exists ...
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    client = lkd.connect()
+    leftover = client.containers.run(
+        dserver.image, ["sleep", "600"], detach=True,
+        labels={lkd.LABEL_MANAGED: "1", lkd.LABEL_OWNER: f"{socket.gethostname()}:{dead.pid}"},
+    )
+    try:
+        # ... is removed by the next launch, even one that then fails (here: a missing mount source).
+        with pytest.raises(labkit.SetupError):
+            lkd.DockerServer(image=dserver.image, volumes={tmp_path / "missing": "/data"}).start()
+        assert _gone(client, leftover.id)
+    finally:
+        if not _gone(client, leftover.id):
+            leftover.remove(force=True)
+    assert dserver.alive
