@@ -21,8 +21,18 @@ def repository() -> Path:
     return path
 
 
+def _batches(model: str) -> bool:
+    config = repository() / model / "config.pbtxt"
+    if not config.exists():
+        return True  # a copy under another name (e.g. a Python twin): the families below all batch
+    from .repository import config as _config
+
+    return _config.read(config).max_batch_size > 0
+
+
 def sample_inputs(model: str, batch: int | None = 1) -> dict[str, np.ndarray]:
-    """One valid request for a reference model (with a leading batch dimension when ``batch``)."""
+    """One valid request for a reference model (or a model named after one): ``batch`` rows for
+    models that batch, no batch dimension for those that do not."""
     shapes = {
         "add_sub": ({"INPUT0": (4,), "INPUT1": (4,)}, np.float32),
         "minimal": ({"IN0": (4,)}, np.int32),
@@ -33,7 +43,7 @@ def sample_inputs(model: str, batch: int | None = 1) -> dict[str, np.ndarray]:
     if family is None:
         raise KeyError(f"no sample inputs for {model!r}; known families: {', '.join(shapes)}")
     tensors, dtype = shapes[family]
-    lead = (batch,) if batch else ()
+    lead = (batch,) if batch and _batches(model) else ()
     return {name: np.arange(np.prod(lead + shape), dtype=dtype).reshape(lead + shape) for name, shape in tensors.items()}
 
 

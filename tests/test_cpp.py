@@ -53,9 +53,8 @@ def test_unchanged_source_is_not_rebuilt(tmp_path, capsys):
 
 
 def test_compile_error_keeps_cell_line_numbers(cpp_server):
-    lines = MINIMAL.splitlines()
-    broken_line = len(lines) + 2
     source = MINIMAL + "\n\nint broken() { return undeclared_name; }\n"
+    broken_line = source.splitlines().index("int broken() { return undeclared_name; }") + 1
     versions = cpp_server.repository.versions("minimal_nonbatching")
     with pytest.raises(labkit.BuildError) as info:
         cpp_server.cpp_backend("minimal", source, ["minimal_nonbatching"])
@@ -146,12 +145,13 @@ def test_rebuild_reloads_new_code_in_the_same_process(cpp_server):
     assert cpp_server.repository.versions("minimal_nonbatching") == [served_again["minimal_nonbatching"]]
 
 
-def _add_thousand(source: str) -> str:
-    """An edit of the minimal source that changes what it writes (the helper layer's copy -> a loop)."""
-    from labkit.native.build import EDIT_HOOK
+EDIT_HOOK = "// (edit here: change `in` before it is sent back)"
 
-    assert EDIT_HOOK in source, "the minimal reference backend must keep its edit hook comment"
-    return source.replace(EDIT_HOOK, EDIT_HOOK + "\n" + "for (auto& v : out) v += 1000;")
+
+def _add_thousand(source: str) -> str:
+    """An edit of the minimal source that changes what it writes: every value + 1000."""
+    assert EDIT_HOOK in source, "the minimal reference backend must keep its edit-here comment"
+    return source.replace(EDIT_HOOK, "for (size_t k = 0; k < in.count<int32_t>(); ++k) in.data<int32_t>()[k] += 1000;")
 
 
 def test_cell_magic_builds_and_loads(cpp_server):
