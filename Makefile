@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TRITON_WHEEL := nvidia-pytriton==0.5.0
 
-.PHONY: demo test bench serve lab clean
+.PHONY: demo test bench serve lab image docker-engine clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ bench: $(BIN)/.installed
 
 serve: $(BIN)/.installed
 	$(BIN)/labkit serve model_repository
+
+image: $(BIN)/.installed
+	$(BIN)/labkit image build
+
+docker-engine:
+	.ci/docker-engine.sh
 
 lab: $(BIN)/.installed
 	$(BIN)/jupyter lab notebooks

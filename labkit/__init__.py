@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from . import errors, plots, reference
 from .errors import (
@@ -31,13 +32,20 @@ from .repository import ModelConfig, ModelRepository, model_config
 from .stats import ModelStats, StatsCollector, model_stats
 from .requests import AddSubResult, PassthroughResult, check_add_sub, check_passthrough, infer
 from .server import EmbeddedServer, LogView, TritonServer, current
+from .server import create as create_server
 
 __version__ = "0.1.0"
 
 
-def start(repository: str | Path | None = None, *, timeout_s: float = 60.0, **options: object) -> TritonServer:
-    """Start the embedded Triton 23.12 and wait until it is ready. Stop it with ``.stop()`` (or exit)."""
-    return EmbeddedServer(repository, **options).start(timeout_s)
+def start(
+    repository: str | Path | None = None, *, server: str = "embedded", timeout_s: float = 60.0, **options: Any
+) -> TritonServer:
+    """Start Triton 23.12 and wait until it is ready; stop it with ``.stop()`` (or just exit).
+
+    ``server="embedded"`` (default) runs the wheel's tritonserver here; ``server="docker"`` runs a
+    container (``image=`` chooses it, e.g. ``labkit.image.IMAGE`` for the offline CPU image).
+    """
+    return create_server(server, repository, **options).start(timeout_s)
 
 
 def reference_repository() -> Path:
@@ -78,6 +86,7 @@ __all__ = [
     "TritonServer",
     "check_add_sub",
     "check_passthrough",
+    "create_server",
     "current",
     "errors",
     "infer",

@@ -24,11 +24,19 @@ _LOAD_REQUESTS = 2000
 _ADD_SUB_INPUTS = {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}
 
 
-def _server_with(*models: str) -> EmbeddedServer:
-    server = EmbeddedServer().start()
-    for model in models:
-        server.repository.copy_model_from(reference_repository(), model)
-        server.load(model)
+# What each benchmark starts its servers with; `labkit bench --server docker` swaps it for containers.
+_factory: Callable[[], TritonServer] = EmbeddedServer
+
+
+def _server_with(*models: str) -> TritonServer:
+    from . import reference
+
+    server = _factory().start()
+    try:
+        reference.serve(server, models)
+    except BaseException:
+        server.stop()
+        raise
     return server
 
 
@@ -58,6 +66,32 @@ def python_reload_s() -> float:
             times.append(time.perf_counter() - t0)
             if not (result.output0 == result.input0 + result.input1 + round_).all():
                 raise RuntimeError(f"reload round {round_}: the old code answered")
+    return statistics.median(times)
+
+
+def cpp_rebuild_reload_s() -> float:
+    """Edit the minimal backend's source -> compiled -> loaded at a new path -> the new code answers;
+    median of several edits, each a real compile (every edit changes the source)."""
+    from . import reference
+    from .native import reference_source
+    from .requests import infer
+
+    source = reference_source("minimal").read_text()
+    hook = "// (edit here: change `in` before it is sent back)"
+    if hook not in source:
+        raise RuntimeError("the minimal reference backend lost its edit-here comment; update the benchmark")
+    times = []
+    with _server_with("minimal_nonbatching") as server:
+        x = reference.sample_inputs("minimal_nonbatching")["IN0"]
+        for round_ in range(1, _RELOAD_ROUNDS + 1):
+            # the nonce keeps the build cache from answering for an edit an earlier run already compiled
+            edit = f"for (size_t k = 0; k < in.count<int32_t>(); ++k) in.data<int32_t>()[k] += {round_};  // {time.time_ns()}"
+            t0 = time.perf_counter()
+            server.cpp_backend("minimal", source.replace(hook, edit), ["minimal_nonbatching"], progress=False)
+            out = infer(server, "minimal_nonbatching", {"IN0": x})["OUT0"]
+            times.append(time.perf_counter() - t0)
+            if not (out == x + round_).all():
+                raise RuntimeError(f"rebuild round {round_}: the old code answered")
     return statistics.median(times)
 
 
@@ -120,6 +154,7 @@ def dashboard_overhead() -> float:
 BENCHMARKS: dict[str, Callable[[], Any]] = {
     "cold_start_s": cold_start_s,
     "python_reload_s": python_reload_s,
+    "cpp_rebuild_reload_s": cpp_rebuild_reload_s,
     "client_throughput": client_throughput,
     "dashboard_overhead": dashboard_overhead,
 }
@@ -127,6 +162,7 @@ BENCHMARKS: dict[str, Callable[[], Any]] = {
 TARGETS: dict[str, tuple[float, str]] = {
     "cold_start_s": (3.0, "<"),
     "python_reload_s": (1.0, "<"),
+    "cpp_rebuild_reload_s": (5.0, "<"),
     "client_throughput.c1_ratio": (0.95, ">"),
     "client_throughput.c8_ratio": (0.95, ">"),
     "dashboard_overhead": (0.97, ">"),
@@ -141,7 +177,11 @@ def _verdict(name: str, value: float) -> str:
     return f"  (target {sense} {target}: {'met' if met else 'MISSED'})"
 
 
-def run(only: list[str] | None = None) -> dict[str, Any]:
+def run(only: list[str] | None = None, factory: Callable[[], TritonServer] | None = None) -> dict[str, Any]:
+    """Run the benchmarks (or ``only`` some), printing each number as it comes; ``factory`` makes
+    the (unstarted) servers, embedded by default."""
+    global _factory
+    _factory = factory or EmbeddedServer
     results: dict[str, Any] = {}
     for name, fn in BENCHMARKS.items():
         if only and name not in only:

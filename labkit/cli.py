@@ -1,4 +1,4 @@
-"""The `labkit` command: serve a repository, run the demo tour, run the benchmarks."""
+"""The `labkit` command: serve a repository, run the demo tour and the benchmarks, manage Docker."""
 
 from __future__ import annotations
 
@@ -8,13 +8,21 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from .errors import LabkitError
 
 
+def _server(args: argparse.Namespace, repository: Path | None = None) -> Any:
+    """The server the command asked for (--server, --image), not yet started."""
+    from .server import create
+
+    options = {"image": args.image} if args.server == "docker" and args.image else {}
+    return create(args.server, repository, **options)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from .native import deploy
-    from .server import EmbeddedServer
 
     repo = Path(args.repository)
     if not repo.is_dir():
@@ -22,7 +30,7 @@ def _serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    with EmbeddedServer(repo) as server:
+    with _server(args, repo) as server:
         server.start()
         names = args.model or server.repository.models()
         failed = {}
@@ -47,11 +55,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     from . import tour
-    from .server import EmbeddedServer
 
     out_dir = Path(args.json).with_suffix("") if args.json else None  # demo.json -> demo/*.png
-    with EmbeddedServer() as server:
-        print("starting Triton 23.12 (embedded) ...", flush=True)
+    with _server(args) as server:
+        print(f"starting Triton 23.12 ({args.server}) ...", flush=True)
         server.start()
         report = tour.run(server, out_dir, args.only)
     if args.json:
@@ -66,33 +73,67 @@ def _demo(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from . import bench
 
-    results = bench.run(args.only)
+    results = bench.run(args.only, lambda: _server(args))
+    results = {"server": args.server, **results}
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0
 
 
+def _cleanup(args: argparse.Namespace) -> int:
+    from .server.docker import cleanup
+
+    removed = cleanup(all=args.all)
+    print("\n".join(f"removed {name}" for name in removed) or "no leftovers")
+    return 0
+
+
+def _image(args: argparse.Namespace) -> int:
+    from .image import main as image_main
+
+    return image_main(args.args)
+
+
 def main(argv: list[str] | None = None) -> int:
+    from .server import KINDS
+
     parser = argparse.ArgumentParser(prog="labkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="serve a model repository until Ctrl-C")
+    def with_server(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--server", choices=KINDS, default="embedded", help="where Triton runs (default: embedded)")
+        p.add_argument("--image", help="Docker image for --server docker (default: the offline CPU image)")
+        return p
+
+    serve = with_server(sub.add_parser("serve", help="serve a model repository until Ctrl-C"))
     serve.add_argument("repository", nargs="?", default="model_repository")
     serve.add_argument("--model", action="append", help="load only this model (repeatable)")
     serve.set_defaults(func=_serve)
 
-    demo = sub.add_parser("demo", help="run the tour on a fresh embedded server and summarise it")
+    demo = with_server(sub.add_parser("demo", help="run the tour on a fresh server and summarise it"))
     demo.add_argument("--json", metavar="PATH", help="also write the summary as JSON (plots go to PATH without .json/)")
     demo.add_argument("--only", action="append", help="run only this section (repeatable)")
     demo.set_defaults(func=_demo)
 
-    bench = sub.add_parser("bench", help="measure cold start and reload times")
+    bench = with_server(sub.add_parser("bench", help="measure start, reload, build and load-generation figures"))
     bench.add_argument("--json", metavar="PATH")
     bench.add_argument("--only", action="append", help="run only this benchmark (repeatable)")
     bench.set_defaults(func=_bench)
 
+    cleanup = sub.add_parser("cleanup", help="remove Docker containers left by killed labkit sessions")
+    cleanup.add_argument("--all", action="store_true", help="remove every labkit container, live owners too")
+    cleanup.set_defaults(func=_cleanup)
+
+    image = sub.add_parser("image", help="the offline CPU Triton image: `labkit image build [--force]` or `status`")
+    image.add_argument("args", nargs=argparse.REMAINDER)
+    image.set_defaults(func=_image)
+
     args = parser.parse_args(argv)
+    if getattr(args, "server", None) == "docker" and not args.image:
+        from .image import IMAGE
+
+        args.image = IMAGE
     try:
         return args.func(args)
     except LabkitError as exc:

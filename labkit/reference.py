@@ -21,30 +21,35 @@ def repository() -> Path:
     return path
 
 
-def _batches(model: str) -> bool:
-    config = repository() / model / "config.pbtxt"
-    if not config.exists():
-        return True  # a copy under another name (e.g. a Python twin): the families below all batch
-    from .repository import config as _config
-
-    return _config.read(config).max_batch_size > 0
+_DTYPES = {
+    "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
+    "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
+    "FP16": np.float16, "FP32": np.float32, "FP64": np.float64,
+}
 
 
-def sample_inputs(model: str, batch: int | None = 1) -> dict[str, np.ndarray]:
-    """One valid request for a reference model (or a model named after one): ``batch`` rows for
-    models that batch, no batch dimension for those that do not."""
-    shapes = {
-        "add_sub": ({"INPUT0": (4,), "INPUT1": (4,)}, np.float32),
-        "minimal": ({"IN0": (4,)}, np.int32),
-        "recommended": ({"INPUT": (4, 4)}, np.float32),
-        "custom": ({"INPUTTensor": (2, 128)}, np.float32),
-    }
-    family = next((k for k in shapes if model.startswith(k)), None)
-    if family is None:
-        raise KeyError(f"no sample inputs for {model!r}; known families: {', '.join(shapes)}")
-    tensors, dtype = shapes[family]
-    lead = (batch,) if batch and _batches(model) else ()
-    return {name: np.arange(np.prod(lead + shape), dtype=dtype).reshape(lead + shape) for name, shape in tensors.items()}
+def sample_inputs(model: str, batch: int | None = 1, server: TritonServer | None = None) -> dict[str, np.ndarray]:
+    """One valid request for ``model``, made from its config: the config the server holds when
+    ``server`` is given, else the reference repository's. Variable dims (-1) become 2; a model that
+    batches gets a leading dimension of ``batch`` rows."""
+    if server is not None:
+        config = server.model_config(model)
+    else:
+        from google.protobuf import json_format
+
+        from .repository import ModelRepository
+
+        cfg = ModelRepository(repository()).read_config(model)
+        config = json_format.MessageToDict(cfg, preserving_proto_field_name=True)
+    lead = (batch,) if batch and int(config.get("max_batch_size", 0)) > 0 else ()
+    inputs = {}
+    for spec in config.get("input", []):
+        dtype = spec.get("data_type", "TYPE_FP32").removeprefix("TYPE_")
+        if dtype not in _DTYPES:
+            raise KeyError(f"no sample values for datatype {dtype} (input {spec['name']!r} of {model!r})")
+        shape = lead + tuple(2 if int(d) < 0 else int(d) for d in spec.get("dims", []))
+        inputs[spec["name"]] = (np.arange(int(np.prod(shape))) % 100).astype(_DTYPES[dtype]).reshape(shape)
+    return inputs
 
 
 def serve(server: TritonServer, models: Iterable[str]) -> list[str]:

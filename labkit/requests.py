@@ -60,7 +60,7 @@ def translate(exc: InferenceServerException, server: TritonServer, model: str, t
             loaded = "unknown"
         return ModelNotFoundError(f"Model {model!r} is not loaded (loaded: {loaded}). Load it with server.load({model!r}).")
     if not server.alive:
-        return ServerNotRunningError(f"The request to {model!r} failed because the Triton server exited.", server.logs.tail(25))
+        return server.exited_error(f"The request to {model!r} failed")
     if any(p in text for p in _INPUT_FAULTS):
         return RequestError(
             f"Triton rejected the request to {model!r}: {text}\n"
@@ -89,6 +89,10 @@ def infer(
             result = client.infer(model, tensors, outputs=wanted)
         except InferenceServerException as exc:
             raise translate(exc, server, model, tensors) from None
+        except OSError:  # connection refused: the server is gone
+            if not server.alive:
+                raise server.exited_error(f"The request to {model!r} failed") from None
+            raise
         names = outputs or [o["name"] for o in _output_meta(result, protocol)]
         return {n: result.as_numpy(n) for n in names}
     finally:
@@ -156,10 +160,6 @@ def check_add_sub(
     return result
 
 
-# Reference passthrough models: output name for each input name.
-_PASSTHROUGH = {"IN0": "OUT0", "INPUT": "OUTPUT", "INPUTTensor": "OUTPUTTensor"}
-
-
 @dataclass
 class PassthroughResult:
     """Requests to a passthrough model (minimal, recommended, custom): did each get its input back?"""
@@ -187,17 +187,20 @@ def check_passthrough(
 
     from . import reference
 
+    config = server.model_config(model)
+    # A passthrough returns input k as output k.
+    pairs = dict(zip((i["name"] for i in config.get("input", [])), (o["name"] for o in config.get("output", []))))
     barrier = threading.Barrier(concurrent)
     answers: list[bool] = []
     failures: list[BaseException] = []
 
     def one(index: int) -> None:
-        inputs = {k: v + index for k, v in reference.sample_inputs(model).items()}
         client = server.client(protocol)
         try:
+            inputs = {k: v + index for k, v in reference.sample_inputs(model, server=server).items()}
             barrier.wait(timeout=30)
-            out = infer(server, model, inputs, [_PASSTHROUGH[k] for k in inputs], protocol=protocol, client=client)
-            answers.append(all(np.array_equal(out[_PASSTHROUGH[k]], v) for k, v in inputs.items()))
+            out = infer(server, model, inputs, [pairs[k] for k in inputs], protocol=protocol, client=client)
+            answers.append(all(np.array_equal(out[pairs[k]], v) for k, v in inputs.items()))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             failures.append(exc)
         finally:

@@ -9,9 +9,9 @@ from typing import Any
 from . import plots, reference
 from .errors import LabkitError
 from .load import run_load
-from .requests import check_add_sub
+from .requests import check_add_sub, check_passthrough
 from .server.base import TritonServer
-from .stats import StatsCollector
+from .stats import StatsCollector, model_stats
 
 Section = Callable[[TritonServer, Path | None], dict[str, Any]]
 
@@ -32,6 +32,28 @@ def add_sub_section(server: TritonServer, out_dir: Path | None) -> dict[str, Any
     }
 
 
+def _cpp_section(models: list[str]) -> Section:
+    """Build the backend, serve its models, check answers over HTTP and gRPC; for a batching model
+    send two requests at once and report the largest batch Triton formed (2 when they met)."""
+
+    def section(server: TritonServer, out_dir: Path | None) -> dict[str, Any]:
+        reference.serve(server, models)
+        result: dict[str, Any] = {}
+        for model in models:
+            ok = all(check_passthrough(server, model, p).ok for p in ("http", "grpc"))
+            row: dict[str, Any] = {"ok": ok}
+            if server.repository.read_config(model).max_batch_size > 0:
+                before = model_stats(server, model, settle=True)
+                ok = check_passthrough(server, model, concurrent=2).ok and ok
+                row["largest_batch"] = model_stats(server, model, settle=True).since(before).max_batch_size_seen
+                row["ok"] = ok
+            result[model] = row
+        result["ok"] = all(r["ok"] for r in result.values())
+        return result
+
+    return section
+
+
 BATCHING_MODELS = ("minimal_batching", "add_sub_batching")
 
 
@@ -43,9 +65,9 @@ def batching_section(server: TritonServer, out_dir: Path | None) -> dict[str, An
             reference.serve(server, [model])
         inputs = reference.sample_inputs(model)
         row: dict[str, Any] = {}
-        for concurrency in (1, 8):
-            with StatsCollector(server, [model], interval_s=0.1) as col:
-                result = run_load(server, model, inputs, requests=400, concurrency=concurrency)
+        for concurrency, requests in ((1, 100), (8, 800)):  # one client waits out the queue delay each time
+            with StatsCollector(server, [model], interval_s=0.05) as col:
+                result = run_load(server, model, inputs, requests=requests, concurrency=concurrency)
             total = col.total(model)
             row[f"c{concurrency}_average_batch"] = round(total.average_batch_size, 2)
             row[f"c{concurrency}_throughput_rps"] = round(result.throughput, 1)
@@ -61,7 +83,13 @@ def batching_section(server: TritonServer, out_dir: Path | None) -> dict[str, An
     return section
 
 
-SECTIONS: dict[str, Section] = {"add_sub": add_sub_section, "batching": batching_section}
+SECTIONS: dict[str, Section] = {
+    "add_sub": add_sub_section,
+    "minimal": _cpp_section(["minimal_nonbatching", "minimal_batching"]),
+    "recommended": _cpp_section(["recommended_batching"]),
+    "custom": _cpp_section(["custom_passthrough"]),
+    "batching": batching_section,
+}
 
 
 def run(server: TritonServer, out_dir: Path | None = None, only: list[str] | None = None) -> dict[str, Any]:

@@ -75,6 +75,7 @@ def test_bench_reports_numbers(tmp_path):
     proc = subprocess.run([*LABKIT, "bench", *only, "--json", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads(out.read_text())
+    assert results.pop("server") == "embedded"
     assert set(results) == {"cold_start_s", "python_reload_s"}
     assert all(isinstance(v, float) and v > 0 for v in results.values())
     assert "python_reload_s" in proc.stdout and "target < 1.0" in proc.stdout

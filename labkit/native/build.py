@@ -94,11 +94,44 @@ def _header_bytes(folder: Path) -> list[bytes]:
     return [p.relative_to(folder).as_posix().encode() + p.read_bytes() for p in sorted(folder.rglob("*.h*"))]
 
 
-def exported_symbols(library: Path) -> set[str]:
-    proc = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise BuildError(f"Could not read the symbols of {library}: {proc.stderr.strip()}")
-    return {line.split()[-1] for line in proc.stdout.splitlines() if line.strip()}
+class Toolchain:
+    """Where a backend is compiled: g++ on this machine here; a launcher that runs Triton elsewhere
+    (a container) supplies its own, so the library links the C++ runtime it will run with."""
+
+    label = ""  # shown in progress lines, e.g. " in the container"
+
+    def __init__(self) -> None:
+        self._cxx = _compiler()
+
+    def version(self) -> str:
+        """The compiler's version line; part of the cache key."""
+        out = subprocess.run([self._cxx, "--version"], capture_output=True, text=True).stdout
+        return out.splitlines()[0] if out else self._cxx
+
+    def cache_key(self) -> bytes:
+        return b""
+
+    def include(self, folder: Path) -> str:
+        """A host include folder as the compiler sees it."""
+        return str(folder)
+
+    def path(self, host_path: Path) -> str:
+        """A host file path (inside the build cache) as the compiler sees it."""
+        return str(host_path)
+
+    def run(self, argv: list[str], cwd: Path) -> tuple[int, str]:
+        """Run a tool (``argv[0]`` "c++" means the compiler); its exit code and its output."""
+        argv = [self._cxx if argv[0] == "c++" else argv[0], *argv[1:]]
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
+        return proc.returncode, proc.stderr + proc.stdout
+
+
+def exported_symbols(library: Path, toolchain: Toolchain | None = None) -> set[str]:
+    toolchain = toolchain or Toolchain()
+    code, out = toolchain.run(["nm", "-D", "--defined-only", toolchain.path(library)], library.parent)
+    if code != 0:
+        raise BuildError(f"Could not read the symbols of {library}: {out.strip()}")
+    return {line.split()[-1] for line in out.splitlines() if line.strip() and len(line.split()) >= 2}
 
 
 def build_backend(
@@ -109,56 +142,61 @@ def build_backend(
     extra_flags: list[str] | None = None,
     cache: Path | None = None,
     progress: bool = True,
+    toolchain: Toolchain | None = None,
+    extra_includes: list[str] | None = None,
 ) -> Build:
     """Compile ``source`` (C++ text or a .cc path) into ``libtriton_<backend>.so``.
 
     ``headers``: None for labkit's own declarations of the 23.12 C API, or "official" / an include
     folder for Triton's own headers. An unchanged input is not rebuilt. Compiler messages keep
-    the source's own line numbers.
+    the source's own line numbers. ``toolchain`` compiles elsewhere (see DockerServer.build);
+    ``extra_includes`` are include folders as that compiler sees them, searched first.
     """
     check_name(backend, "backend")
     text = Path(source).read_text() if isinstance(source, Path) else source
-    api_include = INCLUDE_DIR if headers is None else official_headers(None if headers == "official" else headers)
-    includes = [api_include, INCLUDE_DIR, _json_include()] if headers is not None else [INCLUDE_DIR, _json_include()]
-    cxx = _compiler()
+    toolchain = toolchain or Toolchain()
+    api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
+    host_includes = [*api, INCLUDE_DIR, _json_include()]
     flags = CXXFLAGS + list(extra_flags or [])
-    version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
     digest = _digest(
-        [backend.encode(), text.encode(), " ".join(flags).encode(), "".join(version).encode()]
-        + [b for inc in includes[:2] for b in _header_bytes(inc)]
+        [backend.encode(), text.encode(), " ".join(flags).encode(), toolchain.version().encode(),
+         toolchain.cache_key(), " ".join(extra_includes or []).encode()]
+        + [b for inc in host_includes[:-1] for b in _header_bytes(inc)]  # nlohmann's version is pinned by pip
     )
     root = cache or (_triton_dist.cache_dir() / "builds")
     folder = root / backend / digest[:16]
     library = folder / f"libtriton_{backend}.so"
+    if progress:  # the same line whether or not the cache answers, so notebook outputs stay stable
+        print(f"building backend {backend!r}{toolchain.label} ...", end="", flush=True)
     if library.exists():
+        if progress:
+            print(" done", flush=True)
         return Build(backend, library, digest, 0.0, True)
     folder.mkdir(parents=True, exist_ok=True)
     src = write_atomic(folder / f"{backend}.cc", text)
     partial = folder / f".libtriton_{backend}.so.partial"
-    argv = [cxx, *flags, *(f"-I{p}" for p in includes), str(src), "-o", str(partial)]
-    if progress:
-        print(f"compiling backend {backend!r} ...", end="", flush=True)
+    includes = [*(extra_includes or []), *(toolchain.include(p) for p in host_includes)]
+    argv = ["c++", *flags, *(f"-I{p}" for p in includes), toolchain.path(src), "-o", toolchain.path(partial)]
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    code, messages = toolchain.run(argv, folder)
     seconds = time.perf_counter() - t0
-    if proc.returncode != 0:
+    try:
+        if code != 0:
+            raise BuildError(
+                f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
+                f"(line numbers are those of your source):\n{_tidy(messages, toolchain.path(src), backend)}"
+            )
+        if REQUIRED_ENTRY_POINT not in exported_symbols(partial, toolchain):
+            raise BuildError(
+                f"Backend {backend!r} compiled but does not export {REQUIRED_ENTRY_POINT}, the one entry point "
+                f"Triton requires; it was not loaded. Define it in your source, with \"labkit/backend.hpp\" "
+                f"included (it declares the entry points exported) or marked LABKIT_EXPORT."
+            )
+    except BuildError:
         if progress:
             print(" failed")
         shutil.rmtree(folder, ignore_errors=True)
-        raise BuildError(
-            f"Backend {backend!r} did not compile; nothing was loaded. Compiler messages "
-            f"(line numbers are those of your source):\n{_tidy(proc.stderr, src, backend)}"
-        )
-    exports = exported_symbols(partial)
-    if REQUIRED_ENTRY_POINT not in exports:
-        shutil.rmtree(folder, ignore_errors=True)
-        if progress:
-            print(" refused")
-        raise BuildError(
-            f"Backend {backend!r} compiled but does not export {REQUIRED_ENTRY_POINT}, the one entry point "
-            f"Triton requires; it was not loaded. Define it with extern \"C\" and TRITONBACKEND_ISPEC "
-            f"(or include labkit/backend.hpp, which exports it)."
-        )
+        raise
     partial.rename(library)
     if progress:
         print(" done", flush=True)
@@ -166,9 +204,9 @@ def build_backend(
     return Build(backend, library, digest, seconds, False)
 
 
-def _tidy(stderr: str, src: Path, backend: str) -> str:
+def _tidy(messages: str, src: str, backend: str) -> str:
     # Show the file as the user knows it, not the cache path.
-    return re.sub(re.escape(str(src)), f"{backend}.cc", stderr).strip()
+    return re.sub(re.escape(src), f"{backend}.cc", messages).strip()
 
 
 def _prune(folder: Path, keep: Path) -> None:

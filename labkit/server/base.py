@@ -176,10 +176,24 @@ class TritonServer(ABC):
             raise ServerNotRunningError(f"Cannot {what}: this server was stopped; start a new one.")
         try:
             return fn(self._control(), *args, **kwargs)
-        except InferenceServerException:
+        except (InferenceServerException, OSError):  # OSError: connection refused by a server that is gone
             if not self.alive:
-                raise ServerNotRunningError(f"Cannot {what}: the Triton server has exited.", self.logs.tail(25)) from None
+                raise self.exited_error(f"Cannot {what}") from None
             raise
+
+    def exited_error(self, doing: str) -> ServerNotRunningError:
+        """The error for an operation that failed because the server is gone: why, and its last log lines."""
+        detail = self._exit_summary()
+        return ServerNotRunningError(
+            f"{doing}: the Triton server has exited{f' ({detail})' if detail else ''}.", self._failure_tail()
+        )
+
+    def _exit_summary(self) -> str:
+        """How the server ended, e.g. "exit code 137"; launchers that know say so."""
+        return ""
+
+    def _failure_tail(self) -> str:
+        return self.logs.tail(25)
 
     def _control(self) -> httpclient.InferenceServerClient:
         client = getattr(self._local, "client", None)

@@ -195,9 +195,18 @@ def cleanup(all: bool = False, *, client: docker.DockerClient | None = None) -> 
     ``all=True`` every container labkit started, including those of running servers. The temporary
     work folder of a dead owner is removed too. Runs automatically at every DockerServer launch.
     """
+    own_client = client is None
     client = client or connect()
+    try:
+        return _remove_leftovers(leftovers(all, client))
+    finally:
+        if own_client:
+            client.close()
+
+
+def _remove_leftovers(containers: list[Any]) -> list[str]:
     removed = []
-    for container in leftovers(all, client):
+    for container in containers:
         dead = owner_dead(container.labels)
         try:
             container.remove(force=True, v=True)
@@ -676,17 +685,6 @@ class DockerServer(TritonServer):
             return False
         return True
 
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        # The published port closes with the container, so a dead server shows as a refused
-        # connection (OSError), which the base class does not translate.
-        try:
-            return super()._call(what, fn, *args, **kwargs)
-        except OSError:
-            if not self.alive:
-                raise ServerNotRunningError(f"Cannot {what}: the Triton server has exited "
-                                            f"({self._exit_summary()}).", self._failure_tail()) from None
-            raise
-
     @property
     def alive(self) -> bool:
         if self._container is None or self._stopped or self._exited:
@@ -733,8 +731,6 @@ class DockerServer(TritonServer):
         source: str | Path,
         *,
         headers: str | Path | None = None,
-        extra_flags: list[str] | None = None,
-        progress: bool = True,
         **options: Any,
     ) -> Any:
         """Compile ``libtriton_<backend>.so`` with the container's own g++ (so the C++ runtime matches
@@ -743,67 +739,41 @@ class DockerServer(TritonServer):
         """
         from ..native import build as native
 
-        check_name(backend, "backend")
-        text = Path(source).read_text() if isinstance(source, Path) else source
-        host_includes: list[Path] = []
-        image_includes: list[str] = []
-        if headers == "image":
-            image_includes.append("/opt/tritonserver/include")
-        elif headers is not None:
-            host_includes.append(native.official_headers(None if headers == "official" else headers))
-        host_includes += [native.INCLUDE_DIR, native._json_include()]
-        host_includes = [p for p in host_includes if p.is_dir()]
-        cxx, version = self._container_compiler()
-        flags = native.CXXFLAGS + list(extra_flags or [])
-        image_id = self._container.image.id
-        digest = native._digest(
-            [backend.encode(), text.encode(), " ".join(flags).encode(), version.encode(), image_id.encode(),
-             "".join(image_includes).encode()]
-            + [b for inc in host_includes[:2] for b in native._header_bytes(inc)]
+        toolchain = _ContainerToolchain(self)
+        image_includes = ["/opt/tritonserver/include"] if headers == "image" else []
+        cache = self.build_root / self._container.image.id.split(":")[-1][:12]
+        return native.build_backend(
+            backend, source, headers=None if headers == "image" else headers, cache=cache,
+            toolchain=toolchain, extra_includes=image_includes, **options,
         )
-        root = self.build_root / image_id.split(":")[-1][:12]
-        folder = root / backend / digest[:16]
-        library = folder / f"libtriton_{backend}.so"
-        if library.exists():
-            return native.Build(backend, library, digest, 0.0, True)
-        folder.mkdir(parents=True, exist_ok=True)
-        src = native.write_atomic(folder / f"{backend}.cc", text)
-        includes = image_includes + [self._stage_include(p) for p in host_includes]
-        partial = folder / f".libtriton_{backend}.so.partial"
-        in_container = lambda p: _container_path(p, "/labkit/builds/" + p.relative_to(self.build_root).as_posix())  # noqa: E731
-        argv = [cxx, *flags, *(f"-I{p}" for p in includes), in_container(src), "-o", in_container(partial)]
-        if progress:
-            print(f"compiling backend {backend!r} in the container ...", end="", flush=True)
-        t0 = time.perf_counter()
-        code, out, err = self._exec(argv, workdir=in_container(folder))
-        seconds = time.perf_counter() - t0
-        if code != 0:
-            if progress:
-                print(" failed")
-            shutil.rmtree(folder, ignore_errors=True)
-            raise BuildError(
-                f"Backend {backend!r} did not compile (in the container, {version}); nothing was loaded. Compiler "
-                f"messages (line numbers are those of your source):\n"
-                f"{native._tidy(err + out, Path(in_container(src)), backend)}"
-            )
-        code, out, err = self._exec(["nm", "-D", "--defined-only", in_container(partial)])
-        if code != 0:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise BuildError(f"Could not read the symbols of {backend}'s library in the container: {err.strip()}")
-        if native.REQUIRED_ENTRY_POINT not in {line.split()[-1] for line in out.splitlines() if line.strip()}:
-            shutil.rmtree(folder, ignore_errors=True)
-            if progress:
-                print(" refused")
-            raise BuildError(
-                f"Backend {backend!r} compiled but does not export {native.REQUIRED_ENTRY_POINT}, the one entry point "
-                f"Triton requires; it was not loaded. Define it with extern \"C\" and default visibility "
-                f"(TRITONBACKEND_ISPEC), or include labkit/backend.hpp, which exports it."
-            )
-        partial.rename(library)
-        if progress:
-            print(" done", flush=True)
-        native._prune(root / backend, keep=folder)
-        return native.Build(backend, library, digest, seconds, False)
+
+
+class _ContainerToolchain:
+    """labkit.native.build.Toolchain for a running container: its compiler, paths as mounted there."""
+
+    label = " in the container"
+
+    def __init__(self, server: DockerServer) -> None:
+        self.server = server
+        self.cxx, self._version = server._container_compiler()
+
+    def version(self) -> str:
+        return self._version
+
+    def cache_key(self) -> bytes:
+        return self.server._container.image.id.encode()
+
+    def include(self, folder: Path) -> str:
+        return self.server._stage_include(folder)
+
+    def path(self, host_path: Path) -> str:
+        root = self.server.build_root
+        return _container_path(host_path, "/labkit/builds/" + host_path.relative_to(root).as_posix())
+
+    def run(self, argv: list[str], cwd: Path) -> tuple[int, str]:
+        argv = [self.cxx if argv[0] == "c++" else argv[0], *argv[1:]]
+        code, out, err = self.server._exec(argv, workdir=self.path(cwd))
+        return code, err + out
 
 
 __all__ = [

@@ -153,6 +153,12 @@ class EmbeddedServer(TritonServer):
         if self._own_workdir and not died_on_its_own:  # keep the log of a crash for reading
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def _exit_summary(self) -> str:
+        code = self._proc.poll() if self._proc is not None else None
+        if code is None:
+            return ""
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None and not self._stopped

@@ -1,40 +1,57 @@
-// custom: the passthrough from Triton's backend tutorial, with all seven entry points written out,
-// so each step of a backend's life can be seen in the server's log: backend, model and instance
-// each get initialized and finalized, and execute copies INPUTTensor to OUTPUTTensor.
+// custom: the passthrough of Triton's C++ backend tutorial (INPUTTensor -> OUTPUTTensor, FP32),
+// with all seven entry points written out so every step of a backend's life shows in the server
+// log: the backend, each model and each model instance are initialized and finalized, and
+// execute copies the input to the output for every request of a batch.
+#include <memory>
 #include <string>
 
 #include "labkit/backend.hpp"
 
 namespace {
 
+// Shared by every model that uses this library.
 struct BackendState {
   std::string name;
 };
 
+// Per model: the tensor names, taken from the config so a renamed tensor needs no rebuild.
 struct CustomModelState : labkit::ModelState {
-  using labkit::ModelState::ModelState;
+  explicit CustomModelState(TRITONBACKEND_Model* model) : labkit::ModelState(model) {
+    const labkit::json inputs = config.value("input", labkit::json::array());
+    const labkit::json outputs = config.value("output", labkit::json::array());
+    if (inputs.size() != 1 || outputs.size() != 1) {
+      throw labkit::Error("custom (model '" + name + "'): expected 1 input and 1 output, config has " +
+                              std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()),
+                          TRITONSERVER_ERROR_INVALID_ARG);
+    }
+    input_name = inputs[0].value("name", "");
+    output_name = outputs[0].value("name", "");
+  }
+  std::string input_name;
+  std::string output_name;
 };
 
+// Per instance (instance_group count 2 gives two, each executing in its own thread).
 struct InstanceState {
   std::string name;
-  int32_t device_id = 0;
+  TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_CPU;
+  int32_t device = 0;
 };
 
 }  // namespace
 
-extern "C" {
-
-TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
+TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
   return labkit::guard([&] {
     labkit::check_api_version();
-    const char* name = nullptr;
-    labkit::check(TRITONBACKEND_BackendName(backend, &name));
-    labkit::check(TRITONBACKEND_BackendSetState(backend, new BackendState{name}));
-    labkit::log_info(std::string("custom: backend '") + name + "' initialized");
+    auto state = std::make_unique<BackendState>();
+    state->name = labkit::backend_name(backend);
+    labkit::check(TRITONBACKEND_BackendSetState(backend, state.get()));
+    BackendState* s = state.release();  // Triton holds it now; TRITONBACKEND_Finalize frees it
+    labkit::log_info("custom: backend '" + s->name + "' initialized");
   });
 }
 
-TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend) {
+TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend* backend) {
   return labkit::guard([&] {
     void* state = nullptr;
     labkit::check(TRITONBACKEND_BackendState(backend, &state));
@@ -43,52 +60,53 @@ TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Bac
   });
 }
 
-TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
   return labkit::guard([&] {
-    auto* state = new CustomModelState(model);
-    labkit::check(TRITONBACKEND_ModelSetState(model, static_cast<labkit::ModelState*>(state)));
-    labkit::log_info("custom: model '" + state->name + "' version " + std::to_string(state->version) +
-                     " initialized, max_batch_size " + std::to_string(state->max_batch_size));
+    auto state = std::make_unique<CustomModelState>(model);
+    // Stored as the base type: labkit::execute reads it back as labkit::ModelState*.
+    labkit::check(TRITONBACKEND_ModelSetState(model, static_cast<labkit::ModelState*>(state.get())));
+    CustomModelState* s = state.release();
+    labkit::log_info("custom: model '" + s->name + "' version " + std::to_string(s->version) + " initialized (" +
+                     s->input_name + " -> " + s->output_name + ", max_batch_size " +
+                     std::to_string(s->max_batch_size) + ")");
   });
 }
 
-TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
+TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
   return labkit::guard([&] {
     void* state = nullptr;
     labkit::check(TRITONBACKEND_ModelState(model, &state));
-    auto* model_state = static_cast<CustomModelState*>(static_cast<labkit::ModelState*>(state));
-    labkit::log_info("custom: model '" + model_state->name + "' finalized");
-    delete model_state;
+    std::unique_ptr<labkit::ModelState> owned(static_cast<labkit::ModelState*>(state));
+    labkit::log_info("custom: model '" + owned->name + "' finalized");
   });
 }
 
-TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance* instance) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance* instance) {
   return labkit::guard([&] {
-    auto* state = new InstanceState;
-    const char* name = nullptr;
-    labkit::check(TRITONBACKEND_ModelInstanceName(instance, &name));
-    labkit::check(TRITONBACKEND_ModelInstanceDeviceId(instance, &state->device_id));
-    state->name = name;
-    labkit::check(TRITONBACKEND_ModelInstanceSetState(instance, state));
-    labkit::log_info("custom: instance '" + state->name + "' initialized");
+    auto state = std::make_unique<InstanceState>();
+    state->name = labkit::instance_name(instance);
+    state->kind = labkit::instance_kind(instance);
+    state->device = labkit::instance_device(instance);
+    labkit::check(TRITONBACKEND_ModelInstanceSetState(instance, state.get()));
+    InstanceState* s = state.release();
+    labkit::log_info("custom: instance '" + s->name + "' initialized (" +
+                     TRITONSERVER_InstanceGroupKindString(s->kind) + " device " + std::to_string(s->device) + ")");
   });
 }
 
-TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance* instance) {
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance* instance) {
   return labkit::guard([&] {
     void* state = nullptr;
     labkit::check(TRITONBACKEND_ModelInstanceState(instance, &state));
-    auto* instance_state = static_cast<InstanceState*>(state);
-    labkit::log_info("custom: instance '" + instance_state->name + "' finalized");
-    delete instance_state;
+    std::unique_ptr<InstanceState> owned(static_cast<InstanceState*>(state));
+    labkit::log_info("custom: instance '" + owned->name + "' finalized");
   });
 }
 
-TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
   return labkit::execute(instance, requests, count, [](labkit::Batch& batch) {
-    batch.output("OUTPUTTensor", batch.input("INPUTTensor"));
+    auto& model = batch.model_as<CustomModelState>();
+    batch.output(model.output_name, batch.input(model.input_name));
   });
 }
-
-}  // extern "C"

@@ -1,10 +1,15 @@
 /*
- * labkit's own declarations of the Triton Inference Server C API that backends call, as of
- * release 23.12 (server API 1.27). Written from the documented API: names, signatures and
- * enum values only. It covers what a backend uses, not the in-process server API.
+ * labkit's own declarations of the part of the Triton Inference Server C API that backends call,
+ * as shipped in release 23.12 (server 2.41.0, TRITONSERVER API 1.27). Names, signatures and
+ * enum values only; the in-process server API (TRITONSERVER_Server*, inference requests made
+ * by an application) is left out.
  *
- * Same file name and include path as Triton's official header, so a build can switch to the
- * official r23.12 headers by changing the include directory alone.
+ * The file name and include path match Triton's own header, so a build switches to the official
+ * r23.12 headers (e.g. /opt/tritonserver/include in the NGC image) by changing the -I folder only.
+ *
+ * Nothing here is defined by a backend: the running tritonserver process provides every
+ * function. Backends are therefore built without -ltritonserver and the symbols stay undefined
+ * until Triton dlopens the library.
  */
 #ifndef LABKIT_TRITON_CORE_TRITONSERVER_H
 #define LABKIT_TRITON_CORE_TRITONSERVER_H
@@ -17,7 +22,8 @@
 extern "C" {
 #endif
 
-/* Backends resolve these symbols from the running server: mark them as imported, default visibility. */
+/* Marks functions the server exports. On an undefined declaration it changes nothing for GCC;
+ * it is kept so code written against the official header's macro names compiles unchanged. */
 #ifndef TRITONSERVER_DECLSPEC
 #define TRITONSERVER_DECLSPEC __attribute__((visibility("default")))
 #endif
@@ -25,34 +31,38 @@ extern "C" {
 #define TRITONSERVER_API_VERSION_MAJOR 1
 #define TRITONSERVER_API_VERSION_MINOR 27
 
-/* Opaque handles owned by the server. */
+/* Opaque objects: only the server knows their layout. */
+struct TRITONSERVER_BufferAttributes;
 struct TRITONSERVER_Error;
-struct TRITONSERVER_Message;
-struct TRITONSERVER_Metrics;
-struct TRITONSERVER_Parameter;
-struct TRITONSERVER_MetricFamily;
-struct TRITONSERVER_Metric;
-struct TRITONSERVER_Server;
 struct TRITONSERVER_InferenceRequest;
 struct TRITONSERVER_InferenceResponse;
+struct TRITONSERVER_InferenceTrace;
+struct TRITONSERVER_Message;
+struct TRITONSERVER_Metric;
+struct TRITONSERVER_MetricFamily;
+struct TRITONSERVER_Metrics;
+struct TRITONSERVER_Parameter;
 struct TRITONSERVER_ResponseAllocator;
-struct TRITONSERVER_BufferAttributes;
+struct TRITONSERVER_Server;
 
+/* Typedefs so the header also reads as C; C++ would not need them. */
+typedef struct TRITONSERVER_BufferAttributes TRITONSERVER_BufferAttributes;
 typedef struct TRITONSERVER_Error TRITONSERVER_Error;
-typedef struct TRITONSERVER_Message TRITONSERVER_Message;
-typedef struct TRITONSERVER_Metrics TRITONSERVER_Metrics;
-typedef struct TRITONSERVER_Parameter TRITONSERVER_Parameter;
-typedef struct TRITONSERVER_MetricFamily TRITONSERVER_MetricFamily;
-typedef struct TRITONSERVER_Metric TRITONSERVER_Metric;
-typedef struct TRITONSERVER_Server TRITONSERVER_Server;
 typedef struct TRITONSERVER_InferenceRequest TRITONSERVER_InferenceRequest;
 typedef struct TRITONSERVER_InferenceResponse TRITONSERVER_InferenceResponse;
+typedef struct TRITONSERVER_InferenceTrace TRITONSERVER_InferenceTrace;
+typedef struct TRITONSERVER_Message TRITONSERVER_Message;
+typedef struct TRITONSERVER_Metric TRITONSERVER_Metric;
+typedef struct TRITONSERVER_MetricFamily TRITONSERVER_MetricFamily;
+typedef struct TRITONSERVER_Metrics TRITONSERVER_Metrics;
+typedef struct TRITONSERVER_Parameter TRITONSERVER_Parameter;
 typedef struct TRITONSERVER_ResponseAllocator TRITONSERVER_ResponseAllocator;
-typedef struct TRITONSERVER_BufferAttributes TRITONSERVER_BufferAttributes;
+typedef struct TRITONSERVER_Server TRITONSERVER_Server;
 
+/* The server API version of the running Triton (1.27 for 23.12). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ApiVersion(uint32_t* major, uint32_t* minor);
 
-/* ---- data types ---------------------------------------------------------------------------- */
+/* ---- tensor data types ------------------------------------------------------------------------ */
 
 typedef enum TRITONSERVER_datatype_enum {
   TRITONSERVER_TYPE_INVALID = 0,
@@ -72,11 +82,14 @@ typedef enum TRITONSERVER_datatype_enum {
   TRITONSERVER_TYPE_BF16 = 14
 } TRITONSERVER_DataType;
 
-/* "FP32" and so on; "<invalid>" for an unknown value. */
+/* Protocol names such as "FP32"; an unknown value gives "<invalid>". The string is static. */
 TRITONSERVER_DECLSPEC const char* TRITONSERVER_DataTypeString(TRITONSERVER_DataType datatype);
+/* The reverse. Takes protocol names ("FP32"), not config names ("TYPE_FP32"): those give INVALID. */
 TRITONSERVER_DECLSPEC TRITONSERVER_DataType TRITONSERVER_StringToDataType(const char* dtype);
-/* Bytes per element; 0 for BYTES, whose elements vary in size. */
+/* Bytes per element. 0 for BYTES (each element carries its own length) and for INVALID. */
 TRITONSERVER_DECLSPEC uint32_t TRITONSERVER_DataTypeByteSize(TRITONSERVER_DataType datatype);
+
+/* ---- memory ------------------------------------------------------------------------------------- */
 
 typedef enum TRITONSERVER_memorytype_enum {
   TRITONSERVER_MEMORY_CPU = 0,
@@ -84,25 +97,31 @@ typedef enum TRITONSERVER_memorytype_enum {
   TRITONSERVER_MEMORY_GPU = 2
 } TRITONSERVER_MemoryType;
 
+/* "CPU", "CPU_PINNED", "GPU". */
 TRITONSERVER_DECLSPEC const char* TRITONSERVER_MemoryTypeString(TRITONSERVER_MemoryType memtype);
 
-/* ---- parameters (metric labels, response parameters) --------------------------------------- */
+/* ---- parameters (metric labels, request parameters) --------------------------------------------- */
 
+/* 23.12 has four kinds. Later releases insert DOUBLE before BYTES, which moves BYTES to 4: a
+ * header from a newer release gives the wrong value here. */
 typedef enum TRITONSERVER_parametertype_enum {
   TRITONSERVER_PARAMETER_STRING = 0,
   TRITONSERVER_PARAMETER_INT = 1,
   TRITONSERVER_PARAMETER_BOOL = 2,
-  TRITONSERVER_PARAMETER_DOUBLE = 3,
-  TRITONSERVER_PARAMETER_BYTES = 4
+  TRITONSERVER_PARAMETER_BYTES = 3
 } TRITONSERVER_ParameterType;
 
 TRITONSERVER_DECLSPEC const char* TRITONSERVER_ParameterTypeString(TRITONSERVER_ParameterType paramtype);
-/* A parameter holding a copy of *value (a C string for STRING). Delete it with ParameterDelete. */
+/* A named value; value points at a C string (STRING), int64_t (INT) or bool (BOOL) and is copied.
+ * Returns NULL for BYTES: use ParameterBytesNew. Free with ParameterDelete. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Parameter* TRITONSERVER_ParameterNew(
     const char* name, const TRITONSERVER_ParameterType type, const void* value);
+/* Keeps only the pointer: the bytes must outlive the parameter. */
+TRITONSERVER_DECLSPEC TRITONSERVER_Parameter* TRITONSERVER_ParameterBytesNew(
+    const char* name, const void* byte_ptr, const uint64_t size);
 TRITONSERVER_DECLSPEC void TRITONSERVER_ParameterDelete(TRITONSERVER_Parameter* parameter);
 
-/* ---- instance groups --------------------------------------------------------------------------- */
+/* ---- instance groups ------------------------------------------------------------------------------ */
 
 typedef enum TRITONSERVER_instancegroupkind_enum {
   TRITONSERVER_INSTANCEGROUPKIND_AUTO = 0,
@@ -111,9 +130,10 @@ typedef enum TRITONSERVER_instancegroupkind_enum {
   TRITONSERVER_INSTANCEGROUPKIND_MODEL = 3
 } TRITONSERVER_InstanceGroupKind;
 
+/* "AUTO", "CPU", "GPU", "MODEL" (the config spells them KIND_CPU and so on). */
 TRITONSERVER_DECLSPEC const char* TRITONSERVER_InstanceGroupKindString(TRITONSERVER_InstanceGroupKind kind);
 
-/* ---- logging ------------------------------------------------------------------------------------ */
+/* ---- logging --------------------------------------------------------------------------------------- */
 
 typedef enum TRITONSERVER_loglevel_enum {
   TRITONSERVER_LOG_INFO = 0,
@@ -122,13 +142,16 @@ typedef enum TRITONSERVER_loglevel_enum {
   TRITONSERVER_LOG_VERBOSE = 3
 } TRITONSERVER_LogLevel;
 
+/* Cheap test before building an expensive message (VERBOSE is off unless --log-verbose). */
 TRITONSERVER_DECLSPEC bool TRITONSERVER_LogIsEnabled(TRITONSERVER_LogLevel level);
-/* Write one line to the server's log, tagged with a source file and line. */
+/* One line in the server's log, prefixed with level, time, thread and filename:line. The server
+ * prints the file's base name only. Does nothing when the level is disabled. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_LogMessage(
     TRITONSERVER_LogLevel level, const char* filename, const int line, const char* msg);
 
-/* ---- errors ------------------------------------------------------------------------------------- */
+/* ---- errors ---------------------------------------------------------------------------------------- */
 
+/* A NULL TRITONSERVER_Error* means success everywhere in this API. */
 typedef enum TRITONSERVER_errorcode_enum {
   TRITONSERVER_ERROR_UNKNOWN = 0,
   TRITONSERVER_ERROR_INTERNAL = 1,
@@ -137,58 +160,70 @@ typedef enum TRITONSERVER_errorcode_enum {
   TRITONSERVER_ERROR_UNAVAILABLE = 4,
   TRITONSERVER_ERROR_UNSUPPORTED = 5,
   TRITONSERVER_ERROR_ALREADY_EXISTS = 6,
+  /* Round-trips through ErrorNew/ErrorCode, but 2.41's ErrorCodeString names it "<invalid code>". */
   TRITONSERVER_ERROR_CANCELLED = 7
 } TRITONSERVER_Error_Code;
 
-/* A new error owning a copy of msg. Whoever receives an error owns it and must delete it. */
+/* The caller owns the new error (msg is copied) until it hands it to a function that takes
+ * ownership (returning it from an entry point, or TRITONBACKEND_ResponseSend) or deletes it. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ErrorNew(TRITONSERVER_Error_Code code, const char* msg);
 TRITONSERVER_DECLSPEC void TRITONSERVER_ErrorDelete(TRITONSERVER_Error* error);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error_Code TRITONSERVER_ErrorCode(TRITONSERVER_Error* error);
+/* "Invalid argument" and so on. Like ErrorMessage, the text lives as long as the error. */
 TRITONSERVER_DECLSPEC const char* TRITONSERVER_ErrorCodeString(TRITONSERVER_Error* error);
 TRITONSERVER_DECLSPEC const char* TRITONSERVER_ErrorMessage(TRITONSERVER_Error* error);
 
-/* ---- messages (JSON documents such as a model's config) ---------------------------------------- */
+/* ---- messages: JSON documents passed across the API (model config, backend config) --------------- */
 
+/* Parses and copies the JSON text; the caller owns the message. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MessageNewFromSerializedJson(
     TRITONSERVER_Message** message, const char* base, size_t byte_size);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MessageDelete(TRITONSERVER_Message* message);
-/* *base stays valid until the message is deleted; it is not NUL-terminated, use *byte_size. */
+/* *base points into the message (valid until it is deleted) and is not NUL-terminated. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(
     TRITONSERVER_Message* message, const char** base, size_t* byte_size);
 
-/* ---- request and response flags ------------------------------------------------------------------ */
+/* ---- request and response flags ---------------------------------------------------------------------- */
 
-/* TRITONBACKEND_RequestRelease: the backend is done with the request. */
+/* Bits of TRITONBACKEND_RequestFlags, set by the sequence batcher. */
+typedef enum tritonserver_requestflag_enum {
+  TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1,
+  TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+} TRITONSERVER_RequestFlag;
+
+/* For TRITONBACKEND_RequestRelease: the backend gives the whole request back. */
 typedef enum tritonserver_requestreleaseflag_enum {
   TRITONSERVER_REQUEST_RELEASE_ALL = 1
 } TRITONSERVER_RequestReleaseFlag;
 
-/* TRITONBACKEND_ResponseSend: this is the last response for its request. */
+/* For TRITONBACKEND_ResponseSend: no more responses follow for this request. */
 typedef enum tritonserver_responsecompleteflag_enum {
   TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 } TRITONSERVER_ResponseCompleteFlag;
 
-/* ---- custom metrics ------------------------------------------------------------------------------ */
+/* ---- custom metrics (shown on the /metrics endpoint beside Triton's own) --------------------------- */
 
 typedef enum TRITONSERVER_metrickind_enum {
   TRITONSERVER_METRIC_KIND_COUNTER = 0,
   TRITONSERVER_METRIC_KIND_GAUGE = 1
 } TRITONSERVER_MetricKind;
 
-/* A family is one metric name on /metrics; each metric in it is one label set. */
+/* A family is one metric name with its HELP text; the caller owns it. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricFamilyNew(
     TRITONSERVER_MetricFamily** family, const TRITONSERVER_MetricKind kind, const char* name,
     const char* description);
-/* Delete every metric of a family before the family itself. */
+/* Refused while metrics of the family still exist: delete those first. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricFamilyDelete(TRITONSERVER_MetricFamily* family);
+/* One time series of the family, identified by its labels (STRING parameters: name = label key).
+ * The labels are copied, so they may be deleted right after the call. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricNew(
     TRITONSERVER_Metric** metric, TRITONSERVER_MetricFamily* family,
     const TRITONSERVER_Parameter** labels, const uint64_t label_count);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricDelete(TRITONSERVER_Metric* metric);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricValue(TRITONSERVER_Metric* metric, double* value);
-/* Counters only go up: a negative value is refused for a counter. */
+/* Any amount for a gauge; a counter only accepts amounts >= 0 (INVALID_ARG otherwise). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricIncrement(TRITONSERVER_Metric* metric, double value);
-/* Gauges only. */
+/* Gauges only: a counter answers UNSUPPORTED. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricSet(TRITONSERVER_Metric* metric, double value);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_GetMetricKind(
     TRITONSERVER_Metric* metric, TRITONSERVER_MetricKind* kind);
