@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import tritonclient.http as httpclient
 
-from . import reference_repository
+from . import reference
 from .dashboard import Dashboard
 from .load import run_load
 from .requests import check_add_sub
@@ -29,8 +29,6 @@ _factory: Callable[[], TritonServer] = EmbeddedServer
 
 
 def _server_with(*models: str) -> TritonServer:
-    from . import reference
-
     server = _factory().start()
     try:
         reference.serve(server, models)
@@ -53,7 +51,7 @@ def cold_start_s() -> float:
 
 def python_reload_s() -> float:
     """Edit model.py -> reloaded -> first correct answer from the new code; median of several edits."""
-    source = (reference_repository() / "add_sub" / "1" / "model.py").read_text()
+    source = reference.add_sub_source()
     if "a + b" not in source:
         raise RuntimeError("the reference add_sub model.py changed; update the benchmark's edit")
     times = []
@@ -72,7 +70,6 @@ def python_reload_s() -> float:
 def cpp_rebuild_reload_s() -> float:
     """Edit the minimal backend's source -> compiled -> loaded at a new path -> the new code answers;
     median of several edits, each a real compile (every edit changes the source)."""
-    from . import reference
     from .native import reference_source
     from .requests import infer
 

@@ -21,6 +21,11 @@ def repository() -> Path:
     return path
 
 
+def add_sub_source() -> str:
+    """The reference add_sub model.py: a starting point for edits in lessons, tests and benchmarks."""
+    return (repository() / "add_sub" / "1" / "model.py").read_text()
+
+
 _DTYPES = {
     "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
     "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,

@@ -27,5 +27,3 @@ def fresh_server():
         srv.load("add_sub")
         yield srv
 
-
-ADD_SUB_SOURCE = (labkit.reference_repository() / "add_sub" / "1" / "model.py").read_text()

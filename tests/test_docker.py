@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 
 import labkit
-from conftest import ADD_SUB_SOURCE
+from labkit.reference import add_sub_source
+
+ADD_SUB_SOURCE = add_sub_source()
 from labkit import image as lk_image
 from labkit.server import docker as lkd
 
@@ -382,3 +384,35 @@ def test_launch_sweeps_leftovers(dserver, tmp_path):
         if not _gone(client, leftover.id):
             leftover.remove(force=True)
     assert dserver.alive
+
+
+# -- the command line with --server docker ---------------------------------------------------------
+
+
+def test_demo_on_docker_writes_the_same_sections(cpu_image, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "demo.json"
+    cmd = [sys.executable, "-m", "labkit.cli", "demo", "--server", "docker", "--image", cpu_image, "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert report["server"] == "docker" and report["server_version"] == "2.41.0"
+    assert {"add_sub", "minimal", "recommended", "custom", "batching"} <= set(report)
+    assert report["minimal"]["minimal_batching"]["largest_batch"] == 2
+    assert all(report[s]["ok"] for s in ("add_sub", "minimal", "recommended", "custom", "batching"))
+
+
+def test_bench_cold_start_on_docker(cpu_image, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "-m", "labkit.cli", "bench", "--server", "docker", "--only", "cold_start_s", "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(out.read_text())
+    assert results["server"] == "docker" and results["cold_start_s"] > 0

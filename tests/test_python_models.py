@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import labkit
-from conftest import ADD_SUB_SOURCE
+from labkit.reference import add_sub_source
+
+ADD_SUB_SOURCE = add_sub_source()
 
 
 def test_edit_then_reload_serves_new_code(fresh_server):

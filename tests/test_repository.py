@@ -133,4 +133,4 @@ def test_model_source_without_triton_class_refused():
         model_source("def execute(requests): pass\n")
 
 
-ADD_SUB = (labkit.reference_repository() / "add_sub" / "1" / "model.py").read_text()
+ADD_SUB = labkit.reference.add_sub_source()
