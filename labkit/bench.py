@@ -92,6 +92,35 @@ def cpp_rebuild_reload_s() -> float:
     return statistics.median(times)
 
 
+def crash_and_restart() -> dict[str, float]:
+    """crash_detect_s: server killed -> labkit knows (its watchdog, and any call raises);
+    restart_reload_s: restart() -> every model that was loaded serving again. Median of 3."""
+    import os
+    import signal
+
+    detect, restart = [], []
+    models = ("add_sub", "add_sub_batching", "minimal_batching")
+    server = _server_with(*models)
+    if not isinstance(server, EmbeddedServer):
+        server.stop()
+        print("crash_and_restart: measured on the embedded server only (it kills the server process)")
+        return {}
+    try:
+        for _ in range(3):
+            t0 = time.perf_counter()
+            os.kill(server.pid, signal.SIGKILL)  # what a crashing backend does to the server
+            while server.died is None:
+                time.sleep(0.005)
+            detect.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            server.restart()
+            check_add_sub(server)
+            restart.append(time.perf_counter() - t0)
+    finally:
+        server.stop()
+    return {"crash_detect_s": statistics.median(detect), "restart_reload_s": statistics.median(restart)}
+
+
 def _plain_loop(server: TritonServer, concurrency: int, requests: int) -> float:
     """The baseline: bare tritonclient calls, one client per thread, prepared inputs reused."""
 
@@ -153,6 +182,7 @@ BENCHMARKS: dict[str, Callable[[], Any]] = {
     "python_reload_s": python_reload_s,
     "cpp_rebuild_reload_s": cpp_rebuild_reload_s,
     "client_throughput": client_throughput,
+    "crash_and_restart": crash_and_restart,
     "dashboard_overhead": dashboard_overhead,
 }
 # name -> (target, "<" or ">"): what "met" means for each number
@@ -163,6 +193,8 @@ TARGETS: dict[str, tuple[float, str]] = {
     "client_throughput.c1_ratio": (0.95, ">"),
     "client_throughput.c8_ratio": (0.95, ">"),
     "dashboard_overhead": (0.97, ">"),
+    "crash_and_restart.crash_detect_s": (2.0, "<"),
+    "crash_and_restart.restart_reload_s": (5.0, "<"),
 }
 
 

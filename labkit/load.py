@@ -15,7 +15,7 @@ from tritonclient.utils import InferenceServerException
 
 from .errors import ServerNotRunningError
 from .requests import prepare, translate
-from .server.base import TritonServer
+from .server.base import CONNECTION_ERRORS, TritonServer
 
 Inputs = Mapping[str, np.ndarray]
 
@@ -120,6 +120,12 @@ def run_load(
                         return
                     errors.append(str(error).splitlines()[0])
                     continue
+                except CONNECTION_ERRORS as exc:
+                    if server.gone():
+                        fatal.append(server.exited_error(f"The load on {model!r} stopped"))
+                        return
+                    errors.append(f"connection error: {exc}")
+                    continue
                 end = clock()
                 latencies.append(end - start)
                 finished.append(end - t0)
@@ -129,11 +135,13 @@ def run_load(
             client.close()
 
     started = time.time()
+    server.track_request(model, concurrency)  # once per run, not per request: the hot loop stays bare
     threads = [threading.Thread(target=worker, name=f"labkit-load-{i}", daemon=True) for i in range(concurrency)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    server.track_request(model, -concurrency)
     duration = time.perf_counter() - t0
     if fatal:
         raise fatal[0]

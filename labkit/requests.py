@@ -12,7 +12,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from .errors import AnswerMismatchError, InferenceError, ModelNotFoundError, RequestError, ServerNotRunningError
-from .server.base import TritonServer
+from .server.base import CONNECTION_ERRORS, TritonServer
 
 _MODULES = {"http": httpclient, "grpc": grpcclient}
 # Phrases in Triton 2.41's refusals that mean the inputs, not the server, are at fault.
@@ -59,7 +59,7 @@ def translate(exc: InferenceServerException, server: TritonServer, model: str, t
         except Exception:
             loaded = "unknown"
         return ModelNotFoundError(f"Model {model!r} is not loaded (loaded: {loaded}). Load it with server.load({model!r}).")
-    if not server.alive:
+    if server.gone(within_s=0.5 if "unavailable" in text.lower() or "connect" in text.lower() else 0.0):
         return server.exited_error(f"The request to {model!r} failed")
     if any(p in text for p in _INPUT_FAULTS):
         return RequestError(
@@ -85,14 +85,17 @@ def infer(
     client = client or server.client(protocol)
     try:
         tensors, wanted = prepare(protocol, inputs, outputs)
+        server.track_request(model, 1)
         try:
             result = client.infer(model, tensors, outputs=wanted)
         except InferenceServerException as exc:
             raise translate(exc, server, model, tensors) from None
-        except OSError:  # connection refused: the server is gone
-            if not server.alive:
+        except CONNECTION_ERRORS:
+            if server.gone():
                 raise server.exited_error(f"The request to {model!r} failed") from None
             raise
+        finally:
+            server.track_request(model, -1)
         names = outputs or [o["name"] for o in _output_meta(result, protocol)]
         return {n: result.as_numpy(n) for n in names}
     finally:

@@ -40,8 +40,10 @@ def spawn(argv: list[str], env: dict[str, str], log_path: Path, cwd: Path) -> su
 def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
     """SIGTERM the whole group (server and Python stubs), SIGKILL whatever is left after ``grace_s``."""
     pgid = proc.pid  # start_new_session made the child its group's leader
+    if proc.poll() is not None:  # the server already died: nothing left to shut down gracefully
+        grace_s = 0.0
     try:
-        os.killpg(pgid, signal.SIGTERM)
+        os.killpg(pgid, signal.SIGTERM if grace_s else signal.SIGKILL)
     except ProcessLookupError:
         pass
     try:
@@ -49,7 +51,7 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         pass
     # The stubs may still be finishing after the server exits; give them a moment, then kill.
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + (2.0 if grace_s else 0.0)
     while time.monotonic() < deadline and group_alive(pgid):
         time.sleep(0.05)
     try:

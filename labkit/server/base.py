@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import atexit
+import http.client
 import re
+import sys
 import threading
 import time
 import urllib.error
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
     from ..native.build import Build
 
 _LIVE: "weakref.WeakSet[TritonServer]" = weakref.WeakSet()
+
+#: What tritonclient's HTTP client raises when the server is gone: a refused connection (OSError)
+#: or one closed mid-response (http.client.HTTPException, from geventhttpclient).
+CONNECTION_ERRORS = (OSError, http.client.HTTPException)
 _current: "TritonServer | None" = None
 
 
@@ -72,6 +78,10 @@ class TritonServer(ABC):
         #: Called with a model's name just before labkit (re)loads it, e.g. so a statistics
         #: collector can read the counters a reload is about to reset.
         self.before_load: list[Callable[[str], None]] = []
+        self._loaded: set[str] = set()  # what restart() brings back
+        self._in_flight: dict[str, int] = {}
+        #: Set (to the error) when the watchdog sees the server die on its own.
+        self.died: ServerNotRunningError | None = None
         #: Backend library paths this server process has loaded; Triton never reloads those.
         self.loaded_libraries: set[str] = set()
 
@@ -81,7 +91,12 @@ class TritonServer(ABC):
     def _launch(self) -> None: ...
 
     @abstractmethod
-    def _terminate(self) -> None: ...
+    def _end_process(self) -> None:
+        """End Triton (its process or container) and keep the files."""
+
+    @abstractmethod
+    def _terminate(self) -> None:
+        """End Triton for good: the process, then what the launcher created for it."""
 
     @property
     @abstractmethod
@@ -97,7 +112,48 @@ class TritonServer(ABC):
             self.stop()
             raise
         _current = self
+        self._watchdog = threading.Thread(target=self._watch, name="labkit-watchdog", daemon=True)
+        self._watchdog.start()
         return self
+
+    def _watch(self) -> None:
+        # Notice a crash within a fraction of a second, not at the next request: say so once.
+        while not self._stopped:
+            if not self.alive:
+                if self._stopped:
+                    return
+                self.died = self.exited_error("Triton stopped unexpectedly")
+                busy = ", ".join(sorted(m for m, n in self._in_flight.items() if n > 0))
+                print(
+                    f"labkit: Triton ({self.kind}) exited: {self._exit_summary() or 'unknown reason'}"
+                    f"{f'; requests to {busy} were in flight' if busy else ''}. "
+                    f"Call .restart() to start it again with the same models.",
+                    file=sys.stderr, flush=True,
+                )
+                return
+            time.sleep(0.1)
+
+    def restart(self, timeout_s: float = 60.0) -> list[str]:
+        """Start Triton again on the same repository and load the models that were loaded (e.g. after
+        a backend crashed the server). Returns those models."""
+        models = sorted(self._loaded)
+        self._end_process()
+        self._close_clients()  # they talk to the old ports
+        self._in_flight.clear()
+        self._stopped = False
+        self.died = None
+        self.loaded_libraries.clear()  # a new process: every library path is fresh again
+        self.start(timeout_s)
+        for model in models:
+            self.load(model)
+        return models
+
+    def track_request(self, model: str, delta: int) -> None:
+        """Count requests in flight per model, so a crash report can name what was executing."""
+        if delta < 0 and not self.alive:
+            return  # keep the picture of the moment it died for the crash report
+        with self._clients_lock:
+            self._in_flight[model] = self._in_flight.get(model, 0) + delta
 
     def _wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -122,8 +178,12 @@ class TritonServer(ABC):
         if _current is self:
             _current = None
         self._terminate()
+        self._close_clients()
+
+    def _close_clients(self) -> None:
         with self._clients_lock:
             clients, self._clients = self._clients, []
+            self._local = threading.local()
         for client in clients:
             try:
                 client.close()
@@ -176,10 +236,23 @@ class TritonServer(ABC):
             raise ServerNotRunningError(f"Cannot {what}: this server was stopped; start a new one.")
         try:
             return fn(self._control(), *args, **kwargs)
-        except (InferenceServerException, OSError):  # OSError: connection refused by a server that is gone
+        except InferenceServerException:
             if not self.alive:
                 raise self.exited_error(f"Cannot {what}") from None
             raise
+        except CONNECTION_ERRORS:
+            if self.gone():
+                raise self.exited_error(f"Cannot {what}") from None
+            raise
+
+    def gone(self, within_s: float = 1.0) -> bool:
+        """Whether the server has died; a failed connection may come just before the process is reaped."""
+        deadline = time.monotonic() + within_s
+        while self.alive:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
 
     def exited_error(self, doing: str) -> ServerNotRunningError:
         """The error for an operation that failed because the server is gone: why, and its last log lines."""
@@ -240,6 +313,7 @@ class TritonServer(ABC):
             self._call(f"load model {name!r}", lambda c: c.load_model(name))
         except InferenceServerException as exc:
             raise ModelLoadError(self._load_failure(name, exc.message(), mark)) from None
+        self._loaded.add(name)
 
     def _load_failure(self, name: str, reason: str, mark: int) -> str:
         time.sleep(0.1)  # the stub's traceback can land in the log just after the HTTP answer
@@ -258,6 +332,7 @@ class TritonServer(ABC):
         """Unload and wait until Triton has finished (its unload call returns before that)."""
         check_name(name)
         self._call(f"unload model {name!r}", lambda c: c.unload_model(name))
+        self._loaded.discard(name)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             states = [m.get("state") for m in self.index() if m["name"] == name]

@@ -658,8 +658,7 @@ class DockerServer(TritonServer):
         except (docker.errors.APIError, requests.exceptions.RequestException):
             pass  # cleanup() at the next launch removes it (it carries our labels)
 
-    def _terminate(self) -> None:
-        died_on_its_own = self._ran and (self._exited or not self._running())
+    def _end_process(self) -> None:
         if self._container is not None:
             try:
                 self._container.stop(timeout=10)  # SIGTERM; Triton exits within --exit-timeout-secs
@@ -669,6 +668,10 @@ class DockerServer(TritonServer):
             self._remove_container()
         if self._client is not None:
             self._client.close()
+
+    def _terminate(self) -> None:
+        died_on_its_own = self._ran and (self._exited or not self._running())
+        self._end_process()
         if self._own_workdir and not died_on_its_own:  # keep the log of a crash for reading
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -146,10 +146,13 @@ class EmbeddedServer(TritonServer):
                 self._stopped = False
         return self
 
-    def _terminate(self) -> None:
-        died_on_its_own = self._proc is not None and self._proc.poll() is not None
+    def _end_process(self) -> None:
         if self._proc is not None:
             _process.stop_group(self._proc)
+
+    def _terminate(self) -> None:
+        died_on_its_own = self._proc is not None and self._proc.poll() is not None
+        self._end_process()
         if self._own_workdir and not died_on_its_own:  # keep the log of a crash for reading
             shutil.rmtree(self.workdir, ignore_errors=True)
 
