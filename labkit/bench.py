@@ -121,6 +121,36 @@ def crash_and_restart() -> dict[str, float]:
     return {"crash_detect_s": statistics.median(detect), "restart_reload_s": statistics.median(restart)}
 
 
+REFERENCE_MODELS = (
+    "add_sub", "add_sub_batching", "minimal_nonbatching", "minimal_batching", "recommended_batching", "custom_passthrough",
+)
+
+
+def memory() -> dict[str, float]:
+    """server_rss_mb: server plus Python stubs with every reference model loaded, after warm-up;
+    soak_rss_growth: resident memory after 20,000 more requests across them, over before."""
+    from . import reference
+
+    server = _server_with(*REFERENCE_MODELS)
+    try:
+        if not isinstance(server, EmbeddedServer):
+            print("memory: measured on the embedded server only (it reads the processes' memory)")
+            return {}
+
+        def spread(total: int) -> None:
+            for model in REFERENCE_MODELS:
+                # 8 clients fill a batch of 8 at once: the 50 ms queue delays of minimal/recommended never bite
+                run_load(server, model, reference.sample_inputs(model), requests=total // len(REFERENCE_MODELS), concurrency=8)
+
+        spread(3000)  # warm-up: allocators and caches reach their working size
+        before = server.rss_bytes()
+        spread(20_000)
+        after = server.rss_bytes()
+    finally:
+        server.stop()
+    return {"server_rss_mb": before / 2**20, "soak_rss_growth": after / before}
+
+
 def _plain_loop(server: TritonServer, concurrency: int, requests: int) -> float:
     """The baseline: bare tritonclient calls, one client per thread, prepared inputs reused."""
 
@@ -183,6 +213,7 @@ BENCHMARKS: dict[str, Callable[[], Any]] = {
     "cpp_rebuild_reload_s": cpp_rebuild_reload_s,
     "client_throughput": client_throughput,
     "crash_and_restart": crash_and_restart,
+    "memory": memory,
     "dashboard_overhead": dashboard_overhead,
 }
 # name -> (target, "<" or ">"): what "met" means for each number
@@ -195,6 +226,8 @@ TARGETS: dict[str, tuple[float, str]] = {
     "dashboard_overhead": (0.97, ">"),
     "crash_and_restart.crash_detect_s": (2.0, "<"),
     "crash_and_restart.restart_reload_s": (5.0, "<"),
+    "memory.server_rss_mb": (600.0, "<"),
+    "memory.soak_rss_growth": (1.05, "<"),
 }
 
 

@@ -416,3 +416,25 @@ def test_bench_cold_start_on_docker(cpu_image, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads(out.read_text())
     assert results["server"] == "docker" and results["cold_start_s"] > 0
+
+
+def test_container_is_unprivileged_without_host_network(dserver):
+    dserver.container.reload()
+    host = dserver.container.attrs["HostConfig"]
+    assert host["Privileged"] is False
+    assert host["NetworkMode"] != "host"
+    assert not host.get("CapAdd")
+
+
+def test_restart_after_the_container_is_killed(cpu_image, tmp_path):
+    server = lkd.DockerServer(workdir=tmp_path, image=cpu_image)
+    with server.start(timeout_s=120):
+        server.repository.copy_model_from(labkit.reference_repository(), "add_sub")
+        server.load("add_sub")
+        lkd.connect().containers.get(server.container.id).kill()
+        deadline = time.monotonic() + 15
+        while server.died is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.died is not None, "the watchdog did not notice the container's death"
+        assert server.restart(timeout_s=120) == ["add_sub"]
+        assert labkit.check_add_sub(server).ok

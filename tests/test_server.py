@@ -142,3 +142,12 @@ def test_wheel_fallback_unpacks_a_runnable_server(tmp_path, monkeypatch):
         env={**os.environ, "LD_LIBRARY_PATH": str(dist.lib_dir)},
     )
     assert "--model-repository" in version.stdout + version.stderr
+
+
+def test_rss_counts_the_server_and_its_stubs(fresh_server):
+    with_one_stub = fresh_server.rss_bytes()
+    assert with_one_stub > 20 * 2**20  # tritonserver alone holds tens of MB
+    cfg = fresh_server.repository.read_config("add_sub")
+    cfg.name = "add_sub_twin"
+    fresh_server.python_model("add_sub_twin", labkit.reference.add_sub_source(), cfg)  # one more stub process
+    assert fresh_server.rss_bytes() > with_one_stub

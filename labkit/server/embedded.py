@@ -156,6 +156,18 @@ class EmbeddedServer(TritonServer):
         if self._own_workdir and not died_on_its_own:  # keep the log of a crash for reading
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def rss_bytes(self) -> int:
+        """Resident memory of the server and everything it started (its Python stubs)."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == self.pid:  # the process group: tritonserver and its stubs
+                    total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # rss, in pages
+            except (OSError, IndexError, ValueError):
+                continue  # a process that ended while we looked
+        return total
+
     def _exit_summary(self) -> str:
         code = self._proc.poll() if self._proc is not None else None
         if code is None:
