@@ -1,0 +1,101 @@
+"""The lab in a real browser: JupyterLab on 127.0.0.1, driven by Playwright in Debian's Chromium,
+runs the dynamic-batching notebook and shows the live dashboard."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from labkit.server._ports import free_ports
+
+CHROMIUM = "/usr/bin/chromium"
+NOTEBOOK = "03_dynamic_batching.ipynb"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        if _in_ci():
+            pytest.fail(f"{CHROMIUM} is missing; .ci/run installs Debian's chromium")
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
+    root = tmp_path_factory.mktemp("lab")
+    shutil.copy(Path(__file__).resolve().parent.parent / "notebooks" / NOTEBOOK, root / NOTEBOOK)
+    (port,) = free_ports(1)
+    token = "labkit-browser-test"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
+         *(["--allow-root"] if os.geteuid() == 0 else [])],
+        stdout=subprocess.DEVNULL, stderr=open(root / "jupyter.log", "wb"), start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                raise AssertionError("JupyterLab did not start:\n" + (root / "jupyter.log").read_text()[-2000:])
+            time.sleep(0.2)
+    yield url, token
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_dashboard_notebook_runs_in_chromium(jupyterlab):
+    from playwright.sync_api import sync_playwright
+
+    url, token = jupyterlab
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(f"{url}/lab/tree/{NOTEBOOK}?token={token}", timeout=60_000)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            try:  # a fresh JupyterLab asks which kernel to start for a notebook it has not seen
+                page.get_by_role("button", name="Select", exact=True).click(timeout=15_000)
+            except Exception:  # noqa: BLE001 - no dialog: the kernel started by itself
+                pass
+            page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=60_000)
+            page.click("li.lm-MenuBar-item:has-text('Run')")
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+            # the live dashboard: an ipywidgets Image that the worker thread fills with PNGs
+            image = page.wait_for_selector("img.widget-image[src^='blob:'], .widget-image img, img.widget-image",
+                                           timeout=120_000)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.jp-OutputArea-output')].some(e => e.innerText.includes('yes both instance counts served every request'))",
+                timeout=240_000,
+            )
+            image.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
+            text = page.inner_text(".jp-Notebook")
+            assert "Error displaying widget" not in text and "Failed to load model class" not in text
+            assert "NO " not in text.split("What holds on every machine")[-1]
+            assert page.eval_on_selector("img.widget-image", "img => img.naturalWidth") > 100
+        finally:
+            page.screenshot(path=str(ARTIFACTS / "last.png"))
+            browser.close()
