@@ -55,6 +55,11 @@ class EmbeddedServer(TritonServer):
 
     ``repository`` defaults to ``<workdir>/repository``; ``workdir`` (logs, backend folder) defaults to a
     new temporary folder that ``stop()`` removes.
+
+    ``auto_complete`` lets backends fill in what a config leaves out (inputs, outputs, max_batch_size).
+    It is off by default: in 23.12, loading a model.py with a syntax error while other Python models
+    are loaded can hang with it on for many minutes (fixed in 24.05), and with it off every load is
+    faster. Turn it on only for a server that serves backends relying on it.
     """
 
     kind = "embedded"
@@ -66,6 +71,8 @@ class EmbeddedServer(TritonServer):
         *,
         log_verbose: int = 0,
         extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        auto_complete: bool = False,
     ) -> None:
         self._own_workdir = workdir is None
         if self._own_workdir:
@@ -79,6 +86,8 @@ class EmbeddedServer(TritonServer):
         super().__init__(repo, self.workdir / "logs" / "tritonserver.log", self.workdir / "backends")
         self.log_verbose = log_verbose
         self.extra_args = list(extra_args or [])
+        self.extra_env = dict(env or {})  # e.g. LD_PRELOAD of a sanitizer runtime, for the server only
+        self.auto_complete = auto_complete
         self.dist = _triton_dist.locate()
         self._proc: subprocess.Popen | None = None
 
@@ -104,6 +113,7 @@ class EmbeddedServer(TritonServer):
         # The stub embeds the first python3 on PATH: make it this environment's, so model.py sees our packages.
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env["PYTHONUNBUFFERED"] = "1"  # print() in model.py shows up at once, not at unload
+        env.update(self.extra_env)
         return env
 
     def _argv(self) -> list[str]:
@@ -113,7 +123,7 @@ class EmbeddedServer(TritonServer):
             f"--backend-directory={self.backend_dir}",
             "--model-control-mode=explicit",
             # Auto-complete on lets a broken model.py hang loads for minutes in 23.12.
-            "--disable-auto-complete-config",
+            *([] if self.auto_complete else ["--disable-auto-complete-config"]),
             "--strict-readiness=true",
             f"--http-address={self.host}",
             f"--grpc-address={self.host}",
