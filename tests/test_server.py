@@ -151,3 +151,36 @@ def test_rss_counts_the_server_and_its_stubs(fresh_server):
     cfg.name = "add_sub_twin"
     fresh_server.python_model("add_sub_twin", labkit.reference.add_sub_source(), cfg)  # one more stub process
     assert fresh_server.rss_bytes() > with_one_stub
+
+
+_ORPHAN_MAKER = textwrap.dedent(
+    """
+    import time, labkit
+    from labkit.server import _process
+    _process._die_with_parent = lambda parent: None  # as where the kernel offers no parent-death signal
+    lab = labkit.start()
+    lab.repository.copy_model_from(labkit.reference_repository(), "add_sub")
+    lab.load("add_sub")
+    print(lab.pid, flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def test_next_launch_ends_an_orphaned_server_and_frees_its_shared_memory():
+    shm_before = set(os.listdir("/dev/shm"))
+    owner = subprocess.Popen([sys.executable, "-c", _ORPHAN_MAKER], stdout=subprocess.PIPE, text=True)
+    pid = int(owner.stdout.readline())
+    shm_server = set(os.listdir("/dev/shm")) - shm_before
+    assert any("triton_python_backend_shm_region" in name for name in shm_server)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=30)
+    time.sleep(1.0)
+    assert not _gone(pid, timeout_s=0.5), "expected an orphan: the server should have survived its owner"
+    labkit.EmbeddedServer()  # the next launch finds the orphan of a dead owner and ends it
+    assert _gone(pid), "the orphaned tritonserver is still running"
+    deadline = time.monotonic() + 15
+    while (_group_members(pid) or set(os.listdir("/dev/shm")) & shm_server) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _group_members(pid) == [], "its Python stubs are still running"
+    assert not set(os.listdir("/dev/shm")) & shm_server, "its shared-memory regions were not freed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -37,17 +38,31 @@ def _libpython_dir() -> str | None:
 
 _WORKDIR_PREFIX = "labkit-"
 _OWNER_FILE = "owner.pid"
+_SERVER_FILE = "server.pid"
 
 
 def _sweep_stale_workdirs() -> None:
-    """Remove temporary work folders whose owning process is gone (a killed kernel cannot clean up)."""
+    """Clean up after owners that are gone (a killed kernel cannot): end a Triton still running
+    from their folder, then remove the folder. Only folders with our owner file are touched."""
     for folder in Path(tempfile.gettempdir()).glob(f"{_WORKDIR_PREFIX}*"):
         try:
             owner = int((folder / _OWNER_FILE).read_text())
         except (OSError, ValueError):
             continue  # not one of ours, or being created right now
-        if owner != os.getpid() and not Path(f"/proc/{owner}").exists():
-            shutil.rmtree(folder, ignore_errors=True)
+        if owner == os.getpid() or Path(f"/proc/{owner}").exists():
+            continue
+        try:
+            server = int((folder / _SERVER_FILE).read_text())
+            cmdline = Path(f"/proc/{server}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            server, cmdline = 0, b""
+        # Kill only a tritonserver started with this folder (pids get reused), and its stubs with it.
+        if b"tritonserver" in cmdline and str(folder).encode() in cmdline:
+            try:
+                os.killpg(server, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class EmbeddedServer(TritonServer):
@@ -142,6 +157,7 @@ class EmbeddedServer(TritonServer):
         env = self._environment()
         self.http_port, self.grpc_port, self.metrics_port = free_ports(3, self.host)
         self._proc = _process.spawn(self._argv(), env, self.logs.path, self.workdir)
+        (self.workdir / _SERVER_FILE).write_text(str(self._proc.pid))
 
     def start(self, timeout_s: float = 60.0) -> "EmbeddedServer":
         # Another process may grab a port between our probe and Triton's bind: retry on fresh ports.
