@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -39,6 +40,27 @@ def _libpython_dir() -> str | None:
 _WORKDIR_PREFIX = "labkit-"
 _OWNER_FILE = "owner.pid"
 _SERVER_FILE = "server.pid"
+_SHM = Path("/dev/shm")
+_servers_started = itertools.count(1)
+
+
+def _shm_prefix(owner: int, serial: int) -> str:
+    # Triton's default region name is the same for every server on the machine: two servers would
+    # share (and corrupt) one region. A prefix per owner process and server keeps them apart.
+    return f"labkit_{owner}_{serial}_"
+
+
+def _free_shm(prefix: str) -> None:
+    for region in _SHM.glob(f"{prefix}*"):
+        region.unlink(missing_ok=True)
+
+
+def _sweep_stale_shm() -> None:
+    """Unlink the Python backend's shared-memory regions of labkit processes that are gone."""
+    for region in _SHM.glob("labkit_*_*"):
+        owner = region.name.split("_")[1]
+        if owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists():
+            region.unlink(missing_ok=True)
 
 
 def _sweep_stale_workdirs() -> None:
@@ -63,6 +85,7 @@ def _sweep_stale_workdirs() -> None:
             except ProcessLookupError:
                 pass
         shutil.rmtree(folder, ignore_errors=True)
+    _sweep_stale_shm()  # after the servers above are gone, so their stubs no longer hold regions
 
 
 class EmbeddedServer(TritonServer):
@@ -90,8 +113,7 @@ class EmbeddedServer(TritonServer):
         auto_complete: bool = False,
     ) -> None:
         self._own_workdir = workdir is None
-        if self._own_workdir:
-            _sweep_stale_workdirs()
+        _sweep_stale_workdirs()  # whatever killed labkit sessions left behind
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=_WORKDIR_PREFIX)).resolve()
         if self._own_workdir:
             (self.workdir / _OWNER_FILE).write_text(str(os.getpid()))
@@ -105,6 +127,7 @@ class EmbeddedServer(TritonServer):
         self.auto_complete = auto_complete
         self.dist = _triton_dist.locate()
         self._proc: subprocess.Popen | None = None
+        self._shm_prefix = _shm_prefix(os.getpid(), next(_servers_started))
 
     def _assemble_backends(self) -> None:
         python = self.backend_dir / "python"
@@ -147,6 +170,7 @@ class EmbeddedServer(TritonServer):
             f"--grpc-port={self.grpc_port}",
             f"--metrics-port={self.metrics_port}",
             "--allow-gpu-metrics=false",
+            f"--backend-config=python,shm-region-prefix-name={self._shm_prefix}",
             f"--log-verbose={self.log_verbose}",
             "--exit-timeout-secs=5",
             *self.extra_args,
@@ -175,6 +199,7 @@ class EmbeddedServer(TritonServer):
     def _end_process(self) -> None:
         if self._proc is not None:
             _process.stop_group(self._proc)
+        _free_shm(self._shm_prefix)  # a killed stub cannot unlink its regions
 
     def _terminate(self) -> None:
         died_on_its_own = self._proc is not None and self._proc.poll() is not None
