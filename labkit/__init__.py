@@ -30,7 +30,15 @@ from .dashboard import Dashboard
 from .load import LoadResult, run_load
 from .repository import ModelConfig, ModelRepository, model_config
 from .stats import ModelStats, StatsCollector, model_stats
-from .requests import AddSubResult, PassthroughResult, check_add_sub, check_passthrough, infer
+from .requests import (
+    AddSubResult,
+    PassthroughResult,
+    check_add_sub,
+    check_passthrough,
+    infer,
+    infer_with_parameters,
+    stream_infer,
+)
 from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
 
@@ -90,10 +98,12 @@ __all__ = [
     "current",
     "errors",
     "infer",
+    "infer_with_parameters",
     "model_config",
     "model_stats",
     "plots",
     "reference_repository",
     "run_load",
     "start",
+    "stream_infer",
 ]

@@ -11,7 +11,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
-from .errors import AnswerMismatchError, InferenceError, ModelNotFoundError, RequestError, ServerNotRunningError
+from .errors import AnswerMismatchError, InferenceError, ModelNotFoundError, RequestError
 from .server.base import CONNECTION_ERRORS, TritonServer
 
 _MODULES = {"http": httpclient, "grpc": grpcclient}
@@ -220,3 +220,99 @@ def check_passthrough(
     if check and not result.ok:
         raise AnswerMismatchError(f"{model} did not return its input unchanged ({result}).")
     return result
+
+
+# -- decoupled models and response parameters ---------------------------------------------------
+
+
+def stream_infer(
+    server: TritonServer,
+    model: str,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Sequence[str] | None = None,
+    *,
+    timeout_s: float = 30.0,
+) -> list[dict[str, np.ndarray]]:
+    """Send one request over a gRPC stream and collect every response, in the order sent.
+
+    A decoupled model (``model_transaction_policy { decoupled: true }``) may answer one request with
+    any number of responses, and only gRPC streaming carries them (HTTP refuses such models). The
+    server is asked for an empty final response, so the end is known even after zero responses.
+    """
+    import queue
+
+    answers: "queue.Queue[tuple[Any, Any]]" = queue.Queue()
+    client = server.client("grpc")
+    tensors, wanted = prepare("grpc", inputs, outputs)
+    collected: list[dict[str, np.ndarray]] = []
+    server.track_request(model, 1)
+    try:
+        client.start_stream(callback=lambda result, error: answers.put((result, error)))
+        client.async_stream_infer(model, tensors, outputs=wanted, enable_empty_final_response=True)
+        while True:
+            try:
+                result, error = answers.get(timeout=timeout_s)
+            except queue.Empty:
+                if server.gone(within_s=0.0):
+                    raise server.exited_error(f"The stream to {model!r} broke off") from None
+                raise InferenceError(
+                    f"{model!r} sent {len(collected)} response(s), then nothing for {timeout_s:.0f} s and no final "
+                    f"flag. A decoupled model must end every request with "
+                    f"send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL); raise timeout_s if it is just slow."
+                ) from None
+            if error is not None:
+                raise translate(error, server, model, tensors)
+            response = result.get_response()
+            if response.outputs:
+                names = outputs or [o.name for o in response.outputs]
+                collected.append({n: result.as_numpy(n) for n in names})
+            final = response.parameters.get("triton_final_response")
+            if final is not None and final.bool_param:
+                return collected
+    finally:
+        server.track_request(model, -1)
+        try:
+            client.stop_stream()
+        finally:
+            client.close()
+
+
+def _parameter_value(param: Any) -> Any:
+    """A gRPC InferParameter as a Python value (its one set field)."""
+    kind = param.WhichOneof("parameter_choice")
+    return getattr(param, kind) if kind else None
+
+
+def infer_with_parameters(
+    server: TritonServer,
+    model: str,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Sequence[str] | None = None,
+    *,
+    protocol: str = "http",
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Send one request; return its outputs and the parameters the backend set on the response
+    (TRITONBACKEND_ResponseSet{String,Int,Bool}Parameter) as str, int and bool values."""
+    client = server.client(protocol)
+    try:
+        tensors, wanted = prepare(protocol, inputs, outputs)
+        server.track_request(model, 1)
+        try:
+            result = client.infer(model, tensors, outputs=wanted)
+        except InferenceServerException as exc:
+            raise translate(exc, server, model, tensors) from None
+        except CONNECTION_ERRORS:
+            if server.gone():
+                raise server.exited_error(f"The request to {model!r} failed") from None
+            raise
+        finally:
+            server.track_request(model, -1)
+        response = result.get_response()
+        names = outputs or [o["name"] for o in _output_meta(result, protocol)]
+        if protocol == "http":  # JSON already gives str / int / bool
+            params = dict(response.get("parameters", {}))
+        else:
+            params = {k: _parameter_value(v) for k, v in response.parameters.items()}
+        return {n: result.as_numpy(n) for n in names}, params
+    finally:
+        client.close()

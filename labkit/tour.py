@@ -8,6 +8,7 @@ from typing import Any
 
 from . import plots, reference
 from .errors import LabkitError
+from .lessons.tour import api_tour_section
 from .load import run_load
 from .requests import check_add_sub, check_passthrough
 from .server.base import TritonServer
@@ -89,6 +90,7 @@ SECTIONS: dict[str, Section] = {
     "recommended": _cpp_section(["recommended_batching"]),
     "custom": _cpp_section(["custom_passthrough"]),
     "batching": batching_section,
+    "api_tour": api_tour_section,
 }
 
 

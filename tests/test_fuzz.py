@@ -4,7 +4,6 @@ error (never a raw exception, never a hang) and add_sub still answers correctly 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

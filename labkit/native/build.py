@@ -144,6 +144,7 @@ def build_backend(
     progress: bool = True,
     toolchain: Toolchain | None = None,
     extra_includes: list[str] | None = None,
+    required: tuple[str, ...] = (REQUIRED_ENTRY_POINT,),
 ) -> Build:
     """Compile ``source`` (C++ text or a .cc path) into ``libtriton_<backend>.so``.
 
@@ -151,6 +152,8 @@ def build_backend(
     folder for Triton's own headers. An unchanged input is not rebuilt. Compiler messages keep
     the source's own line numbers. ``toolchain`` compiles elsewhere (see DockerServer.build);
     ``extra_includes`` are include folders as that compiler sees them, searched first.
+    ``required``: entry points the library must export (a batching-strategy library has no
+    ModelInstanceExecute; it passes the five TRITONBACKEND_ModelBatch* names instead).
     """
     check_name(backend, "backend")
     text = Path(source).read_text() if isinstance(source, Path) else source
@@ -162,6 +165,8 @@ def build_backend(
         [backend.encode(), text.encode(), " ".join(flags).encode(), toolchain.version().encode(),
          toolchain.cache_key(), " ".join(extra_includes or []).encode()]
         + [b for inc in host_includes[:-1] for b in _header_bytes(inc)]  # nlohmann's version is pinned by pip
+        # a cached library was checked against its own list; the default adds nothing (old keys stay valid)
+        + ([] if required == (REQUIRED_ENTRY_POINT,) else [" ".join(required).encode()])
     )
     root = cache or (_triton_dist.cache_dir() / "builds")
     folder = root / backend / digest[:16]
@@ -186,10 +191,13 @@ def build_backend(
                 f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
                 f"(line numbers are those of your source):\n{_tidy(messages, toolchain.path(src), backend)}"
             )
-        if REQUIRED_ENTRY_POINT not in exported_symbols(partial, toolchain):
+        exported = exported_symbols(partial, toolchain) if required else set()
+        missing = [name for name in required if name not in exported]
+        if missing:
+            why = ", the one entry point Triton requires" if missing == [REQUIRED_ENTRY_POINT] else ""
             raise BuildError(
-                f"Backend {backend!r} compiled but does not export {REQUIRED_ENTRY_POINT}, the one entry point "
-                f"Triton requires; it was not loaded. Define it in your source, with \"labkit/backend.hpp\" "
+                f"Backend {backend!r} compiled but does not export {', '.join(missing)}{why}; it was not loaded. "
+                f"Define it in your source, with \"labkit/backend.hpp\" "
                 f"included (it declares the entry points exported) or marked LABKIT_EXPORT."
             )
     except BuildError:

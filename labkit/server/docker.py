@@ -46,7 +46,7 @@ from docker.types import DeviceRequest, Mount, Ulimit
 from .. import _triton_dist
 from ..errors import BuildError, ServerNotRunningError, ServerStartError, SetupError
 from ..image import IMAGE as OFFLINE_IMAGE
-from ..repository import ModelRepository, check_name
+from ..repository import ModelRepository
 from .base import TritonServer
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:23.12-py3"

@@ -1,0 +1,10 @@
+"""Lessons on the rest of the backend API, one small module each, shared by notebook 07, the tests
+and the `api_tour` demo section:
+
+- volume_batching: a custom batching strategy library that caps each batch by bytes
+- bls: a Python model calling other models (Business Logic Scripting), sync and async
+- decoupled: a Python model sending several responses per request over gRPC streaming
+- response_parameters: a C++ backend adding string, integer and boolean parameters to responses
+- artifacts: a C++ backend reading a file from its model's folder at load
+- auto_complete: a C++ backend and a Python model filling in what their configs leave out
+"""
