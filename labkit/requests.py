@@ -84,23 +84,31 @@ def infer(
     own = client is None
     client = client or server.client(protocol)
     try:
-        tensors, wanted = prepare(protocol, inputs, outputs)
-        server.track_request(model, 1)
-        try:
-            result = client.infer(model, tensors, outputs=wanted)
-        except InferenceServerException as exc:
-            raise translate(exc, server, model, tensors) from None
-        except CONNECTION_ERRORS:
-            if server.gone():
-                raise server.exited_error(f"The request to {model!r} failed") from None
-            raise
-        finally:
-            server.track_request(model, -1)
+        result = _send(server, client, model, inputs, outputs, protocol)
         names = outputs or [o["name"] for o in _output_meta(result, protocol)]
         return {n: result.as_numpy(n) for n in names}
     finally:
         if own:
             client.close()
+
+
+def _send(
+    server: TritonServer, client: Any, model: str, inputs: Mapping[str, np.ndarray],
+    outputs: Sequence[str] | None, protocol: str,
+) -> Any:
+    """One request on ``client``; Triton's refusals and a dead server become labkit errors."""
+    tensors, wanted = prepare(protocol, inputs, outputs)
+    server.track_request(model, 1)
+    try:
+        return client.infer(model, tensors, outputs=wanted)
+    except InferenceServerException as exc:
+        raise translate(exc, server, model, tensors) from None
+    except CONNECTION_ERRORS:
+        if server.gone():
+            raise server.exited_error(f"The request to {model!r} failed") from None
+        raise
+    finally:
+        server.track_request(model, -1)
 
 
 def _output_meta(result: Any, protocol: str) -> list[dict]:
@@ -295,18 +303,7 @@ def infer_with_parameters(
     (TRITONBACKEND_ResponseSet{String,Int,Bool}Parameter) as str, int and bool values."""
     client = server.client(protocol)
     try:
-        tensors, wanted = prepare(protocol, inputs, outputs)
-        server.track_request(model, 1)
-        try:
-            result = client.infer(model, tensors, outputs=wanted)
-        except InferenceServerException as exc:
-            raise translate(exc, server, model, tensors) from None
-        except CONNECTION_ERRORS:
-            if server.gone():
-                raise server.exited_error(f"The request to {model!r} failed") from None
-            raise
-        finally:
-            server.track_request(model, -1)
+        result = _send(server, client, model, inputs, outputs, protocol)
         response = result.get_response()
         names = outputs or [o["name"] for o in _output_meta(result, protocol)]
         if protocol == "http":  # JSON already gives str / int / bool
