@@ -174,18 +174,17 @@ def _plain_loop(server: TritonServer, concurrency: int, requests: int) -> float:
     return (requests // concurrency * concurrency) / (time.perf_counter() - t0)
 
 
-def _best_of(fn: Callable[[], float], rounds: int = 3) -> float:
-    return max(fn() for _ in range(rounds))  # the least disturbed run of a noisy 2-core machine
-
-
 def client_throughput() -> dict[str, float]:
     """add_sub requests/s from labkit's generator and from a plain tritonclient loop, c=1 and c=8."""
     out: dict[str, float] = {}
     with _server_with("add_sub") as server:
         run_load(server, "add_sub", _ADD_SUB_INPUTS, requests=200)  # warm-up
         for c in (1, 8):
-            labkit_rps = _best_of(lambda: run_load(server, "add_sub", _ADD_SUB_INPUTS, requests=_LOAD_REQUESTS, concurrency=c).throughput)
-            plain_rps = _best_of(lambda: _plain_loop(server, c, _LOAD_REQUESTS))
+            # interleaved rounds, best of each: the server drifts between rounds on a small machine
+            labkit_rps = plain_rps = 0.0
+            for _ in range(5):
+                labkit_rps = max(labkit_rps, run_load(server, "add_sub", _ADD_SUB_INPUTS, requests=_LOAD_REQUESTS, concurrency=c).throughput)
+                plain_rps = max(plain_rps, _plain_loop(server, c, _LOAD_REQUESTS))
             out[f"c{c}_labkit_rps"] = round(labkit_rps, 1)
             out[f"c{c}_plain_rps"] = round(plain_rps, 1)
             out[f"c{c}_ratio"] = round(labkit_rps / plain_rps, 3)
