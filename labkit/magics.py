@@ -31,12 +31,8 @@ def triton_python(line: str, cell: str) -> None:
         raise ConfigError("Usage: %%triton_python [--backend] [--no-load] NAME") from None
     server = current()
     if args.backend:
-        path = server.python_backend(args.name, cell)
-        users = [] if args.no_load else _loaded_users(server, args.name)
-        for model in users:
-            server.repository.mark_changed(model)  # the model folder itself did not change
-            server.load(model)
-        print(f"wrote {path.name} for backend {args.name!r}" + (f"; reloaded {', '.join(users)}" if users else ""))
+        users = server.python_backend(args.name, cell, reload=not args.no_load)
+        print(f"wrote model.py for backend {args.name!r}" + (f"; reloaded {', '.join(users)}" if users else ""))
         return
     if not (server.repository.model_dir(args.name) / "config.pbtxt").exists():
         raise ConfigError(
@@ -45,11 +41,6 @@ def triton_python(line: str, cell: str) -> None:
         )
     server.python_model(args.name, cell, load=not args.no_load)
     print(f"model {args.name!r}: model.py written" + ("" if args.no_load else ", loaded and READY"))
-
-
-def _loaded_users(server: Any, backend: str) -> list[str]:
-    loaded = set(server.loaded_models())
-    return [m for m in server.repository.models() if m in loaded and server.repository.read_config(m).backend == backend]
 
 
 def triton_cpp(line: str, cell: str) -> None:

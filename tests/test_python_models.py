@@ -94,6 +94,9 @@ def test_python_based_backend_serves_several_models(fresh_server):
     assert result is None
     assert labkit.infer(fresh_server, "times2", {"X": x})["Y"].tolist() == [-2, 2]
     assert labkit.infer(fresh_server, "times5", {"X": x})["Y"].tolist() == [-5, 5]
+    # the same from Python: every loaded model using the backend is reloaded, and named
+    assert fresh_server.python_backend("scaler", "SIGN = 1\n" + SHARED_BACKEND) == ["times2", "times5"]
+    assert labkit.infer(fresh_server, "times2", {"X": x})["Y"].tolist() == [2, -2]
 
 
 def test_cell_magic_writes_and_reloads(fresh_server):

@@ -49,12 +49,6 @@ def install(server: TritonServer, build: Build, model: str) -> int:
     return version
 
 
-def users(server: TritonServer, backend: str) -> list[str]:
-    """Models in the server's repository whose config names ``backend``."""
-    repo = server.repository
-    return [m for m in repo.models() if repo.read_config(m).backend == backend]
-
-
 def load_models(server: TritonServer, models: list[str]) -> None:
     """Load models, first building the C++ backend of each that names a reference backend
     (minimal, recommended, custom) and lacks its library."""

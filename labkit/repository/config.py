@@ -79,11 +79,6 @@ def read(path: Path) -> ModelConfig:
     return parse(Path(path).read_text(), str(path))
 
 
-def to_json(cfg: ModelConfig) -> str:
-    """The JSON form Triton's repository API takes as the `config` load parameter."""
-    return json_format.MessageToJson(cfg, preserving_proto_field_name=True)
-
-
 def check_complete(cfg: ModelConfig, source: str = "config") -> None:
     """Refuse configs Triton would only accept with auto-complete on."""
     missing = [f for f in ("name", "backend") if not getattr(cfg, f)]

@@ -49,6 +49,10 @@ class ModelRepository:
             raise ConfigError(f"{path} names the model {cfg.name!r}, but its folder is {name!r}; make them equal.")
         return cfg
 
+    def models_using(self, backend: str) -> list[str]:
+        """Models whose config names ``backend``."""
+        return [m for m in self.models() if self.read_config(m).backend == backend]
+
     def versions(self, name: str) -> list[int]:
         folder = self.model_dir(name)
         return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.exists() else []

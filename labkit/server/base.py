@@ -407,15 +407,22 @@ class TritonServer(ABC):
         from ..native import deploy
 
         build = self.build(backend, source, **options)
-        targets = models if models is not None else deploy.users(self, backend)
+        targets = models if models is not None else self.repository.models_using(backend)
         return {model: deploy.install(self, build, model) for model in targets}
 
-    def python_backend(self, backend: str, source: str | Path | type) -> Path:
-        """Write a Python-based backend: one ``backends/<backend>/model.py`` that serves many models.
-
-        Models use it with ``backend: "<backend>"`` in their config; (re)load them to pick up a change.
-        """
+    def python_backend(self, backend: str, source: str | Path | type, *, reload: bool = True) -> list[str]:
+        """Write a Python-based backend: one ``backends/<backend>/model.py`` that serves many models
+        (configs saying ``backend: "<backend>"``). With ``reload``, every loaded model that uses it is
+        reloaded so the new code serves; returns those models."""
         check_name(backend, "backend")
         if backend == "python":
             raise RepositoryError("'python' is the Python backend itself; give your backend another name.")
-        return write_atomic(self.backend_dir / backend / "model.py", model_source(source))
+        write_atomic(self.backend_dir / backend / "model.py", model_source(source))
+        if not reload:
+            return []
+        loaded = set(self.loaded_models())
+        users = [m for m in self.repository.models_using(backend) if m in loaded]
+        for model in users:
+            self.repository.mark_changed(model)  # the model folder itself did not change
+            self.load(model)
+        return users
