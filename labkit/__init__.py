@@ -11,36 +11,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import errors, plots, reference
+from . import errors, native, plots, reference
+from .checks import AddSubResult, PassthroughResult, check_add_sub, check_passthrough
+from .dashboard import Dashboard
 from .errors import (
+    AnswerMismatchError,
     BuildError,
     ConfigError,
+    EngineError,
     InferenceError,
     InvalidNameError,
     LabkitError,
     ModelLoadError,
     ModelNotFoundError,
+    RepositoryError,
     RequestError,
     ServerError,
     ServerNotRunningError,
     ServerStartError,
     SetupError,
 )
-from .dashboard import Dashboard
+from .inference import infer, infer_with_parameters, stream_infer
 from .load import LoadResult, run_load
+from .magics import register as _register_magics
 from .repository import ModelConfig, ModelRepository, model_config
-from .stats import ModelStats, StatsCollector, model_stats
-from .requests import (
-    AddSubResult,
-    PassthroughResult,
-    check_add_sub,
-    check_passthrough,
-    infer,
-    infer_with_parameters,
-    stream_infer,
-)
 from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
+from .stats import ModelStats, StatsCollector, model_stats
 
 __version__ = "0.1.0"
 
@@ -51,29 +48,29 @@ def start(
     """Start Triton 23.12 and wait until it is ready; stop it with ``.stop()`` (or just exit).
 
     ``server="embedded"`` (default) runs the wheel's tritonserver here; ``server="docker"`` runs a
-    container (``image=`` chooses it, e.g. ``labkit.image.IMAGE`` for the offline CPU image).
+    container (``image=`` chooses it, e.g. ``labkit.docker.cpu_image.IMAGE`` for the offline CPU image).
     """
     return create_server(server, repository, **options).start(timeout_s)
 
 
 def reference_repository() -> Path:
-    """The project's model_repository/ folder (add_sub and the other reference models)."""
+    """The reference model repository (add_sub and the other reference models)."""
     return reference.repository()
 
 
-def load_ipython_extension(ipython: object) -> None:
-    """`%load_ext labkit` registers the %%triton_python cell magic."""
-    from .magics import register
-
-    register(ipython)
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext labkit` registers the %%triton_python and %%triton_cpp cell magics."""
+    _register_magics(ipython)
 
 
 __all__ = [
     "AddSubResult",
+    "AnswerMismatchError",
     "BuildError",
     "ConfigError",
     "Dashboard",
     "EmbeddedServer",
+    "EngineError",
     "InferenceError",
     "InvalidNameError",
     "LabkitError",
@@ -85,6 +82,7 @@ __all__ = [
     "ModelRepository",
     "ModelStats",
     "PassthroughResult",
+    "RepositoryError",
     "RequestError",
     "ServerError",
     "ServerNotRunningError",
@@ -101,7 +99,9 @@ __all__ = [
     "infer_with_parameters",
     "model_config",
     "model_stats",
+    "native",
     "plots",
+    "reference",
     "reference_repository",
     "run_load",
     "start",

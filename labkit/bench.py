@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import statistics
 import threading
 import time
@@ -12,9 +14,11 @@ import numpy as np
 import tritonclient.http as httpclient
 
 from . import reference
+from .checks import check_add_sub
 from .dashboard import Dashboard
+from .inference import infer
 from .load import run_load
-from .requests import check_add_sub
+from .native import reference_source
 from .server import EmbeddedServer
 from .server.base import TritonServer
 
@@ -24,12 +28,13 @@ _LOAD_REQUESTS = 2000
 _ADD_SUB_INPUTS = {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}
 
 
-# What each benchmark starts its servers with; `labkit bench --server docker` swaps it for containers.
-_factory: Callable[[], TritonServer] = EmbeddedServer
+#: What a benchmark starts its servers with (an unstarted server each call): EmbeddedServer by default,
+#: containers for `labkit bench --server docker`.
+Factory = Callable[[], TritonServer]
 
 
-def _server_with(*models: str) -> TritonServer:
-    server = _factory().start()
+def _server_with(factory: Factory, *models: str) -> TritonServer:
+    server = factory().start()
     try:
         reference.serve(server, models)
     except BaseException:
@@ -38,24 +43,24 @@ def _server_with(*models: str) -> TritonServer:
     return server
 
 
-def cold_start_s() -> float:
+def cold_start_s(factory: Factory) -> float:
     """Launch to READY with add_sub loaded and answering, median of a few launches."""
     times = []
     for _ in range(_COLD_ROUNDS):
         t0 = time.perf_counter()
-        with _server_with("add_sub") as server:
+        with _server_with(factory, "add_sub") as server:
             check_add_sub(server)
             times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 
-def python_reload_s() -> float:
+def python_reload_s(factory: Factory) -> float:
     """Edit model.py -> reloaded -> first correct answer from the new code; median of several edits."""
     source = reference.add_sub_source()
     if "a + b" not in source:
         raise RuntimeError("the reference add_sub model.py changed; update the benchmark's edit")
     times = []
-    with _server_with("add_sub") as server:
+    with _server_with(factory, "add_sub") as server:
         for round_ in range(1, _RELOAD_ROUNDS + 1):
             edited = source.replace("a + b", f"a + b + {round_}")
             t0 = time.perf_counter()
@@ -67,18 +72,15 @@ def python_reload_s() -> float:
     return statistics.median(times)
 
 
-def cpp_rebuild_reload_s() -> float:
+def cpp_rebuild_reload_s(factory: Factory) -> float:
     """Edit the minimal backend's source -> compiled -> loaded at a new path -> the new code answers;
     median of several edits, each a real compile (every edit changes the source)."""
-    from .native import reference_source
-    from .requests import infer
-
     source = reference_source("minimal").read_text()
     hook = "// (edit here: change `in` before it is sent back)"
     if hook not in source:
         raise RuntimeError("the minimal reference backend lost its edit-here comment; update the benchmark")
     times = []
-    with _server_with("minimal_nonbatching") as server:
+    with _server_with(factory, "minimal_nonbatching") as server:
         x = reference.sample_inputs("minimal_nonbatching")["IN0"]
         for round_ in range(1, _RELOAD_ROUNDS + 1):
             # the nonce keeps the build cache from answering for an edit an earlier run already compiled
@@ -92,15 +94,12 @@ def cpp_rebuild_reload_s() -> float:
     return statistics.median(times)
 
 
-def crash_and_restart() -> dict[str, float]:
+def crash_and_restart(factory: Factory) -> dict[str, float]:
     """crash_detect_s: server killed -> labkit knows (its watchdog, and any call raises);
     restart_reload_s: restart() -> every model that was loaded serving again. Median of 3."""
-    import os
-    import signal
-
     detect, restart = [], []
     models = ("add_sub", "add_sub_batching", "minimal_batching")
-    server = _server_with(*models)
+    server = _server_with(factory, *models)
     if not isinstance(server, EmbeddedServer):
         server.stop()
         print("crash_and_restart: measured on the embedded server only (it kills the server process)")
@@ -126,12 +125,10 @@ REFERENCE_MODELS = (
 )
 
 
-def memory() -> dict[str, float]:
+def memory(factory: Factory) -> dict[str, float]:
     """server_rss_mb: server plus Python stubs with every reference model loaded, after warm-up;
     soak_rss_growth: resident memory after 20,000 more requests across them, over before."""
-    from . import reference
-
-    server = _server_with(*REFERENCE_MODELS)
+    server = _server_with(factory, *REFERENCE_MODELS)
     try:
         if not isinstance(server, EmbeddedServer):
             print("memory: measured on the embedded server only (it reads the processes' memory)")
@@ -174,10 +171,10 @@ def _plain_loop(server: TritonServer, concurrency: int, requests: int) -> float:
     return (requests // concurrency * concurrency) / (time.perf_counter() - t0)
 
 
-def client_throughput() -> dict[str, float]:
+def client_throughput(factory: Factory) -> dict[str, float]:
     """add_sub requests/s from labkit's generator and from a plain tritonclient loop, c=1 and c=8."""
     out: dict[str, float] = {}
-    with _server_with("add_sub") as server:
+    with _server_with(factory, "add_sub") as server:
         run_load(server, "add_sub", _ADD_SUB_INPUTS, requests=200)  # warm-up
         for c in (1, 8):
             # interleaved rounds, best of each: the server drifts between rounds on a small machine
@@ -191,10 +188,10 @@ def client_throughput() -> dict[str, float]:
     return out
 
 
-def dashboard_overhead() -> float:
+def dashboard_overhead(factory: Factory) -> float:
     """Throughput with the live dashboard polling and redrawing at its defaults, over throughput without."""
     batch = {k: v[None, :] for k, v in _ADD_SUB_INPUTS.items()}
-    with _server_with("add_sub_batching") as server:
+    with _server_with(factory, "add_sub_batching") as server:
         load = lambda: run_load(server, "add_sub_batching", batch, requests=_LOAD_REQUESTS, concurrency=8).throughput  # noqa: E731
         load()  # warm-up
         ratios = []
@@ -206,7 +203,7 @@ def dashboard_overhead() -> float:
     return statistics.median(ratios)
 
 
-BENCHMARKS: dict[str, Callable[[], Any]] = {
+BENCHMARKS: dict[str, Callable[[Factory], Any]] = {
     "cold_start_s": cold_start_s,
     "python_reload_s": python_reload_s,
     "cpp_rebuild_reload_s": cpp_rebuild_reload_s,
@@ -238,16 +235,14 @@ def _verdict(name: str, value: float) -> str:
     return f"  (target {sense} {target}: {'met' if met else 'MISSED'})"
 
 
-def run(only: list[str] | None = None, factory: Callable[[], TritonServer] | None = None) -> dict[str, Any]:
+def run(only: list[str] | None = None, factory: Factory = EmbeddedServer) -> dict[str, Any]:
     """Run the benchmarks (or ``only`` some), printing each number as it comes; ``factory`` makes
     the (unstarted) servers, embedded by default."""
-    global _factory
-    _factory = factory or EmbeddedServer
     results: dict[str, Any] = {}
     for name, fn in BENCHMARKS.items():
         if only and name not in only:
             continue
-        value = fn()
+        value = fn(factory)
         if isinstance(value, dict):
             results[name] = value
             for key, v in value.items():

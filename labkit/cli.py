@@ -10,20 +10,21 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from . import bench, tour
+from .docker import cpu_image
+from .docker.leftovers import cleanup
 from .errors import LabkitError
+from .native import deploy
+from .server import create, kinds
 
 
 def _server(args: argparse.Namespace, repository: Path | None = None) -> Any:
     """The server the command asked for (--server, --image), not yet started."""
-    from .server import create
-
     options = {"image": args.image} if args.server == "docker" and args.image else {}
     return create(args.server, repository, **options)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .native import deploy
-
     repo = Path(args.repository)
     if not repo.is_dir():
         raise LabkitError(f"No model repository at {repo}; give a folder holding <model>/config.pbtxt.")
@@ -54,8 +55,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from . import tour
-
     out_dir = Path(args.json).with_suffix("") if args.json else None  # demo.json -> demo/*.png
     with _server(args) as server:
         print(f"starting Triton 23.12 ({args.server}) ...", flush=True)
@@ -71,8 +70,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from . import bench
-
     results = bench.run(args.only, lambda: _server(args))
     results = {"server": args.server, **results}
     if args.json:
@@ -82,27 +79,21 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _cleanup(args: argparse.Namespace) -> int:
-    from .server.docker import cleanup
-
     removed = cleanup(all=args.all)
     print("\n".join(f"removed {name}" for name in removed) or "no leftovers")
     return 0
 
 
 def _image(args: argparse.Namespace) -> int:
-    from .image import main as image_main
-
-    return image_main(args.args)
+    return cpu_image.main(args.args)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .server import KINDS
-
     parser = argparse.ArgumentParser(prog="labkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_server(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--server", choices=KINDS, default="embedded", help="where Triton runs (default: embedded)")
+        p.add_argument("--server", choices=kinds(), default="embedded", help="where Triton runs (default: embedded)")
         p.add_argument("--image", help="Docker image for --server docker (default: the offline CPU image)")
         return p
 
@@ -131,9 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if getattr(args, "server", None) == "docker" and not args.image:
-        from .image import IMAGE
-
-        args.image = IMAGE
+        args.image = cpu_image.IMAGE
     try:
         return args.func(args)
     except LabkitError as exc:

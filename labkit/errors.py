@@ -1,6 +1,27 @@
-"""The one exception hierarchy of labkit. Every message says what to do next."""
+"""The one exception hierarchy of labkit. Every message says what to do next; every class also
+carries what happened as fields (``model``, ``reason``, ``compiler_output``, ...), so code that
+handles an error reads its fields, never its text.
+
+    LabkitError
+    ├── SetupError                  the machine lacks something (a file, a library, an engine)
+    ├── EngineError                 .status_code: the Docker engine refused an operation
+    ├── ServerError                 .log_tail
+    │   ├── ServerStartError
+    │   └── ServerNotRunningError
+    ├── RepositoryError
+    │   ├── InvalidNameError        (also a ValueError)
+    │   └── ConfigError
+    ├── ModelLoadError              .model .reason
+    ├── InferenceError              .model
+    │   ├── ModelNotFoundError      .loaded
+    │   ├── RequestError            .expected .sent
+    │   └── AnswerMismatchError
+    └── BuildError                  .backend .compiler_output
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class LabkitError(Exception):
@@ -11,8 +32,16 @@ class SetupError(LabkitError):
     """The machine or environment lacks something Triton needs (files, a Python, a library)."""
 
 
+class EngineError(LabkitError):
+    """The Docker engine refused or failed an operation; ``status_code`` is its HTTP status (0 if none)."""
+
+    def __init__(self, message: str, *, status_code: int = 0) -> None:
+        self.status_code = status_code
+        super().__init__(message)
+
+
 class ServerError(LabkitError):
-    """The Triton server could not start, or stopped working."""
+    """The Triton server could not start, or stopped working. ``log_tail``: its last log lines."""
 
     def __init__(self, message: str, log_tail: str = "") -> None:
         self.log_tail = log_tail
@@ -42,19 +71,41 @@ class ConfigError(RepositoryError):
 
 
 class ModelLoadError(LabkitError):
-    """Triton refused to load a model; the message carries Triton's reason."""
+    """Triton refused to load (or did not finish unloading) ``model``; ``reason`` is Triton's own words."""
+
+    def __init__(self, message: str, *, model: str, reason: str = "") -> None:
+        self.model = model
+        self.reason = reason
+        super().__init__(message)
 
 
 class InferenceError(LabkitError):
-    """An inference request failed."""
+    """A request to ``model`` failed."""
+
+    def __init__(self, message: str, *, model: str = "") -> None:
+        self.model = model
+        super().__init__(message)
 
 
 class ModelNotFoundError(InferenceError):
-    """The request named a model that is not loaded."""
+    """The request named a model that is not loaded; ``loaded`` lists those that are."""
+
+    def __init__(self, message: str, *, model: str, loaded: Sequence[str] = ()) -> None:
+        self.loaded = list(loaded)
+        super().__init__(message, model=model)
 
 
 class RequestError(InferenceError):
-    """Triton rejected the request's inputs (name, datatype or shape)."""
+    """Triton rejected the request's inputs (name, datatype or shape).
+
+    ``reason`` is Triton's words; ``expected`` and ``sent`` describe the model's inputs and the request's.
+    """
+
+    def __init__(self, message: str, *, model: str, reason: str = "", expected: str = "", sent: str = "") -> None:
+        self.reason = reason
+        self.expected = expected
+        self.sent = sent
+        super().__init__(message, model=model)
 
 
 class AnswerMismatchError(InferenceError):
@@ -62,4 +113,12 @@ class AnswerMismatchError(InferenceError):
 
 
 class BuildError(LabkitError):
-    """A C++ backend did not compile, or the library lacks what Triton requires; nothing was loaded."""
+    """A C++ backend did not compile, or the library lacks what Triton requires; nothing was loaded.
+
+    ``compiler_output`` holds the compiler's messages (line numbers of the user's source), if any.
+    """
+
+    def __init__(self, message: str, *, backend: str = "", compiler_output: str = "") -> None:
+        self.backend = backend
+        self.compiler_output = compiler_output
+        super().__init__(message)

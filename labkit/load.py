@@ -14,7 +14,7 @@ import numpy as np
 from tritonclient.utils import InferenceServerException
 
 from .errors import ServerNotRunningError
-from .requests import prepare, translate
+from .inference import prepare, translate
 from .server.base import CONNECTION_ERRORS, TritonServer
 
 Inputs = Mapping[str, np.ndarray]
@@ -113,18 +113,12 @@ def run_load(
                 start = clock()
                 try:
                     client.infer(model, tensors, outputs=wanted)
-                except InferenceServerException as exc:
+                except (InferenceServerException, *CONNECTION_ERRORS) as exc:
                     error = translate(exc, server, model, tensors)
                     if isinstance(error, ServerNotRunningError):
                         fatal.append(error)
                         return
                     errors.append(str(error).splitlines()[0])
-                    continue
-                except CONNECTION_ERRORS as exc:
-                    if server.gone():
-                        fatal.append(server.exited_error(f"The load on {model!r} stopped"))
-                        return
-                    errors.append(f"connection error: {exc}")
                     continue
                 end = clock()
                 latencies.append(end - start)

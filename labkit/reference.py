@@ -7,18 +7,26 @@ from pathlib import Path
 
 import numpy as np
 
+from google.protobuf import json_format
+
 from .errors import SetupError
+from .native import deploy
+from .repository import ModelRepository
 from .server.base import TritonServer
+
+# Shipped inside the package (a link to the checkout's model_repository/ in a source tree; the
+# wheel holds a copy), so an installed labkit serves them too.
+_REPOSITORY = (Path(__file__).resolve().parent / "model_repository").resolve()
 
 
 def repository() -> Path:
-    """The project's model_repository/ folder (add_sub and the other reference models)."""
-    path = Path(__file__).resolve().parent.parent / "model_repository"
-    if not path.is_dir():
+    """The reference model repository (add_sub and the other reference models)."""
+    if not (_REPOSITORY / "add_sub" / "config.pbtxt").is_file():
         raise SetupError(
-            f"No model_repository/ beside the labkit package ({path}); install labkit from a checkout with `pip install -e .`."
+            f"The reference models are missing from {_REPOSITORY}; reinstall labkit (`pip install labkit`, "
+            f"or `pip install -e .` in a checkout)."
         )
-    return path
+    return _REPOSITORY
 
 
 def add_sub_source() -> str:
@@ -40,10 +48,6 @@ def sample_inputs(model: str, batch: int | None = 1, server: TritonServer | None
     if server is not None:
         config = server.model_config(model)
     else:
-        from google.protobuf import json_format
-
-        from .repository import ModelRepository
-
         cfg = ModelRepository(repository()).read_config(model)
         config = json_format.MessageToDict(cfg, preserving_proto_field_name=True)
     lead = (batch,) if batch and int(config.get("max_batch_size", 0)) > 0 else ()
@@ -59,8 +63,6 @@ def sample_inputs(model: str, batch: int | None = 1, server: TritonServer | None
 
 def serve(server: TritonServer, models: Iterable[str]) -> list[str]:
     """Copy reference models into the server's repository, build their C++ backends, and load them."""
-    from .native import deploy
-
     names = list(models)
     for name in names:
         server.repository.copy_model_from(repository(), name)

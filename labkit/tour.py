@@ -1,20 +1,57 @@
-"""The demo tour: the sections `labkit demo` runs against a server and reports as JSON."""
+"""The demo tour: the sections `labkit demo` runs against a server and reports as JSON.
+
+A section is a function (server, out_dir) -> dict with "ok"; ``run_sections`` runs a set of them so
+that one failing section reports its error and the others still run. The ``api_tour`` section is
+itself such a set: one item per lesson module (labkit.lessons), each through the same ``run(server)``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from . import plots, reference
+from .checks import check_add_sub, check_passthrough
 from .errors import LabkitError
-from .lessons.tour import api_tour_section
+from .lessons import artifacts, auto_complete, bls, decoupled, response_parameters, volume_batching
 from .load import run_load
-from .requests import check_add_sub, check_passthrough
 from .server.base import TritonServer
 from .stats import StatsCollector, model_stats
 
 Section = Callable[[TritonServer, Path | None], dict[str, Any]]
+LESSONS: tuple[ModuleType, ...] = (volume_batching, bls, decoupled, response_parameters, artifacts, auto_complete)
+
+
+def run_sections(server: TritonServer, sections: dict[str, Section], out_dir: Path | None) -> dict[str, Any]:
+    """Run each section; one that fails reports its error instead of stopping the others."""
+    report: dict[str, Any] = {}
+    for name, section in sections.items():
+        try:
+            report[name] = section(server, out_dir)
+        except LabkitError as exc:
+            report[name] = {"ok": False, "error": str(exc)}
+    report["ok"] = all(r.get("ok") for r in report.values())
+    return report
+
+
+def _lesson(module: ModuleType) -> Section:
+    name = module.__name__.rsplit(".", 1)[-1]
+
+    def section(server: TritonServer, out_dir: Path | None) -> dict[str, Any]:
+        outcome = module.run(server)
+        row: dict[str, Any] = {"ok": outcome.ok, **outcome.record}
+        if out_dir is not None and outcome.figure is not None:
+            row["plot"] = str(plots.save(outcome.figure, out_dir / f"api_tour_{name}.png"))
+        return row
+
+    return section
+
+
+def api_tour_section(server: TritonServer, out_dir: Path | None = None) -> dict[str, Any]:
+    """Every backend-API lesson run once (labkit.lessons), ok per lesson."""
+    return run_sections(server, {m.__name__.rsplit(".", 1)[-1]: _lesson(m) for m in LESSONS}, out_dir)
 
 
 def add_sub_section(server: TritonServer, out_dir: Path | None) -> dict[str, Any]:
@@ -95,23 +132,15 @@ SECTIONS: dict[str, Section] = {
 
 
 def run(server: TritonServer, out_dir: Path | None = None, only: list[str] | None = None) -> dict[str, Any]:
-    """Run every section; a section that fails reports its error instead of stopping the tour."""
-    report: dict[str, Any] = {"server": server.kind, "server_version": server.version}
-    for name, section in SECTIONS.items():
-        if only and name not in only:
-            continue
-        try:
-            report[name] = section(server, out_dir)
-        except LabkitError as exc:
-            report[name] = {"ok": False, "error": str(exc)}
-    report["ok"] = all(v.get("ok") for v in report.values() if isinstance(v, dict))
-    return report
+    """Run every section (or ``only`` some); a section that fails reports its error instead of stopping the tour."""
+    chosen = {name: section for name, section in SECTIONS.items() if not only or name in only}
+    return {"server": server.kind, "server_version": server.version, **run_sections(server, chosen, out_dir)}
 
 
 def _flat(value: dict[str, Any], prefix: str = "") -> list[str]:
     parts = []
     for key, v in value.items():
-        if key == "ok" or isinstance(v, list) or key.endswith("_plot"):
+        if key in ("ok", "plot") or isinstance(v, list) or key.endswith("_plot"):
             continue
         parts.extend(_flat(v, f"{prefix}{key}.") if isinstance(v, dict) else [f"{prefix}{key}={v}"])
     return parts

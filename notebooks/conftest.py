@@ -11,7 +11,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     docker_cells = [item for item in items if "05_docker" in str(item.fspath)]
     if not docker_cells or os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
         return  # in CI the lesson must run: .ci/run starts an engine and builds the image first
-    from labkit.server.docker import engine_status
+    from labkit.docker.engine import engine_status
 
     ok, why = engine_status()
     if not ok:

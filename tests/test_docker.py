@@ -22,8 +22,10 @@ import labkit
 from labkit.reference import add_sub_source
 
 ADD_SUB_SOURCE = add_sub_source()
-from labkit import image as lk_image
-from labkit.server import docker as lkd
+from labkit.docker import cpu_image as lk_image
+from labkit.docker import engine as lk_engine
+from labkit.docker import leftovers as lk_leftovers
+from labkit.server.launchers.docker import CONTAINER_PORTS, DockerServer
 
 pytestmark = pytest.mark.slow
 
@@ -34,12 +36,12 @@ def _in_ci() -> bool:
 
 @pytest.fixture(scope="session")
 def engine():
-    ok, why = lkd.engine_status()
+    ok, why = lk_engine.engine_status()
     if not ok:
         if _in_ci():
             pytest.fail(f"CI is set, so the Docker tests must run, but no engine is reachable: {why}")
         pytest.skip(f"no Docker engine is reachable (with CI=true this fails instead): {why}")
-    client = lkd.connect()
+    client = lk_engine.connect()
     yield client
     client.close()
 
@@ -47,12 +49,12 @@ def engine():
 @pytest.fixture(scope="session")
 def cpu_image(engine):
     """labkit/tritonserver:23.12-cpu, built here if missing or outdated (about 80 s), else reused."""
-    return lk_image.ensure_image(progress=False).tag
+    return lk_image.build_image(progress=False).tag
 
 
 @pytest.fixture(scope="module")
 def dserver(cpu_image):
-    with lkd.DockerServer(image=cpu_image) as srv:
+    with DockerServer(image=cpu_image) as srv:
         srv.start(timeout_s=120)
         srv.repository.copy_model_from(labkit.reference_repository(), "add_sub")
         srv.load("add_sub")
@@ -61,7 +63,7 @@ def dserver(cpu_image):
 
 
 def engine_client():
-    return lkd.connect()
+    return lk_engine.connect()
 
 
 def _gone(client, container_id: str) -> bool:
@@ -80,9 +82,9 @@ def test_launch_ready_version_and_labels(dserver):
     assert dserver.version == "2.41.0"
     assert len({dserver.http_port, dserver.grpc_port, dserver.metrics_port}) == 3
     labels = dserver.container.labels
-    assert labels[lkd.LABEL_MANAGED] == "1"
-    assert labels[lkd.LABEL_OWNER] == f"{socket.gethostname()}:{os.getpid()}"
-    assert not lkd.owner_dead(labels)
+    assert labels[lk_leftovers.LABEL_MANAGED] == "1"
+    assert labels[lk_leftovers.LABEL_OWNER] == f"{socket.gethostname()}:{os.getpid()}"
+    assert not lk_leftovers.owner_dead(labels)
     host_config = dserver.container.attrs["HostConfig"]
     assert host_config["ShmSize"] == 1 << 30
     assert {u["Name"]: u["Soft"] for u in host_config["Ulimits"]}["stack"] == 67108864
@@ -107,7 +109,7 @@ def _successes(server, model: str) -> int:
 def test_ports_published_on_loopback_only(dserver):
     dserver.container.reload()
     published = dserver.container.attrs["NetworkSettings"]["Ports"]
-    for port in lkd.CONTAINER_PORTS.values():
+    for port in CONTAINER_PORTS.values():
         assert [b["HostIp"] for b in published[f"{port}/tcp"]] == ["127.0.0.1"]
     # Reachable on loopback, refused on the host's other addresses (the engine's bridge gateway).
     with socket.create_connection(("127.0.0.1", dserver.http_port), timeout=5):
@@ -268,11 +270,11 @@ def test_cpp_compile_error_keeps_source_line_numbers(dserver):
 
 
 def test_container_killed_from_outside(cpu_image, tmp_path):
-    server = lkd.DockerServer(workdir=tmp_path, image=cpu_image)
+    server = DockerServer(workdir=tmp_path, image=cpu_image)
     with server.start(timeout_s=120):
         server.repository.copy_model_from(labkit.reference_repository(), "add_sub")
         server.load("add_sub")
-        client = lkd.connect()
+        client = lk_engine.connect()
         client.containers.get(server.container.id).kill()  # as `docker kill` would
         deadline = time.monotonic() + 15
         while server.alive and time.monotonic() < deadline:
@@ -289,27 +291,27 @@ def test_container_killed_from_outside(cpu_image, tmp_path):
 
 
 def test_failed_start_carries_the_container_log(cpu_image, tmp_path):
-    server = lkd.DockerServer(workdir=tmp_path, image=cpu_image, extra_args=["--model-control-mode=nonsense"])
+    server = DockerServer(workdir=tmp_path, image=cpu_image, extra_args=["--model-control-mode=nonsense"])
     with pytest.raises(labkit.ServerStartError, match="exited during start-up") as info:
         server.start(timeout_s=60)
     assert 'Bad option: "--model-control-mode"' in info.value.log_tail
     assert not server.alive
-    assert _gone(lkd.connect(), server.container.id)
+    assert _gone(lk_engine.connect(), server.container.id)
 
 
 def test_bad_image_name_is_a_clear_error(engine):
     with pytest.raises(labkit.SetupError, match=r"could not be pulled.*labkit image build"):
-        lkd.DockerServer(image="labkit/no-such-image:0", progress=False).start()
+        DockerServer(image="labkit/no-such-image:0", progress=False).start()
     with pytest.raises(labkit.SetupError, match="not a valid Docker image name"):
-        lkd.DockerServer(image="Not A Valid Image").start()
+        DockerServer(image="Not A Valid Image").start()
     with pytest.raises(labkit.SetupError, match=r"not on this engine \(and pull=False\)"):
-        lkd.DockerServer(image="labkit/no-such-image:0", pull=False).start()
+        DockerServer(image="labkit/no-such-image:0", pull=False).start()
 
 
 def test_missing_bind_source_is_refused_not_created(engine, tmp_path):
     missing = tmp_path / "no-such-folder"
     before = _mine()
-    server = lkd.DockerServer(image=lkd.OFFLINE_IMAGE, volumes={missing: "/data:ro"})
+    server = DockerServer(image=lk_image.IMAGE, volumes={missing: "/data:ro"})
     with pytest.raises(labkit.SetupError, match="does not exist"):
         server.start()
     assert not missing.exists()
@@ -319,29 +321,29 @@ def test_missing_bind_source_is_refused_not_created(engine, tmp_path):
 def _mine() -> set[str]:
     """This process's labkit containers (other test sessions may share the engine)."""
     owner = f"{socket.gethostname()}:{os.getpid()}"
-    return {c.id for c in lkd.leftovers(all=True) if c.labels.get(lkd.LABEL_OWNER) == owner}
+    return {c.id for c in lk_leftovers.leftovers(all=True) if c.labels.get(lk_leftovers.LABEL_OWNER) == owner}
 
 
 def test_gpu_option(engine):
     with pytest.raises(ValueError, match="gpus"):
-        lkd.DockerServer(gpus="yes")
-    if lkd.gpu_runtime(engine) is None:
+        DockerServer(gpus="yes")
+    if lk_engine.gpu_runtime(engine) is None:
         with pytest.raises(labkit.SetupError, match="no GPU runtime"):
-            lkd.DockerServer(image=lkd.OFFLINE_IMAGE, gpus=True).start()
+            DockerServer(image=lk_image.IMAGE, gpus=True).start()
 
 
 def test_no_engine_says_how_to_start_one(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(labkit.SetupError, match=r"No Docker engine is reachable.*dockerd.*docker-engine\.sh"):
-        lkd.connect()
-    assert lkd.engine_status()[0] is False
+        lk_engine.connect()
+    assert lk_engine.engine_status()[0] is False
 
 
 # -- leftovers ------------------------------------------------------------------------------------------
 
 _OWNER = textwrap.dedent("""
     import sys, time
-    from labkit.server.docker import DockerServer
+    from labkit.server.launchers.docker import DockerServer
     server = DockerServer(image=sys.argv[1]).start(timeout_s=120)
     print(server.container.id, server.workdir, flush=True)
     time.sleep(600)
@@ -355,11 +357,11 @@ def test_cleanup_removes_the_container_of_a_killed_kernel(dserver):
     finally:
         owner.kill()  # SIGKILL: no atexit, nothing stops the container
         owner.wait()
-    client = lkd.connect()
+    client = lk_engine.connect()
     assert client.containers.get(container_id).status == "running"  # the leftover
-    assert container_id in {c.id for c in lkd.leftovers()}
-    assert dserver.container.id not in {c.id for c in lkd.leftovers()}  # a live owner's container is not
-    removed = lkd.cleanup()
+    assert container_id in {c.id for c in lk_leftovers.leftovers()}
+    assert dserver.container.id not in {c.id for c in lk_leftovers.leftovers()}  # a live owner's container is not
+    removed = lk_leftovers.cleanup()
     assert client.containers.get  # (engine still fine)
     assert _gone(client, container_id) and removed
     assert not Path(workdir).exists()  # its temporary work folder went too
@@ -370,15 +372,15 @@ def test_launch_sweeps_leftovers(dserver, tmp_path):
     # A container labelled as labkit's by a process that no longer exists ...
     dead = subprocess.Popen(["true"])
     dead.wait()
-    client = lkd.connect()
+    client = lk_engine.connect()
     leftover = client.containers.run(
         dserver.image, ["sleep", "600"], detach=True,
-        labels={lkd.LABEL_MANAGED: "1", lkd.LABEL_OWNER: f"{socket.gethostname()}:{dead.pid}"},
+        labels={lk_leftovers.LABEL_MANAGED: "1", lk_leftovers.LABEL_OWNER: f"{socket.gethostname()}:{dead.pid}"},
     )
     try:
         # ... is removed by the next launch, even one that then fails (here: a missing mount source).
         with pytest.raises(labkit.SetupError):
-            lkd.DockerServer(image=dserver.image, volumes={tmp_path / "missing": "/data"}).start()
+            DockerServer(image=dserver.image, volumes={tmp_path / "missing": "/data"}).start()
         assert _gone(client, leftover.id)
     finally:
         if not _gone(client, leftover.id):
@@ -427,11 +429,11 @@ def test_container_is_unprivileged_without_host_network(dserver):
 
 
 def test_restart_after_the_container_is_killed(cpu_image, tmp_path):
-    server = lkd.DockerServer(workdir=tmp_path, image=cpu_image)
+    server = DockerServer(workdir=tmp_path, image=cpu_image)
     with server.start(timeout_s=120):
         server.repository.copy_model_from(labkit.reference_repository(), "add_sub")
         server.load("add_sub")
-        lkd.connect().containers.get(server.container.id).kill()
+        lk_engine.connect().containers.get(server.container.id).kill()
         deadline = time.monotonic() + 15
         while server.died is None and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -9,7 +9,7 @@ import pytest
 
 import labkit
 from labkit.lessons import artifacts, auto_complete, bls, decoupled, response_parameters, volume_batching
-from labkit.lessons.tour import api_tour_section
+from labkit.tour import api_tour_section
 from labkit.native import build_backend
 from labkit.native.build import exported_symbols
 
@@ -151,7 +151,7 @@ def test_stream_helper_also_takes_an_ordinary_model(decoupled_lab):
     decoupled_lab.repository.copy_model_from(labkit.reference_repository(), "add_sub")
     decoupled_lab.load("add_sub")
     ones = np.ones(4, np.float32)
-    responses = labkit.requests.stream_infer(decoupled_lab, "add_sub", {"INPUT0": ones, "INPUT1": ones})
+    responses = labkit.stream_infer(decoupled_lab, "add_sub", {"INPUT0": ones, "INPUT1": ones})
     assert len(responses) == 1 and responses[0]["OUTPUT0"].tolist() == [2.0] * 4
 
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..repository import model_config
-from ..requests import infer
+from ..errors import ModelLoadError
+from ..inference import infer
 from ..server.base import TritonServer
+from .outcome import Outcome
 
 BACKEND = "filescale"
 MODEL = "filescale_fp32"
@@ -108,3 +110,15 @@ def scaled(server: TritonServer, values: list[float] | None = None) -> ScaledRes
     sent = np.asarray(values if values is not None else [1.0, 2.0, 3.0, 4.0], dtype=np.float32)
     scale = float((server.repository.model_dir(MODEL) / ARTIFACT).read_text())
     return ScaledResult(scale, sent, infer(server, MODEL, {"IN0": sent}, ["OUT0"])["OUT0"])
+
+
+def run(server: TritonServer) -> Outcome:
+    """Without scale.txt the load fails naming the file; with it, the answer is scaled by it."""
+    try:
+        setup(server, scale=None)
+        missing_error = False
+    except ModelLoadError as exc:
+        missing_error = ARTIFACT in exc.reason  # the message must tell the user which file to write
+    setup(server, scale=2.5)
+    result = scaled(server)
+    return Outcome(result.ok and missing_error, {"scale": result.scale, "missing_file_error": missing_error})

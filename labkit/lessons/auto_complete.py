@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..server.base import TritonServer
-from ..server.embedded import EmbeddedServer
+from ..server.launchers.embedded import EmbeddedServer
+from .outcome import Outcome
 
 BACKEND = "autofill"
 CPP_MODEL = "autofill_cpp"
@@ -183,3 +184,22 @@ def tensors(config: dict) -> dict[str, Any]:
         "outputs": [spec(t) for t in config.get("output", [])],
         "dynamic_batching": "dynamic_batching" in config,
     }
+
+
+def setup(server: TritonServer) -> None:
+    """Both models on ``server``, which must run with auto-complete on (``start_server()``)."""
+    setup_cpp(server)
+    setup_python(server)
+
+
+def run(server: TritonServer) -> Outcome:
+    """Both configs come back completed. Runs on a server of its own with auto-complete on: labkit's
+    servers (``server`` included) keep it off."""
+    own = start_server()
+    try:
+        setup(own)
+        cpp, py = tensors(own.model_config(CPP_MODEL)), tensors(own.model_config(PY_MODEL))
+    finally:
+        own.stop()
+    ok = all(c["inputs"] and c["outputs"] and c["max_batch_size"] > 0 for c in (cpp, py))
+    return Outcome(ok, {"cpp_max_batch_size": cpp["max_batch_size"], "python_max_batch_size": py["max_batch_size"]})

@@ -19,9 +19,10 @@ import numpy as np
 from .. import reference
 from ..errors import InferenceError, LabkitError
 from ..repository import model_config
-from ..requests import infer
+from ..inference import infer
 from ..server.base import TritonServer
 from ..stats import model_stats
+from .outcome import Outcome
 
 MODEL = "bls_demo"
 CALLEES = ("add_sub", "minimal_nonbatching")
@@ -135,3 +136,11 @@ def missing_callee_error(server: TritonServer, callee: str = CALLEES[1]) -> str:
     finally:
         server.load(callee)
     raise LabkitError(f"bls_demo answered although {callee!r} was unloaded; check its error handling.")
+
+
+def run(server: TritonServer) -> Outcome:
+    """Both calls answer, each callee counts one request, and a missing callee is named in the error."""
+    setup(server)
+    result = call(server)
+    named = CALLEES[1] in missing_callee_error(server)
+    return Outcome(result.ok and named, {"calls": result.calls, "missing_model_error": named})

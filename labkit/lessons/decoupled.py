@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..repository import model_config
-from ..requests import stream_infer
+from ..inference import stream_infer
 from ..server.base import TritonServer
+from .outcome import Outcome
 
 MODEL = "repeat_py"
 
@@ -78,3 +79,10 @@ def repeat(server: TritonServer, values: Sequence[int]) -> RepeatResult:
         [int(r["OUT"][0]) for r in responses],
         [int(r["IDX"][0]) for r in responses],
     )
+
+
+def run(server: TritonServer) -> Outcome:
+    """Six values in, six responses back, in order."""
+    setup(server)
+    result = repeat(server, [4, 8, 15, 16, 23, 42])
+    return Outcome(result.ok, {"responses": len(result.values), "in_order": result.ok})

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..repository import model_config
-from ..requests import infer_with_parameters
+from ..inference import infer_with_parameters
 from ..server.base import TritonServer
+from .outcome import Outcome
 
 BACKEND = "respparams"
 MODEL = "respparams_passthrough"
@@ -84,3 +85,10 @@ def ask(server: TritonServer, protocol: str = "http", values: list[int] | None =
     sent = np.asarray(values if values is not None else [1, 2, 3, 4], dtype=np.int32)
     outputs, params = infer_with_parameters(server, MODEL, {"IN0": sent}, ["OUT0"], protocol=protocol)
     return ParametersResult(protocol, sent, outputs["OUT0"], params)
+
+
+def run(server: TritonServer) -> Outcome:
+    """The three parameters reach the client over HTTP and over gRPC."""
+    setup(server)
+    http, grpc = (ask(server, p) for p in ("http", "grpc"))
+    return Outcome(http.ok and grpc.ok, {"http": http.ok, "grpc": grpc.ok})

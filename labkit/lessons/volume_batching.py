@@ -25,6 +25,7 @@ from ..load import run_load
 from ..native import deploy
 from ..native.build import Build
 from ..server.base import TritonServer
+from .outcome import Outcome
 from ..stats import ModelStats, model_stats
 
 STRATEGY = "volumebatching"
@@ -187,7 +188,8 @@ def burst(server: TritonServer, model: str, requests: int = 48, concurrency: int
     inputs = reference.sample_inputs(model, server=server)
     result = run_load(server, model, inputs, requests=requests, concurrency=concurrency)
     if result.errors:
-        raise InferenceError(f"{len(result.errors)} of {requests} requests to {model!r} failed: {result.errors[0]}")
+        raise InferenceError(f"{len(result.errors)} of {requests} requests to {model!r} failed: {result.errors[0]}",
+                             model=model)
     return model_stats(server, model, settle=True).since(before)
 
 
@@ -244,3 +246,13 @@ def compare(
         setup(server, max_bytes, source)
     default = burst(server, DEFAULT_MODEL, requests, concurrency)
     return Comparison(max_bytes, default, burst(server, VOLUME_MODEL, requests, concurrency))
+
+
+def run(server: TritonServer) -> Outcome:
+    """The same burst on both models: the cap holds, and without it Triton forms bigger batches."""
+    result = compare(server)
+    return Outcome(result.ok, {
+        "limit_bytes": result.max_bytes,
+        "largest_batch_capped": result.volume.max_batch_size_seen,
+        "largest_batch_default": result.default.max_batch_size_seen,
+    }, result.figure())

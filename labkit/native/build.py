@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ from .. import _triton_dist
 from ..errors import BuildError, SetupError
 from ..repository.files import write_atomic
 from ..repository.names import check_name
+from .toolchain import LocalToolchain, Toolchain
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 REFERENCE_DIR = Path(__file__).resolve().parent / "backends"
@@ -47,13 +47,6 @@ def _json_include() -> Path:
     except ImportError:
         raise SetupError("The nlohmann-json headers are missing; `pip install nlohmann-json`.") from None
     return Path(nlohmann_json.__file__).resolve().parent / "include"
-
-
-def _compiler() -> str:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
-    if not cxx:
-        raise SetupError("No C++ compiler found; install g++ (Debian: `apt-get install g++`) or set CXX.")
-    return cxx
 
 
 def official_headers(include_dir: str | Path | None = None) -> Path:
@@ -94,43 +87,16 @@ def _header_bytes(folder: Path) -> list[bytes]:
     return [p.relative_to(folder).as_posix().encode() + p.read_bytes() for p in sorted(folder.rglob("*.h*"))]
 
 
-class Toolchain:
-    """Where a backend is compiled: g++ on this machine here; a launcher that runs Triton elsewhere
-    (a container) supplies its own, so the library links the C++ runtime it will run with."""
-
-    label = ""  # shown in progress lines, e.g. " in the container"
-
-    def __init__(self) -> None:
-        self._cxx = _compiler()
-
-    def version(self) -> str:
-        """The compiler's version line; part of the cache key."""
-        out = subprocess.run([self._cxx, "--version"], capture_output=True, text=True).stdout
-        return out.splitlines()[0] if out else self._cxx
-
-    def cache_key(self) -> bytes:
-        return b""
-
-    def include(self, folder: Path) -> str:
-        """A host include folder as the compiler sees it."""
-        return str(folder)
-
-    def path(self, host_path: Path) -> str:
-        """A host file path (inside the build cache) as the compiler sees it."""
-        return str(host_path)
-
-    def run(self, argv: list[str], cwd: Path) -> tuple[int, str]:
-        """Run a tool (``argv[0]`` "c++" means the compiler); its exit code and its output."""
-        argv = [self._cxx if argv[0] == "c++" else argv[0], *argv[1:]]
-        proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
-        return proc.returncode, proc.stderr + proc.stdout
+def header_digest(folder: Path) -> str:
+    """A hash of every header below ``folder`` (names and contents)."""
+    return _digest(_header_bytes(folder))
 
 
 def exported_symbols(library: Path, toolchain: Toolchain | None = None) -> set[str]:
-    toolchain = toolchain or Toolchain()
+    toolchain = toolchain or LocalToolchain()
     code, out = toolchain.run(["nm", "-D", "--defined-only", toolchain.path(library)], library.parent)
     if code != 0:
-        raise BuildError(f"Could not read the symbols of {library}: {out.strip()}")
+        raise BuildError(f"Could not read the symbols of {library}: {out.strip()}", backend=library.parent.parent.name)
     return {line.split()[-1] for line in out.splitlines() if line.strip() and len(line.split()) >= 2}
 
 
@@ -148,16 +114,26 @@ def build_backend(
 ) -> Build:
     """Compile ``source`` (C++ text or a .cc path) into ``libtriton_<backend>.so``.
 
-    ``headers``: None for labkit's own declarations of the 23.12 C API, or "official" / an include
-    folder for Triton's own headers. An unchanged input is not rebuilt. Compiler messages keep
-    the source's own line numbers. ``toolchain`` compiles elsewhere (see DockerServer.build);
-    ``extra_includes`` are include folders as that compiler sees them, searched first.
+    ``headers``: None for labkit's own declarations of the 23.12 C API; "official" or an include
+    folder for Triton's own headers; "image" for those of the image the toolchain compiles in
+    (NGC's ``/opt/tritonserver/include``). An unchanged input is not rebuilt. Compiler messages keep
+    the source's own line numbers. ``toolchain`` is where to compile (a server's ``toolchain()``;
+    default g++ here); ``extra_includes`` are include folders as that compiler sees them, searched first.
     ``required``: entry points the library must export (a batching-strategy library has no
     ModelInstanceExecute; it passes the five TRITONBACKEND_ModelBatch* names instead).
     """
     check_name(backend, "backend")
     text = Path(source).read_text() if isinstance(source, Path) else source
-    toolchain = toolchain or Toolchain()
+    toolchain = toolchain or LocalToolchain()
+    extra_includes = list(extra_includes or [])
+    if headers == "image":
+        image_headers = toolchain.triton_headers()
+        if not image_headers:
+            raise SetupError(
+                f"headers='image' takes Triton's headers from the container image, but backend {backend!r} is "
+                f"compiled{toolchain.label or ' on this machine'}, where there is none; use headers='official' or a folder."
+            )
+        extra_includes, headers = image_headers + extra_includes, None
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
     host_includes = [*api, INCLUDE_DIR, _json_include()]
     flags = CXXFLAGS + list(extra_flags or [])
@@ -168,7 +144,7 @@ def build_backend(
         # a cached library was checked against its own list; the default adds nothing (old keys stay valid)
         + ([] if required == (REQUIRED_ENTRY_POINT,) else [" ".join(required).encode()])
     )
-    root = cache or (_triton_dist.cache_dir() / "builds")
+    root = cache or toolchain.cache_root
     folder = root / backend / digest[:16]
     library = folder / f"libtriton_{backend}.so"
     if progress:  # the same line whether or not the cache answers, so notebook outputs stay stable
@@ -187,9 +163,11 @@ def build_backend(
     seconds = time.perf_counter() - t0
     try:
         if code != 0:
+            output = _tidy(messages, toolchain.path(src), backend)
             raise BuildError(
                 f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
-                f"(line numbers are those of your source):\n{_tidy(messages, toolchain.path(src), backend)}"
+                f"(line numbers are those of your source):\n{output}",
+                backend=backend, compiler_output=output,
             )
         exported = exported_symbols(partial, toolchain) if required else set()
         missing = [name for name in required if name not in exported]
@@ -198,7 +176,8 @@ def build_backend(
             raise BuildError(
                 f"Backend {backend!r} compiled but does not export {', '.join(missing)}{why}; it was not loaded. "
                 f"Define it in your source, with \"labkit/backend.hpp\" "
-                f"included (it declares the entry points exported) or marked LABKIT_EXPORT."
+                f"included (it declares the entry points exported) or marked LABKIT_EXPORT.",
+                backend=backend,
             )
     except BuildError:
         if progress:
@@ -228,7 +207,7 @@ def reference_source(backend: str) -> Path:
     path = REFERENCE_DIR / check_name(backend, "backend") / f"{backend}.cc"
     if not path.exists():
         have = sorted(p.name for p in REFERENCE_DIR.iterdir()) if REFERENCE_DIR.exists() else []
-        raise BuildError(f"No reference backend {backend!r}; there are: {', '.join(have)}.")
+        raise BuildError(f"No reference backend {backend!r}; there are: {', '.join(have)}.", backend=backend)
     return path
 
 

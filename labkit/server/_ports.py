@@ -15,3 +15,16 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     finally:
         for sock in socks:
             sock.close()
+
+
+def ports_taken(ports: list[int], host: str = "127.0.0.1") -> bool:
+    """Whether another process now listens on any of ``ports`` (SO_REUSEADDR, as servers bind, so a
+    port that only lingers in TIME_WAIT does not count)."""
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((host, port))
+            except OSError:
+                return True
+    return False

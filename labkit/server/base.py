@@ -1,45 +1,56 @@
-"""What every labkit server offers, whichever way Triton runs: URLs, readiness, logs, models, clients."""
+"""What every labkit server offers, whichever way Triton runs: start and stop, readiness, a crash
+watchdog, restart, URLs and clients, and one translation of "the server died" into an error.
+
+A launcher (``labkit/server/launchers/<kind>.py``) subclasses TritonServer and fills in the
+underscored hooks: how to launch Triton, whether it still runs, how to end it, and how it ended.
+The model calls (load, unload, Python and C++ backends) come from ModelControl.
+"""
 
 from __future__ import annotations
 
 import atexit
 import http.client
-import re
+import itertools
+import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
+import uuid
 import weakref
 from abc import ABC, abstractmethod
-from pathlib import Path
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from ..errors import (
-    ModelLoadError,
-    RepositoryError,
-    ServerNotRunningError,
-    ServerStartError,
-)
-from ..repository import ModelConfig, ModelRepository, check_name
-from ..repository.python_source import model_source
-from ..repository.files import write_atomic
+from ..errors import LabkitError, ServerError, ServerNotRunningError, ServerStartError
+from ..native.toolchain import LocalToolchain, Toolchain
+from ..repository import ModelRepository
 from .logs import LogView
-
-if TYPE_CHECKING:
-    from ..native.build import Build
+from .model_control import ModelControl
+from .options import TritonOptions
+from .owner import Owner
 
 _LIVE: "weakref.WeakSet[TritonServer]" = weakref.WeakSet()
 
 #: What tritonclient's HTTP client raises when the server is gone: a refused connection (OSError)
 #: or one closed mid-response (http.client.HTTPException, from geventhttpclient).
 CONNECTION_ERRORS = (OSError, http.client.HTTPException)
+#: tritonclient's status for a gRPC call whose connection broke (the HTTP client raises OSError instead).
+_GRPC_UNAVAILABLE = "StatusCode.UNAVAILABLE"
+
+WORKDIR_PREFIX = "labkit-"
+OWNER_FILE = "owner.pid"
+OWNER_START_FILE = "owner.start"
+SERVER_FILE = "server.pid"
+
 _current: "TritonServer | None" = None
+_servers_started = itertools.count(1)
 
 
 @atexit.register
@@ -55,26 +66,65 @@ def current() -> "TritonServer":
     return _current
 
 
-# Lines worth showing when a load fails: Python tracebacks, errors, and the model's own lines.
-_REASON = re.compile(r"Traceback|Error|error|line \d+|^E\d{4}|^  ")
+def _unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection itself failed (as opposed to Triton refusing the call)."""
+    if isinstance(exc, CONNECTION_ERRORS):
+        return True
+    return isinstance(exc, InferenceServerException) and exc.status() == _GRPC_UNAVAILABLE
 
 
-class TritonServer(ABC):
-    """A running Triton 23.12. Use as a context manager, or call ``stop()``; exit stops it anyway."""
+class TritonServer(ModelControl, ABC):
+    """A running Triton 23.12. Use as a context manager, or call ``stop()``; exit stops it anyway.
+
+    Options every launcher takes:
+        repository: the model repository folder (default ``<workdir>/repository``).
+        workdir: logs and the backend folder (default: a new temporary folder that ``stop()`` removes).
+        auto_complete: let backends fill in what a config leaves out. Off by default: in 23.12,
+            loading a model.py with a syntax error while other Python models are loaded can hang with
+            it on for many minutes (fixed in 24.05), and with it off every load is faster.
+        log_verbose, extra_args: Triton's ``--log-verbose`` and any further command-line options.
+    """
 
     host = "127.0.0.1"
     kind = "abstract"
+    #: How many launches start() tries when _retry_launch() says a failure was a passing one.
+    launch_attempts = 1
 
-    def __init__(self, repository: ModelRepository, log_path: Path, backend_dir: Path) -> None:
-        self.repository = repository
-        self.logs = LogView(log_path)
-        self.backend_dir = backend_dir
+    def __init__(
+        self,
+        repository: str | Path | None = None,
+        workdir: str | Path | None = None,
+        *,
+        auto_complete: bool = False,
+        log_verbose: int = 0,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.kind}-")).resolve()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self._own_workdir:  # so that the next launch can clean up if this process is killed
+            owner = Owner.me()
+            (self.workdir / OWNER_START_FILE).write_text(owner.start)
+            (self.workdir / OWNER_FILE).write_text(str(owner.pid))
+        (self.workdir / "logs").mkdir(exist_ok=True)
+        self.repository = ModelRepository(repository if repository is not None else self.workdir / "repository")
+        self.logs = LogView(self.workdir / "logs" / "tritonserver.log")
+        self.backend_dir = self.workdir / "backends"
+        self.auto_complete = auto_complete
+        self.log_verbose = log_verbose
+        self.extra_args = list(extra_args or [])
+        self.shm_prefix = f"labkit_{os.getpid()}_{next(_servers_started)}_"
         self.http_port = self.grpc_port = self.metrics_port = 0
+        #: Changes at every launch: Triton state that lives as long as one process (e.g. the backend
+        #: libraries it has opened) is keyed by it.
+        self.run_id = ""
         # tritonclient's HTTP client runs on gevent and cannot cross threads: one per thread.
         self._local = threading.local()
         self._clients: list[httpclient.InferenceServerClient] = []
         self._clients_lock = threading.Lock()
+        self._launched = False
         self._stopped = False
+        self._toolchain: Toolchain | None = None
         #: Called with a model's name just before labkit (re)loads it, e.g. so a statistics
         #: collector can read the counters a reload is about to reset.
         self.before_load: list[Callable[[str], None]] = []
@@ -82,39 +132,99 @@ class TritonServer(ABC):
         self._in_flight: dict[str, int] = {}
         #: Set (to the error) when the watchdog sees the server die on its own.
         self.died: ServerNotRunningError | None = None
-        #: Backend library paths this server process has loaded; Triton never reloads those.
-        self.loaded_libraries: set[str] = set()
 
-    # -- lifecycle (launchers implement the underscored parts) -------------------------------
+    # -- what a launcher implements -------------------------------------------------------------------
 
     @abstractmethod
-    def _launch(self) -> None: ...
+    def _launch(self) -> None:
+        """Start Triton (it need not be ready yet) and set the three ports."""
+
+    @abstractmethod
+    def _process_running(self) -> bool:
+        """Whether Triton's process (or container) still runs."""
 
     @abstractmethod
     def _end_process(self) -> None:
-        """End Triton (its process or container) and keep the files."""
+        """End Triton (its process or container) and what it holds; keep the files."""
 
-    @abstractmethod
-    def _terminate(self) -> None:
-        """End Triton for good: the process, then what the launcher created for it."""
+    def _exit_summary(self) -> str:
+        """How the server ended, e.g. "exit code 137"; launchers that know say so."""
+        return ""
+
+    def _failure_tail(self) -> str:
+        """The log lines that explain a failure."""
+        return self.logs.tail(25)
+
+    def _retry_launch(self) -> bool:
+        """After a failed launch (already ended): was it a passing failure worth another try?"""
+        return False
+
+    def describe(self) -> str:
+        """A short name for messages, e.g. "embedded" or "docker, labkit/tritonserver:23.12-cpu"."""
+        return self.kind
+
+    def options(self, **where: Any) -> TritonOptions:
+        """Triton's options for this server; ``where`` gives what the launcher decides (paths as
+        Triton sees them, address, ports)."""
+        return TritonOptions(
+            **where, shm_prefix=self.shm_prefix, auto_complete=self.auto_complete,
+            log_verbose=self.log_verbose, extra_args=self.extra_args,
+        )
+
+    def toolchain(self) -> Toolchain:
+        """Where C++ backends for this server are compiled: g++ here; launchers that run Triton
+        elsewhere compile there, so the library links the C++ runtime it will run with."""
+        if self._toolchain is None:
+            self._toolchain = LocalToolchain()
+        return self._toolchain
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
 
     @property
-    @abstractmethod
-    def alive(self) -> bool: ...
+    def alive(self) -> bool:
+        return self._launched and not self._stopped and self._process_running()
 
     def start(self, timeout_s: float = 60.0) -> "TritonServer":
+        """Launch Triton and wait until it is ready. A failed start leaves nothing running."""
         global _current
-        self._launch()
-        _LIVE.add(self)
-        try:
-            self._wait_ready(timeout_s)
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(1, self.launch_attempts + 1):
+            try:
+                self.run_id = uuid.uuid4().hex
+                self._launch()
+                self._launched = True
+                _LIVE.add(self)
+                self._wait_ready(timeout_s)
+                break
+            except ServerStartError:
+                self._end_process()
+                if attempt < self.launch_attempts and self._retry_launch():
+                    continue
+                self.stop()
+                raise
+            except BaseException:
+                self.stop()
+                raise
         _current = self
         self._watchdog = threading.Thread(target=self._watch, name="labkit-watchdog", daemon=True)
         self._watchdog.start()
         return self
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self._process_running():
+                summary = self._exit_summary()
+                raise ServerStartError(
+                    f"Triton ({self.describe()}) exited during start-up{f' ({summary})' if summary else ''}; "
+                    f"see {self.logs.path}.", self._failure_tail(),
+                )
+            if self.ready():
+                return
+            time.sleep(0.05)
+        raise ServerStartError(
+            f"Triton ({self.describe()}) was not ready after {timeout_s:.0f} s; raise timeout_s or read {self.logs.path}.",
+            self._failure_tail(),
+        )
 
     def _watch(self) -> None:
         # Notice a crash within a fraction of a second, not at the next request: say so once.
@@ -142,31 +252,10 @@ class TritonServer(ABC):
         self._in_flight.clear()
         self._stopped = False
         self.died = None
-        self.loaded_libraries.clear()  # a new process: every library path is fresh again
         self.start(timeout_s)
         for model in models:
             self.load(model)
         return models
-
-    def track_request(self, model: str, delta: int) -> None:
-        """Count requests in flight per model, so a crash report can name what was executing."""
-        if delta < 0 and not self.alive:
-            return  # keep the picture of the moment it died for the crash report
-        with self._clients_lock:
-            self._in_flight[model] = self._in_flight.get(model, 0) + delta
-
-    def _wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not self.alive:
-                raise ServerStartError(f"Triton ({self.kind}) exited during start-up; see {self.logs.path}.", self.logs.tail(25))
-            if self.ready():
-                return
-            time.sleep(0.05)
-        raise ServerStartError(
-            f"Triton ({self.kind}) was not ready after {timeout_s:.0f} s; raise timeout_s or read {self.logs.path}.",
-            self.logs.tail(25),
-        )
 
     def stop(self) -> None:
         """Stop the server and everything it started. Safe to call twice."""
@@ -177,18 +266,18 @@ class TritonServer(ABC):
         _LIVE.discard(self)
         if _current is self:
             _current = None
-        self._terminate()
+        died_on_its_own = self._launched and not self._process_running()
+        self._end_process()
         self._close_clients()
+        if self._own_workdir and not died_on_its_own:  # keep the log of a crash for reading
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def _close_clients(self) -> None:
+    def track_request(self, model: str, delta: int) -> None:
+        """Count requests in flight per model, so a crash report can name what was executing."""
+        if delta < 0 and not self.alive:
+            return  # keep the picture of the moment it died for the crash report
         with self._clients_lock:
-            clients, self._clients = self._clients, []
-            self._local = threading.local()
-        for client in clients:
-            try:
-                client.close()
-            except Exception:  # a client of another thread may refuse; the process cleans it up
-                pass
+            self._in_flight[model] = self._in_flight.get(model, 0) + delta
 
     def __enter__(self) -> "TritonServer":
         return self
@@ -200,50 +289,7 @@ class TritonServer(ABC):
         state = "running" if self.alive else "stopped"
         return f"<{type(self).__name__} {state} http={self.http_url} grpc={self.grpc_url}>"
 
-    # -- addresses and clients ------------------------------------------------------------------
-
-    @property
-    def http_url(self) -> str:
-        """host:port as tritonclient takes it (no scheme)."""
-        return f"{self.host}:{self.http_port}"
-
-    @property
-    def grpc_url(self) -> str:
-        return f"{self.host}:{self.grpc_port}"
-
-    @property
-    def metrics_url(self) -> str:
-        return f"http://{self.host}:{self.metrics_port}/metrics"
-
-    def urls(self) -> dict[str, str]:
-        return {
-            "http": f"http://{self.http_url}",
-            "grpc": f"grpc://{self.grpc_url}",
-            "metrics": self.metrics_url,
-        }
-
-    def client(self, protocol: str = "http") -> Any:
-        """A new tritonclient client. They are not thread-safe: make one per thread."""
-        if protocol == "http":
-            return httpclient.InferenceServerClient(self.http_url)
-        if protocol == "grpc":
-            return grpcclient.InferenceServerClient(self.grpc_url)
-        raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
-
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run a control-plane call on the shared HTTP client, turning a dead server into a clear error."""
-        if self._stopped:
-            raise ServerNotRunningError(f"Cannot {what}: this server was stopped; start a new one.")
-        try:
-            return fn(self._control(), *args, **kwargs)
-        except InferenceServerException:
-            if not self.alive:
-                raise self.exited_error(f"Cannot {what}") from None
-            raise
-        except CONNECTION_ERRORS:
-            if self.gone():
-                raise self.exited_error(f"Cannot {what}") from None
-            raise
+    # -- a server that died ------------------------------------------------------------------------------
 
     def gone(self, within_s: float = 1.0) -> bool:
         """Whether the server has died; a failed connection may come just before the process is reaped."""
@@ -261,12 +307,38 @@ class TritonServer(ABC):
             f"{doing}: the Triton server has exited{f' ({detail})' if detail else ''}.", self._failure_tail()
         )
 
-    def _exit_summary(self) -> str:
-        """How the server ended, e.g. "exit code 137"; launchers that know say so."""
-        return ""
+    def dead_server_error(self, exc: BaseException, doing: str) -> ServerNotRunningError | None:
+        """``exc`` (raised by a client call) explained as a stopped or dead server, or None while the
+        server lives. The one place that decides "the server died"."""
+        if self._stopped and self.died is None:
+            return ServerNotRunningError(f"{doing}: this server was stopped; start a new one.")
+        return self.exited_error(doing) if self.gone(1.0 if _unreachable(exc) else 0.0) else None
 
-    def _failure_tail(self) -> str:
-        return self.logs.tail(25)
+    # -- addresses and clients ------------------------------------------------------------------------------
+
+    @property
+    def http_url(self) -> str:
+        """host:port as tritonclient takes it (no scheme)."""
+        return f"{self.host}:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"{self.host}:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.host}:{self.metrics_port}/metrics"
+
+    def urls(self) -> dict[str, str]:
+        return {"http": f"http://{self.http_url}", "grpc": f"grpc://{self.grpc_url}", "metrics": self.metrics_url}
+
+    def client(self, protocol: str = "http") -> Any:
+        """A new tritonclient client. They are not thread-safe: make one per thread."""
+        if protocol == "http":
+            return httpclient.InferenceServerClient(self.http_url)
+        if protocol == "grpc":
+            return grpcclient.InferenceServerClient(self.grpc_url)
+        raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
 
     def _control(self) -> httpclient.InferenceServerClient:
         client = getattr(self._local, "client", None)
@@ -277,7 +349,35 @@ class TritonServer(ABC):
                 self._clients.append(client)
         return client
 
-    # -- health ----------------------------------------------------------------------------------
+    def _close_clients(self) -> None:
+        with self._clients_lock:
+            clients, self._clients = self._clients, []
+            self._local = threading.local()
+        for client in clients:
+            try:
+                client.close()
+            except Exception:  # a client of another thread may refuse; the process cleans it up
+                pass
+
+    def _call(
+        self, what: str, fn: Callable[[Any], Any],
+        refused: Callable[[InferenceServerException], LabkitError] | None = None,
+    ) -> Any:
+        """Run a control-plane call on this thread's HTTP client. A dead server, Triton's refusal
+        (``refused`` makes the error) and a failed connection all become labkit errors."""
+        if self._stopped:
+            raise ServerNotRunningError(f"Cannot {what}: this server was stopped; start a new one.")
+        try:
+            return fn(self._control())
+        except (InferenceServerException, *CONNECTION_ERRORS) as exc:
+            dead = self.dead_server_error(exc, f"Cannot {what}")
+            if dead is not None:
+                raise dead from None
+            if isinstance(exc, InferenceServerException):
+                raise (refused(exc) if refused else ServerError(f"Cannot {what}: Triton refused: {exc.message()}")) from None
+            raise ServerError(f"Cannot {what}: Triton did not answer ({exc!r}); see server.logs.tail().") from None
+
+    # -- health ---------------------------------------------------------------------------------------------
 
     def ready(self) -> bool:
         if not self.alive:
@@ -290,139 +390,3 @@ class TritonServer(ABC):
     @property
     def version(self) -> str:
         return self._call("read the server metadata", lambda c: c.get_server_metadata()["version"])
-
-    # -- models ----------------------------------------------------------------------------------
-
-    def index(self) -> list[dict]:
-        """Every model in the repository with its state, as Triton reports it."""
-        return self._call("read the repository index", lambda c: c.get_model_repository_index())
-
-    def loaded_models(self) -> list[str]:
-        return sorted({m["name"] for m in self.index() if m.get("state") == "READY"})
-
-    def load(self, name: str) -> None:
-        """Load (or reload) a model from the repository. A failure raises ModelLoadError with Triton's reason."""
-        check_name(name)
-        if not (self.repository.model_dir(name) / "config.pbtxt").exists():
-            raise RepositoryError(f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first.")
-        self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
-        for listener in list(self.before_load):
-            listener(name)
-        mark = self.logs.mark()
-        try:
-            self._call(f"load model {name!r}", lambda c: c.load_model(name))
-        except InferenceServerException as exc:
-            raise ModelLoadError(self._load_failure(name, exc.message(), mark)) from None
-        self._loaded.add(name)
-
-    def _load_failure(self, name: str, reason: str, mark: int) -> str:
-        time.sleep(0.1)  # the stub's traceback can land in the log just after the HTTP answer
-        lines = [
-            line for line in self.logs.since(mark).splitlines()
-            if _REASON.search(line) and "<frozen importlib" not in line
-        ]
-        detail = "\n".join(lines[-20:])
-        still = ", ".join(self.loaded_models()) or "none"
-        text = f"Triton could not load model {name!r}:\n{reason}"
-        if detail:
-            text += f"\n--- server log during the load ---\n{detail}"
-        return text + f"\nFix the model and load it again. Models still serving: {still}."
-
-    def unload(self, name: str, timeout_s: float = 30.0) -> None:
-        """Unload and wait until Triton has finished (its unload call returns before that)."""
-        check_name(name)
-        self._call(f"unload model {name!r}", lambda c: c.unload_model(name))
-        self._loaded.discard(name)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            states = [m.get("state") for m in self.index() if m["name"] == name]
-            if not any(s in ("READY", "UNLOADING", "LOADING") for s in states):
-                return
-            time.sleep(0.02)
-        raise ModelLoadError(f"Model {name!r} was still unloading after {timeout_s:.0f} s; see server.logs.tail().")
-
-    def is_model_ready(self, name: str) -> bool:
-        return bool(self._call("ask about a model", lambda c: c.is_model_ready(name)))
-
-    def model_config(self, name: str) -> dict:
-        """The config Triton is using for a loaded model (JSON form)."""
-        return self._call(f"read the config of {name!r}", lambda c: c.get_model_config(name))
-
-    def stats(self, name: str = "") -> dict:
-        """Triton's statistics for one model (or all): counts, batch_stats and cumulative times in ns."""
-        return self._call("read statistics", lambda c: c.get_inference_statistics(name))
-
-    def metrics_text(self, timeout_s: float = 5.0) -> str:
-        """The Prometheus text from /metrics (its service starts a moment after HTTP is ready)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                with urllib.request.urlopen(self.metrics_url, timeout=10) as resp:
-                    return resp.read().decode()
-            except urllib.error.URLError:
-                if not self.alive or time.monotonic() > deadline:
-                    raise ServerNotRunningError(f"The metrics endpoint {self.metrics_url} does not answer.") from None
-                time.sleep(0.05)
-
-    # -- Python backends written from a notebook -------------------------------------------------
-
-    def python_model(
-        self,
-        name: str,
-        source: str | Path | type,
-        config: ModelConfig | None = None,
-        *,
-        load: bool = True,
-    ) -> Path:
-        """Write ``name/1/model.py`` (and the config, if given), then load or reload it.
-
-        Reloading replaces the model's Python stub, so the new code serves without restarting Triton.
-        """
-        check_name(name)
-        if config is not None:
-            if config.name != name:
-                raise RepositoryError(f"The config is for model {config.name!r}, not {name!r}.")
-            self.repository.write_config(config)
-        path = self.repository.write_python_model(name, source)
-        if load:
-            self.load(name)
-        return path
-
-    # -- C++ backends compiled from a notebook ---------------------------------------------------
-
-    def build(self, backend: str, source: str | Path, **options: Any) -> "Build":
-        """Compile a C++ backend for this server (launchers that run elsewhere compile there)."""
-        from ..native.build import build_backend
-
-        return build_backend(backend, source, **options)
-
-    def cpp_backend(
-        self, backend: str, source: str | Path, models: list[str] | None = None, **options: Any
-    ) -> dict[str, int]:
-        """Build ``libtriton_<backend>.so`` and (re)load every model that uses it (or ``models``).
-
-        Returns the version each model now serves. A compile error raises BuildError and changes
-        nothing; a model Triton refuses raises ModelLoadError and keeps its previous build serving.
-        """
-        from ..native import deploy
-
-        build = self.build(backend, source, **options)
-        targets = models if models is not None else self.repository.models_using(backend)
-        return {model: deploy.install(self, build, model) for model in targets}
-
-    def python_backend(self, backend: str, source: str | Path | type, *, reload: bool = True) -> list[str]:
-        """Write a Python-based backend: one ``backends/<backend>/model.py`` that serves many models
-        (configs saying ``backend: "<backend>"``). With ``reload``, every loaded model that uses it is
-        reloaded so the new code serves; returns those models."""
-        check_name(backend, "backend")
-        if backend == "python":
-            raise RepositoryError("'python' is the Python backend itself; give your backend another name.")
-        write_atomic(self.backend_dir / backend / "model.py", model_source(source))
-        if not reload:
-            return []
-        loaded = set(self.loaded_models())
-        users = [m for m in self.repository.models_using(backend) if m in loaded]
-        for model in users:
-            self.repository.mark_changed(model)  # the model folder itself did not change
-            self.load(model)
-        return users

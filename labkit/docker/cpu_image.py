@@ -1,7 +1,7 @@
 """The offline CPU image ``labkit/tritonserver:23.12-cpu``, built with no image registry.
 
-    from labkit.image import build_image
-    build_image()          # about 2 min the first time; seconds when nothing changed
+    from labkit.docker.cpu_image import build_image
+    build_image()          # about 2 min the first time; seconds when nothing changed (`labkit image build`)
 
 The recipe (also described in docker/README.md):
 
@@ -23,6 +23,7 @@ Building needs root (debootstrap does), a reachable Docker engine, and Debian's 
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -33,10 +34,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from . import _triton_dist
-from .errors import SetupError
+import docker
+import docker.errors
+
+from .. import _triton_dist
+from ..errors import EngineError, SetupError
+from .engine import connect
 
 IMAGE = "labkit/tritonserver:23.12-cpu"
 SUITE = "bookworm"
@@ -138,27 +142,14 @@ def recipe_hash(dist: _triton_dist.TritonDist | None = None) -> str:
 # -- the Docker side ------------------------------------------------------------------------------
 
 
-def _client(timeout: int = 900) -> Any:
-    from .server.docker import connect
-
-    return connect(timeout=timeout)
-
-
-def image_recipe(tag: str = IMAGE, client: Any = None) -> str | None:
+def image_recipe(tag: str = IMAGE, client: docker.DockerClient | None = None) -> str | None:
     """The ``labkit.recipe`` label of the local image ``tag``, or None when there is no such image."""
-    import docker.errors
-
-    client = client or _client()
+    client = client or connect(timeout=900)
     try:
         image = client.images.get(tag)
     except docker.errors.ImageNotFound:
         return None
     return (image.labels or {}).get("labkit.recipe", "")
-
-
-def is_current(tag: str = IMAGE, client: Any = None) -> bool:
-    """True when ``tag`` exists and was built from exactly the present inputs."""
-    return image_recipe(tag, client) == recipe_hash()
 
 
 # -- the root file system -------------------------------------------------------------------------
@@ -210,7 +201,7 @@ def base_rootfs(progress: bool = True, force: bool = False) -> Path:
     if os.geteuid() != 0:
         raise SetupError(
             "Building the CPU image runs debootstrap, which needs root: run it as root "
-            "(e.g. `sudo .venv/bin/python -m labkit.image build`)."
+            "(e.g. `sudo .venv/bin/labkit image build`)."
         )
     debootstrap = _ensure_debootstrap(progress)
     partial = rootfs.with_name(rootfs.name + ".partial")
@@ -298,7 +289,7 @@ def build_image(force: bool = False, progress: bool = True, *, tag: str = IMAGE)
     ``force`` also re-runs debootstrap (from its package cache).
     """
     t0 = time.perf_counter()
-    client = _client()
+    client = connect(timeout=900)
     dist = _triton_dist.locate()
     recipe = recipe_hash(dist)
     if not force and image_recipe(tag, client) == recipe:
@@ -314,19 +305,23 @@ def build_image(force: bool = False, progress: bool = True, *, tag: str = IMAGE)
     old = None
     try:
         old = client.images.get(tag).id
-    except Exception:  # no previous image
+    except docker.errors.ImageNotFound:  # no previous image
         pass
-    result = client.api.import_image(
-        src=_tar_stream(rootfs), repository=repository, tag=version,
-        changes=_changes(recipe, dist), stream_src=True,
-    )
+    try:
+        result = client.api.import_image(
+            src=_tar_stream(rootfs), repository=repository, tag=version,
+            changes=_changes(recipe, dist), stream_src=True,
+        )
+    except docker.errors.APIError as exc:
+        raise EngineError(f"The Docker engine refused to import {tag}: {exc.explanation or exc}. "
+                          f"Check its free disk space (`docker system df`).", status_code=exc.status_code or 0) from None
     image = client.images.get(tag)
     if image.labels.get("labkit.recipe") != recipe:
         raise SetupError(f"docker import did not produce the expected image: {str(result)[-500:]}")
     if old and old != image.id:
         try:  # the previous build is now untagged: drop it unless a container still uses it
             client.images.remove(old, noprune=False)
-        except Exception:
+        except docker.errors.APIError:
             pass
     seconds = time.perf_counter() - t0
     built = ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6, seconds, False)
@@ -334,15 +329,8 @@ def build_image(force: bool = False, progress: bool = True, *, tag: str = IMAGE)
     return built
 
 
-def ensure_image(tag: str = IMAGE, progress: bool = True) -> ImageBuild:
-    """``build_image()`` unless the image is already current (what tests and the CLI call)."""
-    return build_image(force=False, progress=progress, tag=tag)
-
-
-def main(argv: list[str] | None = None) -> int:  # python -m labkit.image [build [--force]] | status
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m labkit.image", description="The offline CPU Triton 23.12 image.")
+def main(argv: list[str] | None = None) -> int:  # labkit image [build [--force]] | status
+    parser = argparse.ArgumentParser(prog="labkit image", description="The offline CPU Triton 23.12 image.")
     sub = parser.add_subparsers(dest="command")
     b = sub.add_parser("build", help=f"build {IMAGE} (reused when nothing changed)")
     b.add_argument("--force", action="store_true", help="rebuild even if the recipe is unchanged")

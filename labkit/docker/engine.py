@@ -1,0 +1,98 @@
+"""The Docker engine: connecting (with a clear SetupError when none answers), what it offers, and
+what it refused before (remembered per engine, across processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from .. import _triton_dist
+from ..errors import SetupError
+
+HOW_TO_START = (
+    "Start one: `sudo dockerd` (on this project's CI machines `sudo .ci/docker-engine.sh` installs docker.io "
+    "and starts `dockerd --storage-driver=vfs`), or start Docker Desktop; set DOCKER_HOST if it listens "
+    "elsewhere. Without Docker, use the embedded server (labkit.start())."
+)
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and everything behind it: causes, contexts, and exceptions carried as arguments
+    (urllib3 wraps the OSError that says what really happened)."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        yield item
+        todo += [item.__cause__, item.__context__, *(a for a in item.args if isinstance(a, BaseException))]
+
+
+def _why(exc: BaseException) -> type[OSError] | None:
+    for cause in _causes(exc):
+        for kind in (PermissionError, FileNotFoundError, ConnectionRefusedError):
+            if type(cause) is kind:
+                return kind
+    return None
+
+
+def connect(timeout: int | None = 60) -> docker.DockerClient:
+    """A docker-py client for the engine in the environment (DOCKER_HOST or the default socket).
+
+    Raises SetupError, saying how to start an engine, when none answers.
+    """
+    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+        return client
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        why = _why(exc)
+        if why is PermissionError:
+            raise SetupError(
+                f"The Docker engine at {where} refused this user. Add yourself to the `docker` group "
+                f"(`sudo usermod -aG docker $USER`, then log in again) or run as root."
+            ) from None
+        reason = {FileNotFoundError: "no socket there", ConnectionRefusedError: "connection refused"}.get(why, str(exc))
+        raise SetupError(f"No Docker engine is reachable at {where} ({reason}). {HOW_TO_START}") from None
+
+
+def engine_status() -> tuple[bool, str]:
+    """(True, engine version) when an engine answers, else (False, why not and how to start one)."""
+    try:
+        client = connect(timeout=10)
+    except SetupError as exc:
+        return False, str(exc)
+    try:
+        return True, client.version().get("Version", "?")
+    finally:
+        client.close()
+
+
+def gpu_runtime(client: docker.DockerClient) -> str | None:
+    """The engine's GPU-capable runtime (e.g. ``nvidia``), or None when it lists none."""
+    runtimes = client.info().get("Runtimes") or {}
+    return next((name for name in runtimes if "nvidia" in name.lower()), None)
+
+
+def engine_note(engine_id: str, key: str, value: bool | None = None) -> bool:
+    """Read (``value`` None) or remember what an engine refused, so a launch need not try twice."""
+    path = _triton_dist.cache_dir() / "docker-engines.json"
+    try:
+        notes = json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        notes = {}
+    if value is None:
+        return bool(engine_id and notes.get(engine_id, {}).get(key))
+    if engine_id:
+        notes.setdefault(engine_id, {})[key] = value
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(notes, indent=1))
+    return value

@@ -1,0 +1,90 @@
+"""Where a C++ backend is compiled: g++ on this machine, or (labkit.docker.toolchain) inside the
+container Triton runs in, so the library links the C++ runtime it will run with.
+
+A build only ever talks to a Toolchain: it asks for the compiler's version (part of the cache key),
+for paths as the compiler sees them, and runs the compiler and nm.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from .. import _triton_dist
+from ..errors import SetupError
+
+#: Compiler messages must read the same on every machine (notebooks compare them): no translations.
+COMPILER_ENV = {"LC_ALL": "C", "LANG": "C"}
+
+
+class Toolchain(ABC):
+    """A compiler and the file system it sees."""
+
+    #: Shown in progress lines, e.g. " in the container".
+    label = ""
+
+    @property
+    @abstractmethod
+    def cache_root(self) -> Path:
+        """The host folder that holds this toolchain's builds (it must see it too)."""
+
+    @abstractmethod
+    def version(self) -> str:
+        """The compiler's version line; part of the cache key."""
+
+    def cache_key(self) -> bytes:
+        """Anything else a build depends on (e.g. the container image)."""
+        return b""
+
+    def include(self, folder: Path) -> str:
+        """A host include folder as the compiler sees it."""
+        return str(folder)
+
+    def path(self, host_path: Path) -> str:
+        """A host path inside the build cache as the compiler sees it."""
+        return str(host_path)
+
+    def triton_headers(self) -> list[str]:
+        """Include folders holding Triton's own r23.12 headers where the backend will run (Triton's
+        image has them); empty where there are none."""
+        return []
+
+    @abstractmethod
+    def run(self, argv: list[str], cwd: Path) -> tuple[int, str]:
+        """Run a tool (``argv[0]`` "c++" means the compiler); its exit code and its output."""
+
+
+def _compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        raise SetupError("No C++ compiler found; install g++ (Debian: `apt-get install g++`) or set CXX.")
+    return cxx
+
+
+class LocalToolchain(Toolchain):
+    """g++ (or $CXX) on this machine."""
+
+    def __init__(self) -> None:
+        self._cxx = _compiler()
+        self._version: str | None = None
+
+    @property
+    def cache_root(self) -> Path:
+        return _triton_dist.cache_dir() / "builds"
+
+    def version(self) -> str:
+        if self._version is None:
+            out = subprocess.run([self._cxx, "--version"], capture_output=True, text=True).stdout
+            self._version = out.splitlines()[0] if out else self._cxx
+        return self._version
+
+    def run(self, argv: list[str], cwd: Path) -> tuple[int, str]:
+        argv = [self._cxx if argv[0] == "c++" else argv[0], *argv[1:]]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env={**os.environ, **COMPILER_ENV})
+        except OSError as exc:
+            raise SetupError(f"Could not run {argv[0]}: {exc}. Install it (Debian: `apt-get install g++ binutils`).") from None
+        return proc.returncode, proc.stderr + proc.stdout

@@ -1,0 +1,400 @@
+"""Triton 23.12 in a Docker container (docker-py), behind the same interface as the embedded server.
+
+    lab = labkit.start(server="docker", image=labkit.docker.cpu_image.IMAGE)   # the offline CPU image
+
+Layout inside the container (chosen so that paths in Triton's log agree with the host):
+
+* the model repository is bind-mounted at the **same path** as on the host;
+* the server's backend folder (``<workdir>/backends``, where ``python_backend()`` writes) is
+  bind-mounted at the same path and is Triton's ``--backend-directory``. Each of the image's own
+  backends (``/opt/tritonserver/backends/*``: ``python``, and in NGC's image ``onnxruntime``, ...) is
+  symbolically linked into it (unless the folder has one of that name), so the Python backend and its
+  stub are the image's (they match the image's Python) while user backends come from the host;
+* C++ builds happen inside the container (``toolchain()``), in a cache folder mounted at the same path.
+
+A host path under a system folder of the image (``/usr``, ``/opt/tritonserver``, ...) is mounted
+under ``/labkit/`` instead. The engine must see the host's file system (a local engine, or labkit
+running in a container whose work folders are mounted at the same paths on the engine's host).
+
+Ports 8000/8001/8002 are published on 127.0.0.1 only, on host ports Docker picks. Every container
+carries labels (labkit.docker.leftovers) so that leftovers of a killed kernel are removed at every launch.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Literal
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import DeviceRequest, Mount, Ulimit
+
+from ... import _triton_dist
+from ...docker import engine, images
+from ...docker.leftovers import LABEL_KIND, LABEL_MANAGED, LABEL_WORKDIR, cleanup, owner_labels
+from ...docker.mounts import container_path
+from ...docker.toolchain import ContainerToolchain
+from ...errors import EngineError, ServerNotRunningError, ServerStartError, SetupError
+from ..base import TritonServer
+
+CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
+IMAGE_BACKENDS = "/opt/tritonserver/backends"  # where NGC's image (and labkit's) keep the Python backend
+_DOCKER_ERRORS = (docker.errors.APIError, requests.exceptions.RequestException)
+
+_LINK_IMAGE_BACKENDS = """
+src="$1"; dst="$2"; shift 2
+for b in "$src"/*; do
+  n="${b##*/}"
+  [ -d "$b" ] && [ ! -e "$dst/$n" ] && [ ! -L "$dst/$n" ] && ln -s "$b" "$dst/$n"
+done
+exec "$@"
+"""
+
+
+class DockerServer(TritonServer):
+    """Triton 23.12 in a container: TritonServer's options, plus:
+
+        image: any Triton 23.12 image; default NGC's ``nvcr.io/nvidia/tritonserver:23.12-py3``. Offline,
+            use ``labkit/tritonserver:23.12-cpu`` (``labkit image build`` builds it).
+        gpus: ``"auto"`` requests all GPUs when the engine has a GPU runtime (nvidia), ``True`` requires
+            them (SetupError if the engine has none), ``False`` never requests them.
+        pull: pull a missing image (with a progress line); False raises SetupError instead.
+        shm_size, memlock, stack: ``--shm-size`` and ``--ulimit`` values as NVIDIA recommends for Triton.
+        volumes: extra bind mounts ``{host_path: container_path}`` (append ``:ro`` to the container path
+            for read-only). A host path that does not exist raises SetupError; nothing is created.
+        environment: extra environment variables for Triton (and the Python stubs).
+        user: ``uid:gid`` to run as; default the host user when not root, so files written into the
+            mounted folders stay yours.
+    """
+
+    kind = "docker"
+
+    def __init__(
+        self,
+        repository: str | Path | None = None,
+        workdir: str | Path | None = None,
+        *,
+        image: str = images.DEFAULT_IMAGE,
+        gpus: bool | Literal["auto"] = "auto",
+        pull: bool = True,
+        shm_size: str = "1g",
+        memlock: int = -1,
+        stack: int = 67108864,
+        volumes: dict[str | Path, str] | None = None,
+        environment: dict[str, str] | None = None,
+        user: str | None = None,
+        progress: bool = True,
+        **options: Any,
+    ) -> None:
+        if gpus not in ("auto", True, False):
+            raise ValueError(f"gpus must be 'auto', True or False, not {gpus!r}")
+        super().__init__(repository, workdir, **options)
+        self.image = image
+        self.gpus = gpus
+        self.pull = pull
+        self.shm_size = shm_size
+        self.memlock = memlock
+        self.stack = stack
+        self.volumes = {Path(k): v for k, v in (volumes or {}).items()}
+        self.environment = dict(environment or {})
+        self.user = user if user is not None else (None if os.geteuid() == 0 else f"{os.getuid()}:{os.getgid()}")
+        self.progress = progress
+        self.build_root = _triton_dist.cache_dir() / "docker-builds"
+        #: True when the container got a GPU device request.
+        self.uses_gpus = False
+        self._client: docker.DockerClient | None = None
+        self._container: Any = None
+        self._exited = False
+        self._log_thread: threading.Thread | None = None
+        self._toolchain_run = ""  # the run_id the toolchain's container belongs to
+
+    def describe(self) -> str:
+        return f"docker, {self.image}"
+
+    # -- what the container sees ----------------------------------------------------------------------
+
+    @property
+    def container(self) -> Any:
+        """The docker-py Container (None before start)."""
+        return self._container
+
+    @property
+    def container_repository(self) -> str:
+        return container_path(self.repository.root, "/labkit/models")
+
+    @property
+    def container_backends(self) -> str:
+        return container_path(self.backend_dir, "/labkit/backends")
+
+    def _mounts(self) -> list[Mount]:
+        wanted: list[tuple[Path, str, bool]] = [
+            (self.repository.root, self.container_repository, False),
+            (self.backend_dir, self.container_backends, False),
+            (self.build_root, container_path(self.build_root, "/labkit/builds"), False),
+        ]
+        for host, target in self.volumes.items():
+            target, _, mode = target.partition(":")
+            if not target.startswith("/"):
+                raise SetupError(f"Mount target {target!r} (for {host}) must be an absolute path in the container.")
+            wanted.append((host.expanduser().resolve(), target, mode == "ro"))
+        mounts = []
+        for host, target, read_only in wanted:
+            if not host.exists():
+                raise SetupError(
+                    f"Cannot mount {host} into the container: it does not exist. Create it (or fix the path) "
+                    f"first; labkit does not let Docker create it as an empty folder."
+                )
+            mounts.append(Mount(target=target, source=str(host), type="bind", read_only=read_only))
+        return mounts
+
+    def _prepare_backends(self) -> None:
+        """backends/python -> the image's Python backend; user backends sit beside it."""
+        self.backend_dir.mkdir(parents=True, exist_ok=True)
+        self.build_root.mkdir(parents=True, exist_ok=True)
+        link = self.backend_dir / "python"
+        target = f"{IMAGE_BACKENDS}/python"
+        if link.is_symlink():
+            if os.readlink(link) == target:
+                return
+            link.unlink()
+        elif link.is_dir():
+            known = {"libtriton_python.so", "triton_python_backend_utils.py", "triton_python_backend_stub", "__pycache__"}
+            if {p.name for p in link.iterdir()} - known:
+                raise SetupError(f"{link} holds files other than Triton's Python backend; move them, the container "
+                                 f"uses the image's Python backend there.")
+            shutil.rmtree(link)  # the embedded server's copy, from an earlier run in this workdir
+        link.symlink_to(target)
+
+    def _argv(self) -> list[str]:
+        # A tiny shell step first links each of the image's own backends (python, and in NGC's image
+        # onnxruntime, pytorch, tensorrt, ...) into the mounted backend folder, unless the user has one
+        # of that name; then it becomes tritonserver (exec), which stays PID 1.
+        triton = self.options(
+            repository=self.container_repository, backend_directory=self.container_backends,
+            # Inside the container Triton listens on all interfaces; the host publishes on 127.0.0.1 only.
+            address="0.0.0.0", gpu_metrics=self.uses_gpus, **{f"{k}_port": v for k, v in CONTAINER_PORTS.items()},
+        ).argv()
+        return ["sh", "-c", _LINK_IMAGE_BACKENDS, "labkit", IMAGE_BACKENDS, self.container_backends, *triton]
+
+    def _device_requests(self, client: docker.DockerClient) -> list[DeviceRequest]:
+        if self.gpus is False:
+            return []
+        if engine.gpu_runtime(client) is None:
+            if self.gpus is True:
+                raise SetupError(
+                    "gpus=True, but the Docker engine lists no GPU runtime (no 'nvidia' in `docker info` Runtimes). "
+                    "Install the NVIDIA Container Toolkit and restart the engine, or use gpus='auto'/False for CPU only."
+                )
+            return []
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    def _launch(self) -> None:
+        client = self._client = engine.connect()
+        try:
+            cleanup(client=client)
+        except EngineError:
+            pass  # a sweep that fails must not stop a launch
+        images.local_image(self.image, client, pull=self.pull, progress=self.progress)
+        devices = self._device_requests(client)
+        self.uses_gpus = bool(devices)
+        self._prepare_backends()
+        mounts = self._mounts()
+        labels = {LABEL_MANAGED: "1", LABEL_KIND: "tritonserver", **owner_labels()}
+        if self._own_workdir:
+            labels[LABEL_WORKDIR] = str(self.workdir)
+        self._exited = False
+        ulimits = {"memlock": self.memlock, "stack": self.stack}
+        engine_id = client.info().get("ID", "")
+        if self.memlock == -1 and engine.engine_note(engine_id, "memlock_refused"):
+            del ulimits["memlock"]
+            self._note("this engine refused --ulimit memlock=-1 before; using its default memlock limit")
+        try:
+            self._create_and_start(client, mounts, devices, labels, ulimits)
+        except docker.errors.APIError as exc:
+            if "memlock" not in ulimits:
+                raise self._start_error(exc) from None
+            # Raising the memlock hard limit needs CAP_SYS_RESOURCE, which a nested or rootless engine may
+            # lack. Unlimited memlock matters for GPU pinned memory only: try once more with the engine's
+            # limit; if that starts, the limit was what the engine refused.
+            self._remove_container()
+            del ulimits["memlock"]
+            try:
+                self._create_and_start(client, mounts, devices, labels, ulimits)
+            except docker.errors.APIError as exc2:
+                raise self._start_error(exc2) from None
+            engine.engine_note(engine_id, "memlock_refused", True)
+            self._note("the engine may not raise the memlock limit (no CAP_SYS_RESOURCE); "
+                       "started with its default memlock limit instead of unlimited")
+        self._read_ports()
+        self._log_thread = threading.Thread(target=self._pump_logs, name=f"{self._container.name}-logs", daemon=True)
+        self._log_thread.start()
+
+    def _note(self, text: str) -> None:
+        with open(self.logs.path, "ab") as log:
+            log.write(f"labkit: {text}\n".encode())
+
+    def _create_and_start(self, client: docker.DockerClient, mounts: list[Mount], devices: list[DeviceRequest],
+                          labels: dict[str, str], ulimits: dict[str, int]) -> None:
+        """Create and start the container; APIError from ``start`` propagates (the container stays for its logs)."""
+        name = f"labkit-triton-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        try:
+            self._container = client.containers.create(
+                self.image,
+                command=self._argv(),
+                name=name,
+                labels=labels,
+                ports={f"{port}/tcp": ("127.0.0.1",) for port in CONTAINER_PORTS.values()},
+                mounts=mounts,
+                shm_size=self.shm_size,
+                ulimits=[Ulimit(name=key, soft=value, hard=value) for key, value in ulimits.items()],
+                device_requests=devices or None,
+                environment={"PYTHONUNBUFFERED": "1", **self.environment},
+                user=self.user or "",
+                detach=True,
+                auto_remove=False,  # a container that fails keeps its logs until labkit has read them
+            )
+        except docker.errors.APIError as exc:
+            raise ServerStartError(f"Docker could not create the Triton container from {self.image}: "
+                                   f"{exc.explanation or exc}") from None
+        self._note(f"container {name} from {self.image}")
+        self._container.start()
+
+    def _start_error(self, exc: docker.errors.APIError) -> ServerStartError:
+        tail = self._container_logs()
+        self._remove_container()
+        hint = " (the engine has no GPU runtime for the device request; try gpus=False)" if self.uses_gpus else ""
+        return ServerStartError(f"Docker could not start the Triton container: {exc.explanation or exc}{hint}", tail)
+
+    def _read_ports(self) -> None:
+        deadline = time.monotonic() + 10
+        while True:
+            self._container.reload()
+            published = self._container.attrs["NetworkSettings"].get("Ports") or {}
+            try:
+                ports = {key: published[f"{port}/tcp"][0] for key, port in CONTAINER_PORTS.items()}
+            except (KeyError, IndexError, TypeError):
+                ports = None
+            if ports:
+                break
+            if self._container.status != "running" or time.monotonic() > deadline:
+                tail = self._container_logs()
+                raise ServerStartError(f"The Triton container {self._container.name} exited before its ports were "
+                                       f"published (status {self._container.status}).", tail)
+            time.sleep(0.05)
+        for binding in ports.values():
+            if binding["HostIp"] not in ("127.0.0.1", ""):
+                raise ServerStartError(f"Docker published a port on {binding['HostIp']}, not 127.0.0.1.")
+        self.http_port = int(ports["http"]["HostPort"])
+        self.grpc_port = int(ports["grpc"]["HostPort"])
+        self.metrics_port = int(ports["metrics"]["HostPort"])
+
+    def _pump_logs(self) -> None:
+        """Copy the container's output into the log file as it comes (ends when the container does)."""
+        container_id = self._container.id
+        try:
+            client = docker.from_env(timeout=None)  # no read timeout: Triton may be quiet for hours
+            try:
+                stream = client.api.logs(container_id, stdout=True, stderr=True, stream=True, follow=True)
+                with open(self.logs.path, "ab") as log:
+                    for chunk in stream:
+                        log.write(chunk)
+                        log.flush()
+            finally:
+                client.close()
+        except (docker.errors.DockerException, *_DOCKER_ERRORS, OSError):
+            pass  # the engine went away or the container was removed: nothing more to copy
+
+    def _drain_logs(self, timeout_s: float = 3.0) -> None:
+        if self._log_thread is not None:
+            self._log_thread.join(timeout_s)
+
+    def _container_logs(self, lines: int = 25) -> str:
+        try:
+            return self._container.logs(tail=lines).decode(errors="replace").rstrip()
+        except (*_DOCKER_ERRORS, AttributeError):
+            return ""
+
+    def _failure_tail(self) -> str:
+        self._drain_logs()
+        return self.logs.tail(25) or self._container_logs()
+
+    def _exit_summary(self) -> str:
+        try:
+            state = self._client.api.inspect_container(self._container.id)["State"]
+        except (*_DOCKER_ERRORS, AttributeError):
+            return "the container is gone"
+        if state.get("Running"):
+            return ""
+        text = f"exit code {state.get('ExitCode')}"
+        if state.get("OOMKilled"):
+            text += ", killed for lack of memory"
+        if state.get("Error"):
+            text += f", {state['Error']}"
+        return text
+
+    def _remove_container(self) -> None:
+        if self._container is None:
+            return
+        try:
+            self._container.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except _DOCKER_ERRORS:
+            pass  # cleanup() at the next launch removes it (it carries our labels)
+
+    def _end_process(self) -> None:
+        if self._container is not None:
+            try:
+                self._container.stop(timeout=10)  # SIGTERM; Triton exits within --exit-timeout-secs
+            except _DOCKER_ERRORS:
+                pass
+            self._drain_logs()
+            self._remove_container()
+        if self._client is not None:
+            self._client.close()
+
+    def _process_running(self) -> bool:
+        if self._container is None or self._exited:
+            return False
+        try:
+            state = self._client.api.inspect_container(self._container.id)["State"]
+        except docker.errors.NotFound:
+            self._exited = True
+            return False
+        except _DOCKER_ERRORS:
+            return False
+        if not state.get("Running") or state.get("Restarting"):
+            self._exited = True
+            return False
+        return True
+
+    # -- C++ builds inside the container -------------------------------------------------------------
+
+    def _exec(self, argv: list[str], workdir: str | None, environment: dict[str, str]) -> tuple[int, str, str]:
+        if not self.alive:
+            raise ServerNotRunningError("The Triton container is not running; start a server first.", self.logs.tail(25))
+        try:
+            code, (out, err) = self._container.exec_run(argv, workdir=workdir, demux=True, user=self.user or "",
+                                                        environment=environment)
+        except _DOCKER_ERRORS as exc:
+            raise EngineError(f"Docker could not run {argv[0]} in the container: {exc}",
+                              status_code=getattr(exc, "status_code", 0) or 0) from None
+        return code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace")
+
+    def toolchain(self) -> ContainerToolchain:
+        """The container's own g++ (so the C++ runtime matches the one the backend runs with).
+        ``headers="image"`` in a build takes Triton's headers from the image (NGC's /opt/tritonserver/include)."""
+        if self._toolchain is None or self._toolchain_run != self.run_id:
+            self._toolchain = ContainerToolchain(
+                self._exec, self.build_root, self._container.image.id, self.image, self.environment.get("CXX", "g++"),
+            )
+            self._toolchain_run = self.run_id
+        return self._toolchain

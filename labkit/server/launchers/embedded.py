@@ -1,0 +1,123 @@
+"""Triton 23.12 as a child process, from the tritonserver binary in the nvidia-pytriton wheel."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from ... import _triton_dist
+from ...errors import SetupError
+from .. import _process, leftovers
+from .._ports import free_ports, ports_taken
+from ..base import SERVER_FILE, TritonServer
+
+_LIBPYTHON = f"libpython{sys.version_info.major}.{sys.version_info.minor}.so.1.0"
+
+
+def _libpython_dir() -> str | None:
+    """The folder of this Python's shared libpython, which the stub links; None if the system one serves."""
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    if (Path(libdir) / _LIBPYTHON).exists():
+        return libdir
+    ldconfig = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
+    if _LIBPYTHON in ldconfig:
+        return None
+    raise SetupError(
+        f"This Python ({sys.executable}) has no shared {_LIBPYTHON}, which Triton's Python backend stub needs. "
+        f"Use a Python built with --enable-shared, or install Debian's libpython{sys.version_info.major}."
+        f"{sys.version_info.minor} package."
+    )
+
+
+class EmbeddedServer(TritonServer):
+    """Runs the real tritonserver 2.41.0 locally: no Docker, no GPU.
+
+    Takes TritonServer's options, and ``env``: extra environment variables for the server only
+    (e.g. LD_PRELOAD of a sanitizer runtime).
+    """
+
+    kind = "embedded"
+    launch_attempts = 3  # another process may grab a port between our probe and Triton's bind
+
+    def __init__(self, repository: str | Path | None = None, workdir: str | Path | None = None, *,
+                 env: dict[str, str] | None = None, **options) -> None:
+        leftovers.sweep()  # whatever killed labkit sessions left behind
+        super().__init__(repository, workdir, **options)
+        self.extra_env = dict(env or {})
+        self.dist = _triton_dist.locate()
+        self._proc: subprocess.Popen | None = None
+
+    def _assemble_backends(self) -> None:
+        python = self.backend_dir / "python"
+        python.mkdir(parents=True, exist_ok=True)
+        files = [p for p in self.dist.python_backend_dir.iterdir() if p.is_file()]
+        files.append(self.dist.stub_for(sys.version_info[:2]))
+        for src in files:
+            dst = python / src.name
+            if not dst.exists() or dst.stat().st_size != src.stat().st_size:
+                shutil.copy2(src, dst)  # copies, not links: the folder may be mounted into a container later
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        libs = [str(self.dist.lib_dir)]
+        libpython = _libpython_dir()
+        if libpython:
+            libs.append(libpython)
+        if env.get("LD_LIBRARY_PATH"):
+            libs.append(env["LD_LIBRARY_PATH"])
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(libs)
+        # The stub embeds the first python3 on PATH: make it this environment's, so model.py sees our packages.
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        env["PYTHONUNBUFFERED"] = "1"  # print() in model.py shows up at once, not at unload
+        env.update(self.extra_env)
+        return env
+
+    def _argv(self) -> list[str]:
+        return self.options(
+            repository=str(self.repository.root), backend_directory=str(self.backend_dir), address=self.host,
+            http_port=self.http_port, grpc_port=self.grpc_port, metrics_port=self.metrics_port,
+        ).argv(str(self.dist.binary))
+
+    def _launch(self) -> None:
+        self._assemble_backends()
+        env = self._environment()
+        self.http_port, self.grpc_port, self.metrics_port = free_ports(3, self.host)
+        self._proc = _process.spawn(self._argv(), env, self.logs.path, self.workdir)
+        (self.workdir / SERVER_FILE).write_text(str(self._proc.pid))
+
+    def _retry_launch(self) -> bool:
+        return ports_taken([self.http_port, self.grpc_port, self.metrics_port], self.host)
+
+    def _process_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _end_process(self) -> None:
+        if self._proc is not None:
+            _process.stop_group(self._proc)
+        leftovers.free_shm(self.shm_prefix)  # a killed stub cannot unlink its regions
+
+    def _exit_summary(self) -> str:
+        code = self._proc.poll() if self._proc is not None else None
+        if code is None:
+            return ""
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the server and everything it started (its Python stubs)."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == self.pid:  # the process group: tritonserver and its stubs
+                    total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # rss, in pages
+            except (OSError, IndexError, ValueError):
+                continue  # a process that ended while we looked
+        return total
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None

@@ -1,0 +1,188 @@
+"""The model half of a labkit server: Triton's repository API (load, unload, index, configs,
+statistics) and backends written from a notebook (Python models, Python-based backends, C++).
+
+TritonServer inherits it; it relies on the server's ``_call``, ``repository``, ``logs`` and hooks.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any
+
+from tritonclient.utils import InferenceServerException
+
+from ..errors import ModelLoadError, RepositoryError, ServerNotRunningError
+from ..native import deploy
+from ..native.build import Build, build_backend
+from ..native.toolchain import Toolchain
+from ..repository import ModelConfig, ModelRepository, check_name
+from ..repository.files import write_atomic
+from ..repository.python_source import model_source
+from .logs import LogView
+
+# Lines worth showing when a load fails: Python tracebacks, errors, and the model's own lines.
+_REASON = re.compile(r"Traceback|Error|error|line \d+|^E\d{4}|^  ")
+
+
+class ModelControl:
+    """Load, unload and inspect models; write Python and C++ backends and serve them at once."""
+
+    # What this class uses of the server that inherits it (TritonServer sets and defines them).
+    repository: ModelRepository
+    logs: LogView
+    backend_dir: Path
+    metrics_url: str
+    before_load: list[Callable[[str], None]]
+    _loaded: set[str]
+
+    @property
+    def alive(self) -> bool:
+        raise NotImplementedError
+
+    def _call(self, what: str, fn: Callable[[Any], Any], refused: Callable[..., Exception] | None = None) -> Any:
+        raise NotImplementedError
+
+    def toolchain(self) -> Toolchain:
+        raise NotImplementedError
+
+    # -- models --------------------------------------------------------------------------------------------
+
+    def index(self) -> list[dict]:
+        """Every model in the repository with its state, as Triton reports it."""
+        return self._call("read the repository index", lambda c: c.get_model_repository_index())
+
+    def loaded_models(self) -> list[str]:
+        return sorted({m["name"] for m in self.index() if m.get("state") == "READY"})
+
+    def load(self, name: str) -> None:
+        """Load (or reload) a model from the repository. A failure raises ModelLoadError with Triton's reason."""
+        check_name(name)
+        if not (self.repository.model_dir(name) / "config.pbtxt").exists():
+            raise RepositoryError(f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first.")
+        self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
+        for listener in list(self.before_load):
+            listener(name)
+        mark = self.logs.mark()
+        self._call(
+            f"load model {name!r}", lambda c: c.load_model(name),
+            refused=lambda exc: self._load_failure(name, exc, mark),
+        )
+        self._loaded.add(name)
+
+    def _load_failure(self, name: str, exc: InferenceServerException, mark: int) -> ModelLoadError:
+        reason = exc.message() or str(exc)
+        time.sleep(0.1)  # the stub's traceback can land in the log just after the HTTP answer
+        lines = [
+            line for line in self.logs.since(mark).splitlines()
+            if _REASON.search(line) and "<frozen importlib" not in line
+        ]
+        detail = "\n".join(lines[-20:])
+        still = ", ".join(self.loaded_models()) or "none"
+        text = f"Triton could not load model {name!r}:\n{reason}"
+        if detail:
+            text += f"\n--- server log during the load ---\n{detail}"
+        text += f"\nFix the model and load it again. Models still serving: {still}."
+        return ModelLoadError(text, model=name, reason=reason)
+
+    def unload(self, name: str, timeout_s: float = 30.0) -> None:
+        """Unload and wait until Triton has finished (its unload call returns before that)."""
+        check_name(name)
+        self._call(f"unload model {name!r}", lambda c: c.unload_model(name))
+        self._loaded.discard(name)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            states = [m.get("state") for m in self.index() if m["name"] == name]
+            if not any(s in ("READY", "UNLOADING", "LOADING") for s in states):
+                return
+            time.sleep(0.02)
+        raise ModelLoadError(
+            f"Model {name!r} was still unloading after {timeout_s:.0f} s; see server.logs.tail().",
+            model=name, reason="still unloading",
+        )
+
+    def is_model_ready(self, name: str) -> bool:
+        return bool(self._call("ask about a model", lambda c: c.is_model_ready(name)))
+
+    def model_config(self, name: str) -> dict:
+        """The config Triton is using for a loaded model (JSON form)."""
+        return self._call(f"read the config of {name!r}", lambda c: c.get_model_config(name))
+
+    def stats(self, name: str = "") -> dict:
+        """Triton's statistics for one model (or all): counts, batch_stats and cumulative times in ns."""
+        return self._call("read statistics", lambda c: c.get_inference_statistics(name))
+
+    def metrics_text(self, timeout_s: float = 5.0) -> str:
+        """The Prometheus text from /metrics (its service starts a moment after HTTP is ready)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(self.metrics_url, timeout=10) as resp:
+                    return resp.read().decode()
+            except (urllib.error.URLError, OSError):
+                if not self.alive or time.monotonic() > deadline:
+                    raise ServerNotRunningError(f"The metrics endpoint {self.metrics_url} does not answer.") from None
+                time.sleep(0.05)
+
+    # -- Python backends written from a notebook ---------------------------------------------------------
+
+    def python_model(
+        self,
+        name: str,
+        source: str | Path | type,
+        config: ModelConfig | None = None,
+        *,
+        load: bool = True,
+    ) -> Path:
+        """Write ``name/1/model.py`` (and the config, if given), then load or reload it.
+
+        Reloading replaces the model's Python stub, so the new code serves without restarting Triton.
+        """
+        check_name(name)
+        if config is not None:
+            if config.name != name:
+                raise RepositoryError(f"The config is for model {config.name!r}, not {name!r}.")
+            self.repository.write_config(config)
+        path = self.repository.write_python_model(name, source)
+        if load:
+            self.load(name)
+        return path
+
+    def python_backend(self, backend: str, source: str | Path | type, *, reload: bool = True) -> list[str]:
+        """Write a Python-based backend: one ``backends/<backend>/model.py`` that serves many models
+        (configs saying ``backend: "<backend>"``). With ``reload``, every loaded model that uses it is
+        reloaded so the new code serves; returns those models."""
+        check_name(backend, "backend")
+        if backend == "python":
+            raise RepositoryError("'python' is the Python backend itself; give your backend another name.")
+        write_atomic(self.backend_dir / backend / "model.py", model_source(source))
+        if not reload:
+            return []
+        loaded = set(self.loaded_models())
+        users = [m for m in self.repository.models_using(backend) if m in loaded]
+        for model in users:
+            self.repository.mark_changed(model)  # the model folder itself did not change
+            self.load(model)
+        return users
+
+    # -- C++ backends compiled from a notebook --------------------------------------------------------
+
+    def build(self, backend: str, source: str | Path, **options: Any) -> Build:
+        """Compile a C++ backend with this server's toolchain (see ``labkit.native.build_backend``)."""
+        return build_backend(backend, source, toolchain=self.toolchain(), **options)
+
+    def cpp_backend(
+        self, backend: str, source: str | Path, models: list[str] | None = None, **options: Any
+    ) -> dict[str, int]:
+        """Build ``libtriton_<backend>.so`` and (re)load every model that uses it (or ``models``).
+
+        Returns the version each model now serves. A compile error raises BuildError and changes
+        nothing; a model Triton refuses raises ModelLoadError and keeps its previous build serving.
+        """
+        build = self.build(backend, source, **options)
+        targets = models if models is not None else self.repository.models_using(backend)
+        return {model: deploy.install(self, build, model) for model in targets}

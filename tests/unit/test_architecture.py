@@ -1,0 +1,109 @@
+"""The shape of the package: no import cycles (imports inside functions count), small modules, and
+every error a public call raises importable from ``labkit``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import labkit
+
+PACKAGE = Path(labkit.__file__).resolve().parent
+MAX_LINES = 450
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        if "model_repository" in path.relative_to(PACKAGE).parts:
+            continue  # Triton models, not labkit code
+        parts = ["labkit", *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """labkit modules that ``name`` imports anywhere in its text (functions and `if` blocks too)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            module = node.module or ""
+            source = (f"{base}.{module}" if module else base) if node.level else module
+            submodules = {f"{source}.{a.name}" for a in node.names if f"{source}.{a.name}" in modules}
+            targets |= submodules  # `from pkg import submodule` needs the submodule, not pkg's own names
+            if len(submodules) < len(node.names):
+                targets.add(source)
+    return {t for t in targets if t in modules and t != name}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_checker_sees_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    assert graph["labkit.server.launchers.docker"] >= {"labkit.server.base", "labkit.docker.engine"}
+    assert _cycles(graph) == []
+
+
+def test_modules_stay_small():
+    sizes = {name: len(path.read_text().splitlines()) for name, path in _modules().items()}
+    assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
+
+
+def test_every_raised_error_is_importable_from_labkit():
+    raised = set()
+    for path in _modules().values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and isinstance(node.exc.func, ast.Name):
+                raised.add(node.exc.func.id)
+    ours = {name for name in raised if isinstance(getattr(labkit.errors, name, None), type)}
+    assert ours, "the scan found no labkit errors at all"
+    assert sorted(ours - set(labkit.__all__)) == []
+    for name in ours:
+        assert issubclass(getattr(labkit, name), labkit.LabkitError)
