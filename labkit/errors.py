@@ -15,6 +15,7 @@ handles an error reads its fields, never its text.
     ├── InferenceError              .model
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent
+    │   ├── RequestTimeoutError     .limit_s .stack
     │   └── AnswerMismatchError
     └── BuildError                  .backend .compiler_output
 """
@@ -105,6 +106,16 @@ class RequestError(InferenceError):
         self.reason = reason
         self.expected = expected
         self.sent = sent
+        super().__init__(message, model=model)
+
+
+class RequestTimeoutError(InferenceError):
+    """A request to ``model`` got no answer within ``limit_s`` seconds. ``stack`` is where the model
+    was stuck (its code's frames, innermost last), when labkit could read it; else empty."""
+
+    def __init__(self, message: str, *, model: str, limit_s: float, stack: str = "") -> None:
+        self.limit_s = limit_s
+        self.stack = stack
         super().__init__(message, model=model)
 
 

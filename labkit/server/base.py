@@ -83,6 +83,8 @@ class TritonServer(ModelControl, ABC):
             loading a model.py with a syntax error while other Python models are loaded can hang with
             it on for many minutes (fixed in 24.05), and with it off every load is faster.
         log_verbose, extra_args: Triton's ``--log-verbose`` and any further command-line options.
+        request_timeout_s: how long labkit's requests to this server wait for an answer by default
+            (each call can override it); then they raise RequestTimeoutError.
     """
 
     host = "127.0.0.1"
@@ -98,6 +100,7 @@ class TritonServer(ModelControl, ABC):
         auto_complete: bool = False,
         log_verbose: int = 0,
         extra_args: list[str] | None = None,
+        request_timeout_s: float = 30.0,
     ) -> None:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.kind}-")).resolve()
@@ -113,6 +116,7 @@ class TritonServer(ModelControl, ABC):
         self.auto_complete = auto_complete
         self.log_verbose = log_verbose
         self.extra_args = list(extra_args or [])
+        self.request_timeout_s = request_timeout_s
         self.shm_prefix = f"labkit_{os.getpid()}_{next(_servers_started)}_"
         self.http_port = self.grpc_port = self.metrics_port = 0
         #: Changes at every launch: Triton state that lives as long as one process (e.g. the backend
