@@ -6,6 +6,10 @@ import pytest
 
 import labkit
 
+pytest_plugins = ("pytester",)
+# A user's project that tests/test_pytest_plugin.py runs with its own pytest; not our tests.
+collect_ignore = ["plugin_example"]
+
 
 @pytest.fixture(scope="session")
 def server():

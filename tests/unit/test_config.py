@@ -1,0 +1,37 @@
+"""Configs as ModelConfig messages: round trips and refusals (no server)."""
+
+from __future__ import annotations
+
+import pytest
+
+import labkit
+from labkit.repository import config as cfgmod
+
+
+def test_model_config_round_trips_through_text():
+    cfg = labkit.model_config(
+        "m", "python", [("X", "BYTES", [-1])], [("Y", "FP32", [2, 2])], max_batch_size=8,
+        dynamic_batching={"max_queue_delay_microseconds": 500, "preferred_batch_size": [4]},
+        instances=2, parameters={"scale": 3},
+    )
+    again = cfgmod.parse(cfgmod.to_text(cfg))
+    assert again == cfg
+    assert again.input[0].data_type == cfgmod.pb.TYPE_STRING  # BYTES in the protocol, STRING in configs
+    assert again.dynamic_batching.preferred_batch_size == [4] and again.parameters["scale"].string_value == "3"
+
+
+def test_a_misspelt_field_is_named():
+    with pytest.raises(labkit.ConfigError, match="max_batch_sise"):
+        cfgmod.parse('name: "m"\nmax_batch_sise: 4\n')
+
+
+def test_unknown_datatype_and_kind_list_the_valid_ones():
+    with pytest.raises(labkit.ConfigError, match="FP32"):
+        labkit.model_config("m", "python", [("X", "FLOAT", [1])], [("Y", "FP32", [1])])
+    with pytest.raises(labkit.ConfigError, match="'CPU', 'GPU'"):
+        labkit.model_config("m", "python", [("X", "FP32", [1])], [("Y", "FP32", [1])], kind="TPU")
+
+
+def test_incomplete_configs_are_refused_before_triton():
+    with pytest.raises(labkit.ConfigError, match="lacks input, output"):
+        cfgmod.check_complete(cfgmod.parse('name: "m"\nbackend: "python"\n'))
