@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TRITON_WHEEL := nvidia-pytriton==0.5.0
 
-.PHONY: demo test bench serve lab image docker-engine clean
+.PHONY: demo test unit bench serve lab image docker-engine clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest --nbval
+
+unit: $(BIN)/.installed  # the millisecond tests of pure functions (tests/unit), no server
+	$(BIN)/python -m pytest tests/unit
 
 bench: $(BIN)/.installed
 	$(BIN)/labkit bench --json bench.json

@@ -49,7 +49,8 @@ def start(
     """Start Triton 23.12 and wait until it is ready; stop it with ``.stop()`` (or just exit).
 
     ``server="embedded"`` (default) runs the wheel's tritonserver here; ``server="docker"`` runs a
-    container (``image=`` chooses it, e.g. ``labkit.docker.cpu_image.IMAGE`` for the offline CPU image).
+    container (``image=`` chooses it, e.g. ``"labkit/tritonserver:23.12-cpu"``, the offline CPU image that
+    ``labkit image build`` makes).
     """
     return create_server(server, repository, **options).start(timeout_s)
 
