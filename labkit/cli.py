@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import bench, tour
+from . import bench, doctor, tour
 from .docker import cpu_image
 from .docker.leftovers import cleanup
 from .errors import LabkitError
@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     cleanup = sub.add_parser("cleanup", help="remove Docker containers left by killed labkit sessions")
     cleanup.add_argument("--all", action="store_true", help="remove every labkit container, live owners too")
     cleanup.set_defaults(func=_cleanup)
+
+    check = sub.add_parser("doctor", help="check this machine for the lab: one line per item, with what to do")
+    check.set_defaults(func=lambda args: doctor.main())
 
     image = sub.add_parser("image", help="the offline CPU Triton image: `labkit image build [--force]` or `status`")
     image.add_argument("args", nargs=argparse.REMAINDER)

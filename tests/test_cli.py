@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -78,3 +79,14 @@ def test_bench_reports_numbers(tmp_path):
     assert set(results) == {"cold_start_s", "python_reload_s"}
     assert all(isinstance(v, float) and v > 0 for v in results.values())
     assert "python_reload_s" in proc.stdout and "target < 1.0" in proc.stdout
+
+
+def test_doctor_says_the_lab_can_run_and_names_what_is_missing():
+    ok = subprocess.run([sys.executable, "-m", "labkit.cli", "doctor"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "[ok  ] Triton 23.12 (tritonserver 2.41.0)" in ok.stdout and "the embedded lab can run here" in ok.stdout
+    env = {**os.environ, "CXX": "/no/such/g++"}
+    broken = subprocess.run([sys.executable, "-m", "labkit.cli", "doctor"], capture_output=True, text=True, timeout=120, env=env)
+    assert broken.returncode == 1
+    line = next(line for line in broken.stdout.splitlines() if "C++ compiler" in line)
+    assert line.startswith("[FAIL]") and "/no/such/g++ not found" in line and "apt-get install g++" in line

@@ -1,0 +1,169 @@
+"""`labkit doctor`: is this machine ready for the lab? One line per item, with what to do.
+
+Required items decide the exit code (0: the embedded lab can run here); optional ones (Docker, the
+CPU image, Chromium, ...) only say what they would add. Nothing is installed or downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import _triton_dist
+from .docker.cpu_image import IMAGE, image_recipe, recipe_hash
+from .docker.engine import engine_status
+from .errors import LabkitError
+from .server._ports import free_ports
+
+_MIN_SHM_MB = 64  # Triton's Python backend moves tensors through /dev/shm; Docker's default is 64 MB
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One item: ``ok``; ``required`` for the embedded lab; ``detail`` what was found; ``fix`` what to do."""
+
+    item: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+    def line(self) -> str:
+        mark = "ok  " if self.ok else ("FAIL" if self.required else "--  ")
+        text = f"[{mark}] {self.item}: {self.detail}"
+        return text + (f" -> {self.fix}" if self.fix and not self.ok else "")
+
+
+def _python() -> Finding:
+    version = sys.version_info[:2]
+    ok = version == (3, 11)
+    return Finding("Python", ok, f"{sys.version.split()[0]} at {sys.executable}",
+                   "create the lab's environment with Python 3.11: the Triton 23.12 wheel ships stubs for 3.8-3.11 "
+                   "and labkit is tested on 3.11 (`python3.11 -m venv .venv`, or `make lab`)")
+
+
+def _libpython() -> Finding:
+    name = f"libpython{sys.version_info.major}.{sys.version_info.minor}.so.1.0"
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    if (Path(libdir) / name).exists():
+        return Finding("shared libpython", True, f"{Path(libdir) / name}")
+    try:
+        listed = name in subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:
+        listed = False
+    return Finding("shared libpython", listed, name + (" (system)" if listed else " not found"),
+                   f"the Python backend stub links {name}: install Debian's libpython{sys.version_info.major}."
+                   f"{sys.version_info.minor} or use a Python built with --enable-shared")
+
+
+def _triton() -> Finding:
+    root = _triton_dist._installed_root()
+    where = "installed wheel"
+    if root is None:
+        cached = _triton_dist.cache_dir() / "nvidia-pytriton-0.5.0"
+        root, where = (cached, "labkit's cache") if cached.exists() else (None, "")
+    if root is None:
+        return Finding("Triton 23.12 (tritonserver 2.41.0)", False, f"{_triton_dist.WHEEL} is not installed",
+                       f"`pip install --no-deps {_triton_dist.WHEEL}` (or let labkit.start() download it once, about 40 MB)")
+    dist = _triton_dist.TritonDist(root)
+    if not os.access(dist.binary, os.X_OK):
+        return Finding("Triton 23.12 (tritonserver 2.41.0)", False, f"{dist.binary} is not executable",
+                       f"reinstall it: `pip install --force-reinstall --no-deps {_triton_dist.WHEEL}`")
+    return Finding("Triton 23.12 (tritonserver 2.41.0)", True, f"{where}: {dist.binary}")
+
+
+def _stub() -> Finding:
+    root = _triton_dist._installed_root() or _triton_dist.cache_dir() / "nvidia-pytriton-0.5.0"
+    stubs = _triton_dist.TritonDist(root).server_dir / "python_backend_stubs"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    have = sorted((p.name for p in stubs.iterdir()), key=lambda v: tuple(map(int, v.split(".")))) if stubs.is_dir() else []
+    ok = version in have
+    return Finding(f"Python backend stub for Python {version}", ok,
+                   f"the wheel ships {', '.join(have) or 'none (wheel missing)'}",
+                   "use Python 3.11 for the lab's environment")
+
+
+def _compiler() -> Finding:
+    wanted = os.environ.get("CXX")
+    cxx = shutil.which(wanted) if wanted else shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        return Finding("C++ compiler", False, f"{wanted or 'g++'} not found",
+                       "`apt-get install g++` (or set CXX to a compiler); needed for C++ backends")
+    out = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    return Finding("C++ compiler", True, out.splitlines()[0] if out else cxx)
+
+
+def _json_headers() -> Finding:
+    try:
+        import nlohmann_json
+    except ImportError:
+        return Finding("nlohmann-json headers", False, "not installed", "`pip install nlohmann-json`")
+    return Finding("nlohmann-json headers", True, str(Path(nlohmann_json.__file__).resolve().parent / "include"))
+
+
+def _ports() -> Finding:
+    try:
+        ports = free_ports(3)
+    except OSError as exc:
+        return Finding("ports on 127.0.0.1", False, f"cannot bind: {exc}", "free some ports, or check the loopback interface")
+    return Finding("ports on 127.0.0.1", True, f"3 free ports, e.g. {ports[0]}")
+
+
+def _shm() -> Finding:
+    try:
+        stat = os.statvfs("/dev/shm")
+    except OSError:
+        return Finding("/dev/shm", False, "missing", "Triton's Python backend needs /dev/shm (mount a tmpfs there)")
+    free_mb = stat.f_bavail * stat.f_frsize / 2**20
+    return Finding("/dev/shm", free_mb >= _MIN_SHM_MB, f"{free_mb:.0f} MB free",
+                   f"give /dev/shm at least {_MIN_SHM_MB} MB (in Docker: --shm-size=1g)")
+
+
+def _docker() -> Finding:
+    ok, detail = engine_status()
+    return Finding("Docker engine", ok, f"version {detail}" if ok else "none reachable",
+                   "optional, for labkit.start(server='docker'): start one (`sudo .ci/docker-engine.sh`)", required=False)
+
+
+def _cpu_image() -> Finding:
+    try:
+        label = image_recipe()
+    except LabkitError:
+        return Finding(f"CPU image {IMAGE}", False, "no Docker engine to ask", "optional: start an engine first", required=False)
+    state = "missing" if label is None else ("current" if label == recipe_hash() else "outdated")
+    return Finding(f"CPU image {IMAGE}", state == "current", state,
+                   "optional, for notebook 05: `labkit image build` (as root, about 80 s)", required=False)
+
+
+def _chromium() -> Finding:
+    found = shutil.which("chromium")
+    return Finding("Chromium", bool(found), found or "not found",
+                   "optional, for the browser test only: `apt-get install chromium`", required=False)
+
+
+CHECKS: list[Callable[[], Finding]] = [
+    _python, _libpython, _triton, _stub, _compiler, _json_headers, _ports, _shm, _docker, _cpu_image, _chromium,
+]
+
+
+def diagnose() -> list[Finding]:
+    """Every check's finding, in order."""
+    return [check() for check in CHECKS]
+
+
+def main() -> int:
+    """Print one line per item; 0 when every required item is ok."""
+    findings = []
+    for check in CHECKS:
+        finding = check()
+        findings.append(finding)
+        print(finding.line(), flush=True)
+    ready = all(f.ok for f in findings if f.required)
+    print("the embedded lab can run here" if ready else "the embedded lab cannot run here yet: fix the FAIL lines")
+    return 0 if ready else 1
