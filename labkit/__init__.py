@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import errors, native, plots, reference
+from . import errors, exercises, native, plots, reference
 from .checks import AddSubResult, PassthroughResult, check_add_sub, check_passthrough
 from .dashboard import Dashboard
 from .errors import (
@@ -98,6 +98,7 @@ __all__ = [
     "create_server",
     "current",
     "errors",
+    "exercises",
     "infer",
     "infer_with_parameters",
     "model_config",

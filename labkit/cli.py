@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import bench, doctor, tour
+from . import bench, doctor, tour, workshop
 from .docker import cpu_image
 from .docker.leftovers import cleanup
 from .errors import LabkitError
@@ -118,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
 
     check = sub.add_parser("doctor", help="check this machine for the lab: one line per item, with what to do")
     check.set_defaults(func=lambda args: doctor.main())
+
+    work = sub.add_parser("workshop", help="the notebooks' exercises: `labkit workshop check [NOTEBOOK...|--all] "
+                                           "[--solutions]` or `labkit workshop reset NOTEBOOK`")
+    work.add_argument("args", nargs=argparse.REMAINDER)
+    work.set_defaults(func=lambda args: workshop.main(args.args))
 
     image = sub.add_parser("image", help="the offline CPU Triton image: `labkit image build [--force]` or `status`")
     image.add_argument("args", nargs=argparse.REMAINDER)

@@ -1,0 +1,115 @@
+"""What an exercise is, and how a check answers: one line, passed or what is wrong plus a hint.
+
+An exercise's check runs the person's model on the real server with inputs the check chooses, and
+raises NotYet(problem, hint) when something is wrong. ``check()`` turns every outcome (NotYet, a labkit
+error such as a model that is not loaded, or any exception from the person's code) into a Verdict:
+never a traceback. When ``LABKIT_WORKSHOP_REPORT`` names a file (``labkit workshop check`` sets it),
+each verdict is also appended to it as a JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from importlib import resources
+from typing import Any
+
+from ..errors import LabkitError
+from ..server.base import TritonServer
+
+REPORT_ENV = "LABKIT_WORKSHOP_REPORT"
+#: The notebook tag that marks a "your turn" cell: ``exercise:<id>``.
+TAG_PREFIX = "exercise:"
+
+
+class NotYet(Exception):
+    """Raised by a check: ``problem`` says what is wrong (with the inputs that showed it), ``hint`` how to go on."""
+
+    def __init__(self, problem: str, hint: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Verdict:
+    exercise: str
+    passed: bool
+    problem: str = ""
+    hint: str = ""
+
+    def line(self) -> str:
+        if self.passed:
+            return f"passed: {self.exercise}"
+        return f"not yet: {self.exercise}: {self.problem}" + (f" Hint: {self.hint}" if self.hint else "")
+
+    def __repr__(self) -> str:
+        return self.line()
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """``id`` like "01-output2"; ``notebook`` the notebook's name without .ipynb; ``verify(server, **answer)``
+    raises NotYet unless the person's work is right; ``hint`` is the default hint."""
+
+    id: str
+    notebook: str
+    title: str
+    hint: str
+    verify: Callable[..., None]
+
+    def starter(self) -> str:
+        """The cell as shipped in the notebook."""
+        return _cell(self.id, "starter")
+
+    def solution(self) -> str:
+        """A reference solution for the cell (kept out of the notebook)."""
+        return _cell(self.id, "solution")
+
+
+REGISTRY: dict[str, Exercise] = {}
+
+
+def exercise(id: str, notebook: str, title: str, hint: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``verify`` as the check of exercise ``id``."""
+
+    def register(verify: Callable[..., None]) -> Callable[..., None]:
+        if id in REGISTRY:
+            raise ValueError(f"exercise {id!r} is registered twice")
+        REGISTRY[id] = Exercise(id, notebook, title, hint, verify)
+        return verify
+
+    return register
+
+
+def _cell(exercise_id: str, kind: str) -> str:
+    return resources.files(__package__).joinpath("cells", f"{exercise_id}.{kind}").read_text()
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def check(exercise_id: str, server: TritonServer, **answer: Any) -> Verdict:
+    """Check exercise ``exercise_id`` against ``server``; ``answer`` carries values the exercise asks
+    for (e.g. ``delay_us=...``). Prints nothing; the Verdict's repr is its one line."""
+    if exercise_id not in REGISTRY:
+        known = ", ".join(sorted(REGISTRY))
+        raise KeyError(f"no exercise {exercise_id!r}; the exercises are: {known}")
+    item = REGISTRY[exercise_id]
+    try:
+        item.verify(server, **answer)
+        verdict = Verdict(exercise_id, True)
+    except NotYet as exc:
+        verdict = Verdict(exercise_id, False, exc.problem, exc.hint or item.hint)
+    except LabkitError as exc:  # e.g. the model is not loaded, or the request failed: its first line says why
+        verdict = Verdict(exercise_id, False, _first_line(str(exc)), item.hint)
+    except Exception as exc:  # noqa: BLE001 - the person's code may raise anything; say what, not where
+        verdict = Verdict(exercise_id, False, f"{type(exc).__name__}: {_first_line(str(exc))}", item.hint)
+    report = os.environ.get(REPORT_ENV)
+    if report:
+        with open(report, "a") as handle:
+            handle.write(json.dumps(asdict(verdict)) + "\n")
+    return verdict

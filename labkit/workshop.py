@@ -1,0 +1,160 @@
+"""`labkit workshop`: run the notebooks' exercises and say, per exercise, passed or not yet.
+
+    labkit workshop check [NOTEBOOK ...] [--all] [--solutions]
+    labkit workshop reset NOTEBOOK ...
+
+``check`` executes each notebook (a copy; the file is not changed) with a real kernel and collects the
+verdict of every check cell; ``--solutions`` first fills each exercise cell with its reference solution.
+``reset`` puts a participant's notebook back to its starters, keeping a timestamped backup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+from .errors import LabkitError
+from .exercises import REGISTRY, TAG_PREFIX, Verdict
+
+CELL_TIMEOUT_S = 600
+
+
+def exercise_of(cell: nbformat.NotebookNode) -> str | None:
+    """The exercise id a cell is tagged with (``exercise:<id>``), or None."""
+    for tag in cell.get("metadata", {}).get("tags", []):
+        if tag.startswith(TAG_PREFIX):
+            return tag[len(TAG_PREFIX):]
+    return None
+
+
+def find_notebooks(names: list[str], folder: Path) -> list[Path]:
+    """Notebooks by path, file name or number prefix ("01"); all of ``folder``'s when ``names`` is empty."""
+    every = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    if not names:
+        return every
+    found = []
+    for name in names:
+        path = Path(name)
+        if path.suffix == ".ipynb" and path.exists():
+            found.append(path)
+            continue
+        matches = [p for p in every if p.stem == name or p.stem.startswith(f"{name}_") or p.name == name]
+        if len(matches) != 1:
+            raise LabkitError(f"No single notebook matches {name!r} in {folder}; give a path or one of: "
+                              f"{', '.join(p.stem for p in every)}.")
+        found.append(matches[0])
+    return found
+
+
+@dataclass
+class NotebookRun:
+    notebook: Path
+    verdicts: list[Verdict]
+    stopped: str = ""  # why execution stopped early, if it did
+
+    @property
+    def passed(self) -> bool:
+        return not self.stopped and all(v.passed for v in self.verdicts)
+
+
+def _fill_solutions(nb: nbformat.NotebookNode) -> None:
+    for cell in nb.cells:
+        exercise_id = exercise_of(cell)
+        if exercise_id is not None:
+            cell.source = REGISTRY[exercise_id].solution()
+
+
+def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
+    """Execute a copy of the notebook and collect its checks' verdicts (in the order they ran)."""
+    nb = nbformat.read(path, as_version=4)
+    expected = [e for e in (exercise_of(c) for c in nb.cells) if e is not None]
+    if solutions:
+        _fill_solutions(nb)
+    with tempfile.TemporaryDirectory(prefix="labkit-workshop-") as tmp:
+        report = Path(tmp) / "verdicts.jsonl"
+        os.environ["LABKIT_WORKSHOP_REPORT"] = str(report)  # the kernel inherits it
+        stopped = ""
+        try:
+            NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                           resources={"metadata": {"path": str(path.parent.resolve())}}).execute()
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+            stopped = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        finally:
+            os.environ.pop("LABKIT_WORKSHOP_REPORT", None)
+        lines = report.read_text().splitlines() if report.exists() else []
+    verdicts = [Verdict(**json.loads(line)) for line in lines]
+    seen = {v.exercise for v in verdicts}
+    for missing in (e for e in expected if e not in seen):
+        verdicts.append(Verdict(missing, False, f"not checked: the notebook stopped before its check ({stopped or 'no check cell ran'}).",
+                                "run the notebook top to bottom in JupyterLab to see the failing cell."))
+    return NotebookRun(path, verdicts, stopped)
+
+
+def check(names: list[str], folder: Path, solutions: bool = False) -> int:
+    """Run the notebooks, print one line per exercise; 0 only when every exercise passed."""
+    ok = True
+    for path in find_notebooks(names, folder):
+        print(f"{path.stem}{' (with the reference solutions)' if solutions else ''}:", flush=True)
+        t0 = time.monotonic()
+        run = run_notebook(path, solutions)
+        for verdict in run.verdicts:
+            print(f"  {verdict.line()}", flush=True)
+        if run.stopped:
+            print(f"  the notebook stopped early: {run.stopped}", flush=True)
+        if not run.verdicts:
+            print("  (no exercises)", flush=True)
+        print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
+        ok = ok and run.passed
+    return 0 if ok else 1
+
+
+def reset(names: list[str], folder: Path) -> int:
+    """Put exercise cells back to their starters (outputs cleared), after a timestamped backup."""
+    if not names:
+        raise LabkitError("Name the notebook(s) to reset, e.g. `labkit workshop reset 01`; nothing was changed.")
+    for path in find_notebooks(names, folder):
+        nb = nbformat.read(path, as_version=4)
+        cells = [c for c in nb.cells if exercise_of(c) is not None]
+        backup = path.with_name(f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}.bak.ipynb")
+        shutil.copy2(path, backup)
+        for cell in cells:
+            cell.source = REGISTRY[exercise_of(cell)].starter()
+            cell.outputs = []
+            cell.execution_count = None
+        nbformat.write(nb, path)
+        print(f"{path}: {len(cells)} exercise cell(s) back to their starters; your version is in {backup.name}")
+    return 0
+
+
+def main(args: list[str] | None = None, folder: Path | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="labkit workshop", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("check", help="run notebooks and say, per exercise, passed or not yet (with a hint)")
+    c.add_argument("notebooks", nargs="*", help="paths, names or number prefixes (01); default with --all: every notebook")
+    c.add_argument("--all", action="store_true", help="every notebook in the folder")
+    c.add_argument("--solutions", action="store_true", help="fill each exercise with its reference solution first")
+    r = sub.add_parser("reset", help="restore notebooks' exercise cells to their starters (keeps a backup)")
+    r.add_argument("notebooks", nargs="+")
+    for p in (c, r):
+        p.add_argument("--dir", type=Path, default=folder or Path("notebooks"), help="the notebooks folder")
+    parsed = parser.parse_args(args)
+    if parsed.command == "check":
+        if not parsed.notebooks and not parsed.all:
+            parser.error("name notebooks or pass --all")
+        return check(parsed.notebooks, parsed.dir, parsed.solutions)
+    return reset(parsed.notebooks, parsed.dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
