@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -86,7 +87,9 @@ def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
         os.environ["LABKIT_WORKSHOP_REPORT"] = str(report)  # the kernel inherits it
         stopped = ""
         try:
-            NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+            # ipc: the kernel talks over local sockets, not TCP ports (and says nothing about encryption)
+            kernel = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json"))
+            NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT_S,
                            resources={"metadata": {"path": str(path.parent.resolve())}}).execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             stopped = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__

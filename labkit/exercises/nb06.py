@@ -1,0 +1,59 @@
+"""Exercises of notebook 06 (one Python-based backend, many models): a third model, and a new parameter."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelLoadError
+from ..inference import infer
+from ..repository import model_config
+from ..server.base import TritonServer
+from .core import NotYet, exercise
+
+BACKEND = "scaler"
+THIRD = "times_three"
+
+
+def _tensors() -> dict:
+    return {"inputs": [("X", "FP32", [3])], "outputs": [("Y", "FP32", [3])]}
+
+
+@exercise("06-third-model", "06_python_based_backend", "serve a third model, times_three, from the shared backend",
+          "write a config whose backend is \"scaler\" and whose parameters set scale to 3, then load it.")
+def third_model(server: TritonServer) -> None:
+    if THIRD not in server.loaded_models():
+        raise NotYet(f"model {THIRD!r} is not loaded.", f"write its config, then lab.load({THIRD!r}).")
+    config = server.repository.read_config(THIRD)
+    if config.backend != BACKEND:
+        raise NotYet(f"{THIRD} uses backend {config.backend!r}, not the shared {BACKEND!r}.",
+                     "the point is one model.py for all: name the backend in the config, write no model.py of its own.")
+    x = np.array([0.5, -4.0, 7.0], np.float32)
+    y = infer(server, THIRD, {"X": x})["Y"]
+    scale = float(config.parameters["scale"].string_value or "nan")
+    if not np.allclose(y, 3 * x) and not np.allclose(y, 3 * x + 1):  # the notebook's backend may still add one
+        raise NotYet(f"{THIRD} answered {y.tolist()} for X={x.tolist()} (its scale parameter is {scale:g}); "
+                     f"three times X is {(3 * x).tolist()}.", "the parameters in the config decide the factor: change scale, write the config, load the model again.")
+
+
+@exercise("06-offset", "06_python_based_backend", "give the shared backend an optional offset parameter",
+          "in initialize(), read config[\"parameters\"].get(\"offset\") the way scale is read, with 0 when it is "
+          "missing, and compute x * self.scale + self.offset.")
+def offset(server: TritonServer) -> None:
+    x = np.array([1.0, -2.0, 10.0], np.float32)
+    answers = {}
+    for name, params in (("offset_check_a", {"scale": 2.5, "offset": -4}), ("offset_check_b", {"scale": 4})):
+        server.repository.write_config(model_config(name, BACKEND, **_tensors(), parameters=params))
+        try:
+            server.load(name)
+        except ModelLoadError as exc:
+            raise NotYet(f"a model with parameters {params} did not load: {exc.reason.strip().splitlines()[-1]}",
+                         "a model without offset must load too: use .get(\"offset\") and a default of 0.") from None
+        answers[name] = infer(server, name, {"X": x})["Y"]
+        server.unload(name)
+    with_offset, without = answers["offset_check_a"], answers["offset_check_b"]
+    if not np.allclose(without, 4 * x):
+        raise NotYet(f"with scale 4 and no offset, X={x.tolist()} gave {without.tolist()}, not {(4 * x).tolist()}.",
+                     "with no offset parameter, add nothing: the default is 0 (drop the fixed + 1).")
+    if not np.allclose(with_offset, 2.5 * x - 4):
+        raise NotYet(f"with scale 2.5 and offset -4, X={x.tolist()} gave {with_offset.tolist()}, "
+                     f"not {(2.5 * x - 4).tolist()}.")
