@@ -1,19 +1,26 @@
 # Two entry points for a fresh machine: `make demo` (the tour) and `make test` (the suite).
+# Participants of a workshop need neither the test tools nor Docker: `make lab`.
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 TRITON_WHEEL := nvidia-pytriton==0.5.0
 
-.PHONY: demo test unit bench serve lab image docker-engine clean
+.PHONY: demo test unit bench serve lab doctor image docker-engine clean
 
-$(BIN)/.installed: pyproject.toml
+# The lab itself: labkit, JupyterLab and the real Triton 23.12.
+$(BIN)/.lab: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e .
 	# --no-deps: the wheel's own pins would downgrade JupyterLab; labkit only needs its server files.
 	$(BIN)/python -m pip install -q --no-deps $(TRITON_WHEEL)
 	touch $@
 
-demo: $(BIN)/.installed
+# ... plus what the test suite needs.
+$(BIN)/.installed: $(BIN)/.lab
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(BIN)/.lab
 	$(BIN)/labkit demo --json demo.json
 
 test: $(BIN)/.installed
@@ -22,20 +29,24 @@ test: $(BIN)/.installed
 unit: $(BIN)/.installed  # the millisecond tests of pure functions (tests/unit), no server
 	$(BIN)/python -m pytest tests/unit
 
-bench: $(BIN)/.installed
+bench: $(BIN)/.lab
 	$(BIN)/labkit bench --json bench.json
 
-serve: $(BIN)/.installed
+serve: $(BIN)/.lab
 	$(BIN)/labkit serve model_repository
 
-image: $(BIN)/.installed
+image: $(BIN)/.lab
 	$(BIN)/labkit image build
 
 docker-engine:
 	.ci/docker-engine.sh
 
-lab: $(BIN)/.installed
+lab: $(BIN)/.lab
+	$(BIN)/labkit doctor
 	$(BIN)/jupyter lab notebooks
+
+doctor: $(BIN)/.lab
+	$(BIN)/labkit doctor
 
 clean:
 	rm -rf $(VENV) demo.json bench.json
