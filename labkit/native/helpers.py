@@ -20,6 +20,7 @@ from .toolchain import Toolchain
 SRC_DIR = Path(__file__).resolve().parent / "src"
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 
+_KEEP = 8  # helper builds kept per toolchain (flag sets: optimized, debug, sanitizers, ...)
 _digests: dict[tuple, str] = {}
 
 
@@ -77,4 +78,11 @@ def helper_objects(toolchain: Toolchain, flags: list[str], includes: list[Path],
             f"nothing was loaded. Compiler messages:\n{messages.strip()}",
             backend="labkit", compiler_output=messages,
         )
+    _prune(folder)
     return objects
+
+
+def _prune(keep: Path) -> None:
+    builds = sorted((p for p in keep.parent.iterdir() if p.is_dir() and p != keep), key=lambda p: p.stat().st_mtime)
+    for old in builds[: max(0, len(builds) - (_KEEP - 1))]:
+        shutil.rmtree(old, ignore_errors=True)
