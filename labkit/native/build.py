@@ -9,6 +9,7 @@ server library's own symbol table).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -185,6 +186,7 @@ def build_backend(
     if progress:  # the same line whether or not the cache answers, so notebook outputs stay stable
         print(f"building backend {backend!r}{toolchain.label} ...", end="", flush=True)
     if library.exists():
+        os.utime(library)  # the most recently used build is the one latest_build() (and export) take
         if progress:
             print(" done", flush=True)
         return Build(backend, library, key, 0.0, True)
@@ -257,7 +259,7 @@ def _prune(folder: Path, keep: Path) -> None:
 
 
 def latest_build(backend: str, toolchain: Toolchain | None = None) -> Build | None:
-    """The most recent build of ``backend`` in the toolchain's cache, or None."""
+    """The build of ``backend`` used last (built, or answered from the cache) in the toolchain's cache, or None."""
     toolchain = toolchain or LocalToolchain()
     folder = toolchain.cache_root / check_name(backend, "backend")
     libraries = sorted(folder.glob(f"*/libtriton_{backend}.so"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
