@@ -22,7 +22,7 @@ from .. import _triton_dist
 from ..errors import BuildError, SetupError
 from ..repository.files import write_atomic
 from ..repository.names import check_name
-from .helpers import INCLUDE_DIR, digest, folder_digest, helper_objects
+from .helpers import INCLUDE_DIR, SRC_DIR, digest, folder_digest, helper_objects, prune
 from .toolchain import LocalToolchain, Toolchain
 
 REFERENCE_DIR = Path(__file__).resolve().parent / "backends"
@@ -115,7 +115,7 @@ _server_exports: dict[tuple[str, bytes, str], set[str]] = {}
 
 
 def server_exports(toolchain: Toolchain) -> set[str] | None:
-    """The TRITON* functions the Triton server library this toolchain builds for exports; None if
+    """The functions the Triton server library this toolchain builds for exports; None if
     that library is not at hand."""
     library = toolchain.triton_library()
     if library is None:
@@ -175,7 +175,7 @@ def build_backend(
     key = digest(
         [backend.encode(), text.encode(), " ".join(flags).encode(), toolchain.version().encode(),
          toolchain.cache_key(), " ".join(extra_includes).encode(), " ".join(required).encode(),
-         folder_digest(Path(__file__).resolve().parent / "src").encode()]
+         folder_digest(SRC_DIR).encode()]
         + [folder_digest(inc).encode() for inc in host_includes]  # labkit's, Triton's and nlohmann's headers
         # include folders given as the compiler sees them: their contents when this machine sees them too
         + [folder_digest(Path(inc)).encode() for inc in extra_includes if Path(inc).is_dir()]
@@ -219,7 +219,7 @@ def build_backend(
     seconds = time.perf_counter() - t0
     if progress:
         print(" done", flush=True)
-    _prune(root / backend, keep=folder)
+    prune(folder, _KEEP_BUILDS)
     return Build(backend, library, key, seconds, False)
 
 
@@ -250,12 +250,6 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
 def _tidy(messages: str, src: str, backend: str) -> str:
     # Show the file as the user knows it, not the cache path.
     return re.sub(re.escape(src), f"{backend}.cc", messages).strip()
-
-
-def _prune(folder: Path, keep: Path) -> None:
-    builds = sorted((p for p in folder.iterdir() if p.is_dir() and p != keep), key=lambda p: p.stat().st_mtime)
-    for old in builds[: max(0, len(builds) - (_KEEP_BUILDS - 1))]:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def latest_build(backend: str, toolchain: Toolchain | None = None) -> Build | None:

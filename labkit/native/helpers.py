@@ -78,11 +78,12 @@ def helper_objects(toolchain: Toolchain, flags: list[str], includes: list[Path],
             f"nothing was loaded. Compiler messages:\n{messages.strip()}",
             backend="labkit", compiler_output=messages,
         )
-    _prune(folder)
+    prune(folder, _KEEP)
     return objects
 
 
-def _prune(keep: Path) -> None:
+def prune(keep: Path, count: int) -> None:
+    """Remove all but the ``count`` most recent build folders beside ``keep`` (which stays)."""
     builds = sorted((p for p in keep.parent.iterdir() if p.is_dir() and p != keep), key=lambda p: p.stat().st_mtime)
-    for old in builds[: max(0, len(builds) - (_KEEP - 1))]:
+    for old in builds[: max(0, len(builds) - (count - 1))]:
         shutil.rmtree(old, ignore_errors=True)

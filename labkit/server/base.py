@@ -247,11 +247,11 @@ class TritonServer(ModelControl, ABC):
                     return
                 self.died = self.exited_error("Triton stopped unexpectedly")
                 busy = ", ".join(sorted(m for m, n in self._in_flight.items() if n > 0))
+                where = f"\n{self.died.crash}" if self.died.crash else ""
                 print(
                     f"labkit: Triton ({self.kind}) exited: {self._exit_summary() or 'unknown reason'}"
                     f"{f'; requests to {busy} were in flight' if busy else ''}. "
-                    f"Call .restart() to start it again with the same models."
-                    f"{f'{chr(10)}{self.died.crash}' if self.died.crash else ''}",
+                    f"Call .restart() to start it again with the same models.{where}",
                     file=sys.stderr, flush=True,
                 )
                 return
@@ -320,10 +320,8 @@ class TritonServer(ModelControl, ABC):
         detail = self._exit_summary()
         tail = self._failure_tail()  # first: a container's last log lines are copied in by then
         report = str(self.crash() or "")
-        return ServerNotRunningError(
-            f"{doing}: the Triton server has exited{f' ({detail})' if detail else ''}."
-            f"{f'{chr(10)}{report}' if report else ''}", tail, crash=report,
-        )
+        message = f"{doing}: the Triton server has exited{f' ({detail})' if detail else ''}."
+        return ServerNotRunningError(f"{message}\n{report}" if report else message, tail, crash=report)
 
     def crash(self) -> Crash | None:
         """How a C++ backend brought the server down (signal, uncaught exception, source lines), read
