@@ -10,7 +10,7 @@ namespace labkit {
 namespace {
 
 // The batch dimension of a request, from its first input (as Triton's own backend utilities read
-// it); nullopt-like -1 if its inputs cannot be read.
+// it); -1 if its inputs cannot be read.
 int64_t first_dim(TRITONBACKEND_Request* request) {
   TRITONBACKEND_Input* input = nullptr;
   const int64_t* shape = nullptr;
