@@ -109,13 +109,19 @@ def _copy_model(repo: ModelRepository, model: str, target: Path) -> None:
                 shutil.copy2(item, target / "1" / item.name)
 
 
-def _tool(module: str, name: str) -> str:
-    """The cmake or ninja of the PyPI packages (``pip install cmake ninja``), else one on PATH."""
+def _tool(name: str) -> str:
+    """cmake or ninja from the PyPI packages (``pip install cmake ninja``), else one on PATH."""
     try:
-        mod = __import__(module)
-        candidate = Path(mod.BIN_DIR if module == "ninja" else mod.CMAKE_BIN_DIR) / name
-        if candidate.exists():
-            return str(candidate)
+        if name == "cmake":
+            import cmake
+
+            folder = cmake.CMAKE_BIN_DIR
+        else:
+            import ninja
+
+            folder = ninja.BIN_DIR
+        if (Path(folder) / name).exists():
+            return str(Path(folder) / name)
     except (ImportError, AttributeError):
         pass
     found = shutil.which(name)
@@ -135,7 +141,7 @@ def build_project(directory: str | Path, prefix: str | Path | None = None, *, of
         raise SetupError(f"{project} holds no CMakeLists.txt; export a backend there first.")
     backend = cmakelists.read_text().split("project(triton-", 1)[1].split("-backend", 1)[0]
     prefix = Path(prefix).resolve() if prefix is not None else project / "install"
-    cmake, ninja = _tool("cmake", "cmake"), _tool("ninja", "ninja")
+    cmake, ninja = _tool("cmake"), _tool("ninja")
     build_dir = project / "build"
     configure = [cmake, "-S", str(project), "-B", str(build_dir), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
                  f"-DCMAKE_INSTALL_PREFIX={prefix}"]

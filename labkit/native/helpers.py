@@ -34,8 +34,9 @@ def digest(parts: list[bytes]) -> str:
 
 
 def folder_digest(folder: Path) -> str:
-    """A hash of every file below ``folder`` (names and contents); remembered until a file changes."""
-    files = sorted(p for p in Path(folder).rglob("*") if p.is_file())
+    """A hash of every file below ``folder`` (names and contents; Python's caches aside); remembered
+    until a file changes."""
+    files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     key = (str(folder), tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files))
     if key not in _digests:
         _digests[key] = digest([p.relative_to(folder).as_posix().encode() + p.read_bytes() for p in files])
