@@ -35,6 +35,7 @@ from .errors import (
 from .inference import infer, infer_with_parameters, stream_infer
 from .load import LoadResult, run_load
 from .magics import register as _register_magics
+from .native import export_backend
 from .repository import ModelConfig, ModelRepository, model_config
 from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
@@ -99,6 +100,7 @@ __all__ = [
     "current",
     "errors",
     "exercises",
+    "export_backend",
     "infer",
     "infer_with_parameters",
     "model_config",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import statistics
 import threading
@@ -18,7 +19,7 @@ from .checks import check_add_sub
 from .dashboard import Dashboard
 from .inference import infer
 from .load import run_load
-from .native import reference_source
+from .native import deploy, reference_source
 from .server import EmbeddedServer
 from .server.base import TritonServer
 
@@ -92,6 +93,27 @@ def cpp_rebuild_reload_s(factory: Factory) -> float:
             if not (out == x + round_).all():
                 raise RuntimeError(f"rebuild round {round_}: the old code answered")
     return statistics.median(times)
+
+
+def cpp_first_build_s(factory: Factory) -> float:
+    """The minimal backend with an empty build cache (labkit's helper layer compiled too) -> loaded ->
+    answering. A define no source reads makes every digest new, so nothing comes from the cache."""
+    server = factory().start()
+    try:
+        server.repository.copy_model_from(reference.repository(), "minimal_nonbatching")
+        x = reference.sample_inputs("minimal_nonbatching")["IN0"]
+        t0 = time.perf_counter()
+        build = server.build("minimal", reference_source("minimal"), extra_flags=[f"-DLABKIT_COLD_BUILD={time.time_ns()}"],
+                             progress=False)
+        deploy.install(server, build, "minimal_nonbatching")
+        out = infer(server, "minimal_nonbatching", {"IN0": x})["OUT0"]
+        seconds = time.perf_counter() - t0
+        shutil.rmtree(build.library.parent, ignore_errors=True)  # a build no one will ask for again
+    finally:
+        server.stop()
+    if not (out == x).all():
+        raise RuntimeError("first build: the backend answered wrongly")
+    return seconds
 
 
 def crash_and_restart(factory: Factory) -> dict[str, float]:
@@ -207,6 +229,7 @@ BENCHMARKS: dict[str, Callable[[Factory], Any]] = {
     "cold_start_s": cold_start_s,
     "python_reload_s": python_reload_s,
     "cpp_rebuild_reload_s": cpp_rebuild_reload_s,
+    "cpp_first_build_s": cpp_first_build_s,
     "client_throughput": client_throughput,
     "crash_and_restart": crash_and_restart,
     "memory": memory,
@@ -215,8 +238,8 @@ BENCHMARKS: dict[str, Callable[[Factory], Any]] = {
 # name -> (target, "<" or ">"): what "met" means for each number
 TARGETS: dict[str, tuple[float, str]] = {
     "cold_start_s": (3.0, "<"),
-    "python_reload_s": (1.0, "<"),
-    "cpp_rebuild_reload_s": (5.0, "<"),
+    "python_reload_s": (0.5, "<"),
+    "cpp_rebuild_reload_s": (1.5, "<"),
     "client_throughput.c1_ratio": (0.95, ">"),
     "client_throughput.c8_ratio": (0.95, ">"),
     "dashboard_overhead": (0.97, ">"),

@@ -14,7 +14,7 @@ from . import bench, doctor, tour, workshop
 from .docker import cpu_image
 from .docker.leftovers import cleanup
 from .errors import LabkitError
-from .native import deploy
+from .native import deploy, export_backend
 from .server import create, kinds
 
 
@@ -78,6 +78,21 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    repository = Path(args.repository) if args.repository else None
+    if repository is None and Path("model_repository").is_dir():
+        repository = Path("model_repository")
+    if repository is not None and not repository.is_dir():
+        raise LabkitError(f"No model repository at {repository}; give a folder holding <model>/config.pbtxt.")
+    project = export_backend(args.backend, args.directory, source=Path(args.source) if args.source else None,
+                             repository=repository, models=args.model)
+    models = sorted(p.name for p in (project / "models").iterdir())
+    print(f"wrote {project} (backend {args.backend!r}; models: {', '.join(models) or 'none'})")
+    print(f"build: cmake -S {project} -B {project}/build && cmake --build {project}/build && cmake --install {project}/build"
+          f"\n       (offline: add -DTRITON_OFFLINE=ON; see {project}/README.md)")
+    return 0
+
+
 def _cleanup(args: argparse.Namespace) -> int:
     removed = cleanup(all=args.all)
     print("\n".join(f"removed {name}" for name in removed) or "no leftovers")
@@ -111,6 +126,14 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--json", metavar="PATH")
     bench.add_argument("--only", action="append", help="run only this benchmark (repeatable)")
     bench.set_defaults(func=_bench)
+
+    export = sub.add_parser("export-backend", help="write a standalone CMake project (and Dockerfile) for a C++ backend")
+    export.add_argument("backend")
+    export.add_argument("directory")
+    export.add_argument("--repository", help="where the models that use it are (default: ./model_repository if any)")
+    export.add_argument("--source", help="the backend's .cc (default: its latest build here, else the reference backend)")
+    export.add_argument("--model", action="append", help="export only this model (repeatable)")
+    export.set_defaults(func=_export)
 
     cleanup = sub.add_parser("cleanup", help="remove Docker containers left by killed labkit sessions")
     cleanup.add_argument("--all", action="store_true", help="remove every labkit container, live owners too")

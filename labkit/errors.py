@@ -7,7 +7,7 @@ handles an error reads its fields, never its text.
     ├── EngineError                 .status_code: the Docker engine refused an operation
     ├── ServerError                 .log_tail
     │   ├── ServerStartError
-    │   └── ServerNotRunningError
+    │   └── ServerNotRunningError  .crash
     ├── RepositoryError
     │   ├── InvalidNameError        (also a ValueError)
     │   └── ConfigError
@@ -56,7 +56,12 @@ class ServerStartError(ServerError):
 
 
 class ServerNotRunningError(ServerError):
-    """An operation needs a running server, and there is none (stopped, or died)."""
+    """An operation needs a running server, and there is none (stopped, or died). ``crash``: where a
+    C++ backend crashed it (signal or exception, and the cell's source lines), when one did; else empty."""
+
+    def __init__(self, message: str, log_tail: str = "", *, crash: str = "") -> None:
+        self.crash = crash
+        super().__init__(message, log_tail)
 
 
 class RepositoryError(LabkitError):

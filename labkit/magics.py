@@ -4,6 +4,9 @@
     %%triton_python add_sub            -> writes add_sub/1/model.py and (re)loads add_sub
     %%triton_python --backend shared   -> writes backends/shared/model.py and reloads its loaded models
     %%triton_cpp minimal               -> compiles libtriton_minimal.so, (re)loads the models using it
+    %%triton_cpp --debug minimal       -> the same, built -O0 -g for stepping with gdb
+
+Line numbers in compiler messages and crash reports are the editor's: the magic line is line 1.
 """
 
 from __future__ import annotations
@@ -48,13 +51,15 @@ def triton_cpp(line: str, cell: str) -> None:
     parser.add_argument("backend")
     parser.add_argument("--models", help="comma-separated models to (re)load; default: all that use the backend")
     parser.add_argument("--headers", help="'official' or an include folder with Triton's own headers")
+    parser.add_argument("--debug", action="store_true", help="build with -O0 -g, for stepping with gdb")
     try:
         args = parser.parse_args(shlex.split(line))
     except (argparse.ArgumentError, SystemExit):
-        raise ConfigError("Usage: %%triton_cpp [--models a,b] [--headers official|DIR] BACKEND") from None
+        raise ConfigError("Usage: %%triton_cpp [--models a,b] [--headers official|DIR] [--debug] BACKEND") from None
     server = current()
     models = args.models.split(",") if args.models else None
-    served = server.cpp_backend(args.backend, cell, models, headers=args.headers)
+    # The cell body starts on the editor's line 2 (line 1 is the magic).
+    served = server.cpp_backend(args.backend, cell, models, headers=args.headers, first_line=2, debug=args.debug)
     if served:
         print("serving: " + ", ".join(f"{m} (version {v})" for m, v in served.items()))
     else:

@@ -65,15 +65,83 @@ def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
     assert labkit.check_passthrough(fresh_server, "minimal_batching", concurrent=2).ok
 
 
-def test_segfaulting_backend_names_the_model(fresh_server, capfd):
+def _line_of(source: str, marker: str) -> int:
+    return next(n for n, line in enumerate(source.splitlines(), 1) if marker in line)
+
+
+def _crash(server, source: str, **options) -> labkit.ServerNotRunningError:
+    """Build ``source`` as backend crashy for model crasher, send it a request, return the error."""
     cfg = labkit.model_config("crasher", "crashy", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
-    fresh_server.repository.write_config(cfg)
-    fresh_server.cpp_backend("crashy", SEGFAULT, ["crasher"], progress=False)
+    server.repository.write_config(cfg)
+    server.cpp_backend("crashy", source, ["crasher"], progress=False, **options)
     with pytest.raises(labkit.ServerNotRunningError) as info:
-        labkit.infer(fresh_server, "crasher", {"IN0": reference.np.zeros(4, reference.np.int32)})
-    assert "The request to 'crasher' failed" in str(info.value) and "signal 11" in str(info.value)
+        labkit.infer(server, "crasher", {"IN0": reference.np.zeros(4, reference.np.int32)})
+    return info.value
+
+
+def test_segfaulting_backend_names_the_model_and_the_line(fresh_server, capfd):
+    error = _crash(fresh_server, SEGFAULT)
+    assert "The request to 'crasher' failed" in str(error) and "signal 11" in str(error)
+    line = _line_of(SEGFAULT, "*nowhere = 1;")
+    assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{line}."), error.crash
+    assert f"crashy.cc:{line}" in str(error)
     _wait_for(lambda: fresh_server.died is not None)
-    assert "requests to crasher were in flight" in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "requests to crasher were in flight" in err and f"SIGSEGV at crashy.cc:{line}" in err
     # back with both models; the crashing one would crash again, but add_sub serves
     assert fresh_server.restart() == ["add_sub", "crasher"]
     assert labkit.check_add_sub(fresh_server).ok
+
+
+ABORTS = """#include <cstdlib>
+#include "labkit/backend.hpp"
+LABKIT_MODEL_STATE(labkit::ModelState)
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
+  if (count > 0) std::abort();  // an assert that failed, say
+  return nullptr;
+}
+"""
+
+THROWS = """#include <stdexcept>
+#include "labkit/backend.hpp"
+LABKIT_MODEL_STATE(labkit::ModelState)
+
+// Outside labkit::execute nothing catches it: the exception escapes the entry point into Triton.
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
+  if (count > 0) throw std::out_of_range("row 7 of 4");
+  return nullptr;
+}
+"""
+
+
+def test_abort_is_shown_at_its_line(fresh_server):
+    error = _crash(fresh_server, ABORTS)
+    line = _line_of(ABORTS, "std::abort()")
+    assert error.crash.startswith(f"The backend aborted (SIGABRT) at crashy.cc:{line}."), error.crash
+    assert "in TRITONBACKEND_ModelInstanceExecute" in error.crash
+
+
+def test_escaping_exception_is_shown_with_its_type_message_and_line(fresh_server):
+    error = _crash(fresh_server, THROWS)
+    line = _line_of(THROWS, "throw std::out_of_range")
+    assert error.crash.startswith(
+        f"An uncaught C++ exception (std::out_of_range: row 7 of 4) escaped the backend at crashy.cc:{line}."
+    ), error.crash
+
+
+def test_crash_in_a_magic_cell_is_shown_at_the_editor_line(fresh_server):
+    """The %%triton_cpp line is the cell's line 1, so the body's line k is the editor's line k + 1;
+    a debug build (-O0 -g) gives the same line."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    cfg = labkit.model_config("crasher", "crashy", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
+    fresh_server.repository.write_config(cfg)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "labkit")
+    shell.run_cell_magic("triton_cpp", "crashy --debug --models crasher", SEGFAULT)
+    with pytest.raises(labkit.ServerNotRunningError) as info:
+        labkit.infer(fresh_server, "crasher", {"IN0": reference.np.zeros(4, reference.np.int32)})
+    editor_line = _line_of(SEGFAULT, "*nowhere = 1;") + 1
+    assert f"SIGSEGV at crashy.cc:{editor_line}." in info.value.crash, info.value.crash

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import BuildError
-from ..native.build import header_digest
+from ..native.helpers import folder_digest
 from ..native.toolchain import COMPILER_ENV, Toolchain
 from .mounts import container_path
 
@@ -16,6 +16,8 @@ from .mounts import container_path
 Exec = Callable[[list[str], str | None, dict[str, str]], tuple[int, str, str]]
 #: Where NGC's image keeps Triton's C headers.
 IMAGE_HEADERS = "/opt/tritonserver/include"
+#: The server library backends call into, in NGC's image and in labkit's CPU image.
+IMAGE_SERVER_LIBRARIES = "/opt/tritonserver/lib/libtritonserver*.so*"
 
 
 class ContainerToolchain(Toolchain):
@@ -28,6 +30,7 @@ class ContainerToolchain(Toolchain):
         self.build_root = build_root
         self.image_id = image_id
         self.cxx = cxx
+        self._server_library: str | None = None
         code, out, err = exec_run([cxx, "--version"], None, COMPILER_ENV)
         if code != 0:
             raise BuildError(
@@ -48,8 +51,8 @@ class ContainerToolchain(Toolchain):
         return self.image_id.encode()
 
     def include(self, folder: Path) -> str:
-        """Copy an include folder into the mounted build cache (by content); its path in the container."""
-        digest = header_digest(folder)[:16]
+        """Copy a folder (headers, the helper sources) into the mounted build cache, by content; its path in the container."""
+        digest = folder_digest(folder)[:16]
         target = self.build_root / "include" / digest
         if not target.exists():
             partial = target.with_name(digest + ".partial")
@@ -63,6 +66,13 @@ class ContainerToolchain(Toolchain):
 
     def triton_headers(self) -> list[str]:
         return [IMAGE_HEADERS]
+
+    def triton_library(self) -> str | None:
+        if self._server_library is None:
+            # NGC's image has libtritonserver.so; labkit's CPU image keeps the wheel's hashed name.
+            code, out, _ = self._exec(["sh", "-c", f"ls {IMAGE_SERVER_LIBRARIES}"], None, COMPILER_ENV)
+            self._server_library = out.split()[0] if code == 0 and out.split() else ""
+        return self._server_library or None
 
     def run(self, argv: list[str], cwd: Path) -> tuple[int, str]:
         argv = [self.cxx if argv[0] == "c++" else argv[0], *argv[1:]]

@@ -29,7 +29,7 @@ SOURCE = r"""// autofill: OUT0 = 2 * IN0. A config may leave out the inputs, the
 // with auto-complete on, the backend writes them in at load; with it off it says what is missing.
 #include <string>
 
-#include "labkit/backend.hpp"
+#include "labkit/json.hpp"  // reads the config as JSON
 
 namespace {
 

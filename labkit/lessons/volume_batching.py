@@ -47,7 +47,7 @@ STRATEGY_SOURCE = r"""// volumebatching: a custom batching strategy. While Trito
 #include <cstdint>
 #include <string>
 
-#include "labkit/backend.hpp"
+#include "labkit/json.hpp"  // reads the config as JSON
 
 namespace {
 

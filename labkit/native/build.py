@@ -1,8 +1,15 @@
-"""Compile a C++ backend into libtriton_<name>.so, cached by content, checked before Triton sees it."""
+"""Compile a C++ backend into libtriton_<name>.so, cached by content, checked before Triton sees it.
+
+The cell is the only translation unit compiled per edit: the helper layer is prebuilt per toolchain
+(labkit.native.helpers) and linked in. The library carries line tables (``-g1``) so a crash can be
+shown at the cell's line (labkit.native.symbols), exports only the TRITONBACKEND_* entry points
+(a linker version script), and may call only functions Triton 23.12 has (checked against the
+server library's own symbol table).
+"""
 
 from __future__ import annotations
 
-import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -15,16 +22,21 @@ from .. import _triton_dist
 from ..errors import BuildError, SetupError
 from ..repository.files import write_atomic
 from ..repository.names import check_name
+from .helpers import INCLUDE_DIR, SRC_DIR, digest, folder_digest, helper_objects, prune
 from .toolchain import LocalToolchain, Toolchain
 
-INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 REFERENCE_DIR = Path(__file__).resolve().parent / "backends"
 REQUIRED_ENTRY_POINT = "TRITONBACKEND_ModelInstanceExecute"
 OFFICIAL_TAG = "r23.12"
 OFFICIAL_REPO = "https://github.com/triton-inference-server/core"
 _KEEP_BUILDS = 5  # per backend name; older ones are removed from the cache
 
-CXXFLAGS = ["-std=c++17", "-O2", "-g0", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra"]
+#: Every build; then OPTIMIZED (the default) or DEBUG (``debug=True``: for stepping with gdb).
+CXXFLAGS = ["-std=c++17", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
+OPTIMIZED = ["-O2", "-g1"]  # -g1: line tables only, enough to show a crash at its source line
+DEBUG = ["-O0", "-g"]
+#: Only the entry points are exported; everything else (the helpers, inlined std:: code) stays local.
+VERSION_SCRIPT = "{\n  global: TRITONBACKEND_*;\n  local: *;\n};\n"
 
 
 @dataclass(frozen=True)
@@ -37,11 +49,17 @@ class Build:
     seconds: float
     cached: bool
 
+    @property
+    def source(self) -> Path:
+        """The source file the library was compiled from (as built: a magic cell starts with ``#line``)."""
+        return self.library.parent / f"{self.backend}.cc"
+
     def __repr__(self) -> str:
         return f"<Build {self.library.name} {self.digest[:12]}>"
 
 
-def _json_include() -> Path:
+def json_include() -> Path:
+    """nlohmann-json's include folder (from the PyPI package nlohmann-json)."""
     try:
         import nlohmann_json
     except ImportError:
@@ -75,29 +93,40 @@ def official_headers(include_dir: str | Path | None = None) -> Path:
     return target / "include"
 
 
-def _digest(parts: list[bytes]) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.hexdigest()
-
-
-def _header_bytes(folder: Path) -> list[bytes]:
-    return [p.relative_to(folder).as_posix().encode() + p.read_bytes() for p in sorted(folder.rglob("*.h*"))]
-
-
-def header_digest(folder: Path) -> str:
-    """A hash of every header below ``folder`` (names and contents)."""
-    return _digest(_header_bytes(folder))
+def dynamic_symbols(library: Path, toolchain: Toolchain | None = None) -> tuple[set[str], set[str]]:
+    """The library's (defined, undefined) dynamic symbols, read with the toolchain's nm."""
+    toolchain = toolchain or LocalToolchain()
+    code, out = toolchain.run(["nm", "-D", toolchain.path(library)], library.parent)
+    if code != 0:
+        raise BuildError(f"Could not read the symbols of {library}: {out.strip()}", backend=library.parent.parent.name)
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) >= 2:
+            (undefined if fields[-2] in ("U", "w", "v") else defined).add(fields[-1].split("@")[0])
+    return defined, undefined
 
 
 def exported_symbols(library: Path, toolchain: Toolchain | None = None) -> set[str]:
-    toolchain = toolchain or LocalToolchain()
-    code, out = toolchain.run(["nm", "-D", "--defined-only", toolchain.path(library)], library.parent)
-    if code != 0:
-        raise BuildError(f"Could not read the symbols of {library}: {out.strip()}", backend=library.parent.parent.name)
-    return {line.split()[-1] for line in out.splitlines() if line.strip() and len(line.split()) >= 2}
+    return dynamic_symbols(library, toolchain)[0]
+
+
+_server_exports: dict[tuple[str, bytes, str], set[str]] = {}
+
+
+def server_exports(toolchain: Toolchain) -> set[str] | None:
+    """The functions the Triton server library this toolchain builds for exports; None if
+    that library is not at hand."""
+    library = toolchain.triton_library()
+    if library is None:
+        return None
+    key = (toolchain.version(), toolchain.cache_key(), library)
+    if key not in _server_exports:
+        code, out = toolchain.run(["nm", "-D", "--defined-only", library], toolchain.cache_root)
+        if code != 0:
+            return None
+        _server_exports[key] = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+    return _server_exports[key]
 
 
 def build_backend(
@@ -111,19 +140,25 @@ def build_backend(
     toolchain: Toolchain | None = None,
     extra_includes: list[str] | None = None,
     required: tuple[str, ...] = (REQUIRED_ENTRY_POINT,),
+    first_line: int = 1,
+    debug: bool = False,
 ) -> Build:
     """Compile ``source`` (C++ text or a .cc path) into ``libtriton_<backend>.so``.
 
     ``headers``: None for labkit's own declarations of the 23.12 C API; "official" or an include
     folder for Triton's own headers; "image" for those of the image the toolchain compiles in
-    (NGC's ``/opt/tritonserver/include``). An unchanged input is not rebuilt. Compiler messages keep
-    the source's own line numbers. ``toolchain`` is where to compile (a server's ``toolchain()``;
-    default g++ here); ``extra_includes`` are include folders as that compiler sees them, searched first.
+    (NGC's ``/opt/tritonserver/include``). An unchanged input is not rebuilt. Compiler messages and
+    crash reports keep the source's own line numbers; ``first_line`` is the number of its first line
+    (2 for a cell under a ``%%triton_cpp`` line). ``debug``: ``-O0 -g`` instead of ``-O2 -g1``, for
+    stepping with gdb. ``toolchain`` is where to compile (a server's ``toolchain()``; default g++
+    here); ``extra_includes`` are include folders as that compiler sees them, searched first.
     ``required``: entry points the library must export (a batching-strategy library has no
     ModelInstanceExecute; it passes the five TRITONBACKEND_ModelBatch* names instead).
     """
     check_name(backend, "backend")
     text = Path(source).read_text() if isinstance(source, Path) else source
+    if first_line != 1:
+        text = f"#line {first_line}\n{text}"
     toolchain = toolchain or LocalToolchain()
     extra_includes = list(extra_includes or [])
     if headers == "image":
@@ -135,33 +170,38 @@ def build_backend(
             )
         extra_includes, headers = image_headers + extra_includes, None
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
-    host_includes = [*api, INCLUDE_DIR, _json_include()]
-    flags = CXXFLAGS + list(extra_flags or [])
-    digest = _digest(
+    host_includes = [*api, INCLUDE_DIR, json_include()]
+    flags = CXXFLAGS + (DEBUG if debug else OPTIMIZED) + list(extra_flags or [])
+    key = digest(
         [backend.encode(), text.encode(), " ".join(flags).encode(), toolchain.version().encode(),
-         toolchain.cache_key(), " ".join(extra_includes or []).encode()]
-        + [b for inc in host_includes[:-1] for b in _header_bytes(inc)]  # nlohmann's version is pinned by pip
-        # a cached library was checked against its own list; the default adds nothing (old keys stay valid)
-        + ([] if required == (REQUIRED_ENTRY_POINT,) else [" ".join(required).encode()])
+         toolchain.cache_key(), " ".join(extra_includes).encode(), " ".join(required).encode(),
+         folder_digest(SRC_DIR).encode()]
+        + [folder_digest(inc).encode() for inc in host_includes]  # labkit's, Triton's and nlohmann's headers
+        # include folders given as the compiler sees them: their contents when this machine sees them too
+        + [folder_digest(Path(inc)).encode() for inc in extra_includes if Path(inc).is_dir()]
     )
     root = cache or toolchain.cache_root
-    folder = root / backend / digest[:16]
+    folder = root / backend / key[:16]
     library = folder / f"libtriton_{backend}.so"
     if progress:  # the same line whether or not the cache answers, so notebook outputs stay stable
         print(f"building backend {backend!r}{toolchain.label} ...", end="", flush=True)
     if library.exists():
+        os.utime(library)  # the most recently used build is the one latest_build() (and export) take
         if progress:
             print(" done", flush=True)
-        return Build(backend, library, digest, 0.0, True)
-    folder.mkdir(parents=True, exist_ok=True)
-    src = write_atomic(folder / f"{backend}.cc", text)
-    partial = folder / f".libtriton_{backend}.so.partial"
-    includes = [*(extra_includes or []), *(toolchain.include(p) for p in host_includes)]
-    argv = ["c++", *flags, *(f"-I{p}" for p in includes), toolchain.path(src), "-o", toolchain.path(partial)]
+        return Build(backend, library, key, 0.0, True)
     t0 = time.perf_counter()
-    code, messages = toolchain.run(argv, folder)
-    seconds = time.perf_counter() - t0
     try:
+        objects = helper_objects(toolchain, flags, host_includes, extra_includes)
+        folder.mkdir(parents=True, exist_ok=True)
+        src = write_atomic(folder / f"{backend}.cc", text)
+        exports = write_atomic(folder / "exports.map", VERSION_SCRIPT)
+        partial = folder / f".libtriton_{backend}.so.partial"
+        includes = [*extra_includes, *(toolchain.include(p) for p in host_includes)]
+        argv = ["c++", *flags, "-shared", f"-Wl,--version-script={toolchain.path(exports)}",
+                *(f"-I{p}" for p in includes), toolchain.path(src), *(toolchain.path(o) for o in objects),
+                "-o", toolchain.path(partial)]
+        code, messages = toolchain.run(argv, folder)
         if code != 0:
             output = _tidy(messages, toolchain.path(src), backend)
             raise BuildError(
@@ -169,26 +209,42 @@ def build_backend(
                 f"(line numbers are those of your source):\n{output}",
                 backend=backend, compiler_output=output,
             )
-        exported = exported_symbols(partial, toolchain) if required else set()
-        missing = [name for name in required if name not in exported]
-        if missing:
-            why = ", the one entry point Triton requires" if missing == [REQUIRED_ENTRY_POINT] else ""
-            raise BuildError(
-                f"Backend {backend!r} compiled but does not export {', '.join(missing)}{why}; it was not loaded. "
-                f"Define it in your source, with \"labkit/backend.hpp\" "
-                f"included (it declares the entry points exported) or marked LABKIT_EXPORT.",
-                backend=backend,
-            )
+        _check_symbols(backend, partial, toolchain, required)
     except BuildError:
         if progress:
             print(" failed")
         shutil.rmtree(folder, ignore_errors=True)
         raise
     partial.rename(library)
+    seconds = time.perf_counter() - t0
     if progress:
         print(" done", flush=True)
-    _prune(root / backend, keep=folder)
-    return Build(backend, library, digest, seconds, False)
+    prune(folder, _KEEP_BUILDS)
+    return Build(backend, library, key, seconds, False)
+
+
+def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: tuple[str, ...]) -> None:
+    """Refuse a library Triton would refuse (or that would fail at its first call): a missing entry
+    point, or a call to a Triton function the 23.12 server does not have."""
+    exported, undefined = dynamic_symbols(library, toolchain)
+    missing = [name for name in required if name not in exported]
+    if missing:
+        why = ", the one entry point Triton requires" if missing == [REQUIRED_ENTRY_POINT] else ""
+        raise BuildError(
+            f"Backend {backend!r} compiled but does not export {', '.join(missing)}{why}; it was not loaded. "
+            f"Define it in your source, with \"labkit/backend.hpp\" "
+            f"included (it declares the entry points exported) or marked LABKIT_EXPORT.",
+            backend=backend,
+        )
+    available = server_exports(toolchain)
+    unknown = sorted(s for s in undefined if s.startswith("TRITON") and available is not None and s not in available)
+    if unknown:
+        raise BuildError(
+            f"Backend {backend!r} calls {', '.join(unknown)}, which Triton 23.12 does not have; it was not loaded. "
+            f"Headers newer than r23.12 declare functions this server lacks: build with labkit's own headers "
+            f"(the default) or Triton's r23.12 ones, and do without these calls.",
+            backend=backend,
+        )
 
 
 def _tidy(messages: str, src: str, backend: str) -> str:
@@ -196,10 +252,14 @@ def _tidy(messages: str, src: str, backend: str) -> str:
     return re.sub(re.escape(src), f"{backend}.cc", messages).strip()
 
 
-def _prune(folder: Path, keep: Path) -> None:
-    builds = sorted((p for p in folder.iterdir() if p.is_dir() and p != keep), key=lambda p: p.stat().st_mtime)
-    for old in builds[: max(0, len(builds) - (_KEEP_BUILDS - 1))]:
-        shutil.rmtree(old, ignore_errors=True)
+def latest_build(backend: str, toolchain: Toolchain | None = None) -> Build | None:
+    """The build of ``backend`` used last (built, or answered from the cache) in the toolchain's cache, or None."""
+    toolchain = toolchain or LocalToolchain()
+    folder = toolchain.cache_root / check_name(backend, "backend")
+    libraries = sorted(folder.glob(f"*/libtriton_{backend}.so"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+    if not libraries:
+        return None
+    return Build(backend, libraries[-1], libraries[-1].parent.name, 0.0, True)
 
 
 def reference_source(backend: str) -> Path:

@@ -52,6 +52,11 @@ class Toolchain(ABC):
         image has them); empty where there are none."""
         return []
 
+    def triton_library(self) -> str | None:
+        """The Triton server library backends built here will call into, as the tools see it (its
+        symbol table says which functions exist); None if it is not at hand."""
+        return None
+
     @abstractmethod
     def run(self, argv: list[str], cwd: Path) -> tuple[int, str]:
         """Run a tool (``argv[0]`` "c++" means the compiler); its exit code and its output."""
@@ -80,6 +85,14 @@ class LocalToolchain(Toolchain):
             out = subprocess.run([self._cxx, "--version"], capture_output=True, text=True).stdout
             self._version = out.splitlines()[0] if out else self._cxx
         return self._version
+
+    def triton_library(self) -> str | None:
+        # The embedded server's: the wheel renames libtritonserver.so (a hashed name).
+        try:
+            found = sorted(_triton_dist.locate().lib_dir.glob("libtritonserver*.so*"))
+        except SetupError:
+            return None
+        return str(found[0]) if found else None
 
     def run(self, argv: list[str], cwd: Path) -> tuple[int, str]:
         argv = [self._cxx if argv[0] == "c++" else argv[0], *argv[1:]]

@@ -29,6 +29,8 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from ..errors import LabkitError, ServerError, ServerNotRunningError, ServerStartError
+from ..native.crash import Crash
+from ..native.crash import read as read_crash
 from ..native.toolchain import LocalToolchain, Toolchain
 from ..repository import ModelRepository
 from .logs import LogView
@@ -136,6 +138,8 @@ class TritonServer(ModelControl, ABC):
         self._in_flight: dict[str, int] = {}
         #: Set (to the error) when the watchdog sees the server die on its own.
         self.died: ServerNotRunningError | None = None
+        self._log_start = 0  # where this launch's part of the log begins
+        self._crash: tuple[str, Crash | None] | None = None  # (run_id, what the log says)
 
     # -- what a launcher implements -------------------------------------------------------------------
 
@@ -162,6 +166,10 @@ class TritonServer(ModelControl, ABC):
     def _retry_launch(self) -> bool:
         """After a failed launch (already ended): was it a passing failure worth another try?"""
         return False
+
+    def _host_path(self, path: str) -> str:
+        """A path as Triton sees it, on this machine (launchers that mount folders elsewhere map it)."""
+        return path
 
     def describe(self) -> str:
         """A short name for messages, e.g. "embedded" or "docker, labkit/tritonserver:23.12-cpu"."""
@@ -194,6 +202,7 @@ class TritonServer(ModelControl, ABC):
         for attempt in range(1, self.launch_attempts + 1):
             try:
                 self.run_id = uuid.uuid4().hex
+                self._log_start = self.logs.mark()
                 self._launch()
                 self._launched = True
                 _LIVE.add(self)
@@ -238,10 +247,11 @@ class TritonServer(ModelControl, ABC):
                     return
                 self.died = self.exited_error("Triton stopped unexpectedly")
                 busy = ", ".join(sorted(m for m, n in self._in_flight.items() if n > 0))
+                where = f"\n{self.died.crash}" if self.died.crash else ""
                 print(
                     f"labkit: Triton ({self.kind}) exited: {self._exit_summary() or 'unknown reason'}"
                     f"{f'; requests to {busy} were in flight' if busy else ''}. "
-                    f"Call .restart() to start it again with the same models.",
+                    f"Call .restart() to start it again with the same models.{where}",
                     file=sys.stderr, flush=True,
                 )
                 return
@@ -305,11 +315,22 @@ class TritonServer(ModelControl, ABC):
         return True
 
     def exited_error(self, doing: str) -> ServerNotRunningError:
-        """The error for an operation that failed because the server is gone: why, and its last log lines."""
+        """The error for an operation that failed because the server is gone: why, where a C++ backend
+        crashed (its source lines) if one did, and the last log lines."""
         detail = self._exit_summary()
-        return ServerNotRunningError(
-            f"{doing}: the Triton server has exited{f' ({detail})' if detail else ''}.", self._failure_tail()
-        )
+        tail = self._failure_tail()  # first: a container's last log lines are copied in by then
+        report = str(self.crash() or "")
+        message = f"{doing}: the Triton server has exited{f' ({detail})' if detail else ''}."
+        return ServerNotRunningError(f"{message}\n{report}" if report else message, tail, crash=report)
+
+    def crash(self) -> Crash | None:
+        """How a C++ backend brought the server down (signal, uncaught exception, source lines), read
+        from this launch's log; None while it runs or when no backend crash is reported."""
+        if self.alive:
+            return None
+        if self._crash is None or self._crash[0] != self.run_id:
+            self._crash = (self.run_id, read_crash(self.logs.since(self._log_start), self._host_path))
+        return self._crash[1]
 
     def dead_server_error(self, exc: BaseException, doing: str) -> ServerNotRunningError | None:
         """``exc`` (raised by a client call) explained as a stopped or dead server, or None while the

@@ -19,6 +19,7 @@ from tritonclient.utils import InferenceServerException
 from ..errors import ModelLoadError, RepositoryError, ServerNotRunningError
 from ..native import deploy
 from ..native.build import Build, build_backend
+from ..native.export import export_backend
 from ..native.toolchain import Toolchain
 from ..repository import ModelConfig, ModelRepository, check_name
 from ..repository.files import write_atomic
@@ -186,3 +187,8 @@ class ModelControl:
         build = self.build(backend, source, **options)
         targets = models if models is not None else self.repository.models_using(backend)
         return {model: deploy.install(self, build, model) for model in targets}
+
+    def export_backend(self, backend: str, directory: str | Path, **options: Any) -> Path:
+        """A standalone CMake project for a backend built here, with this repository's models that use
+        it (see ``labkit.native.export_backend``)."""
+        return export_backend(backend, directory, repository=self.repository, toolchain=self.toolchain(), **options)

@@ -132,6 +132,13 @@ class DockerServer(TritonServer):
     def container_backends(self) -> str:
         return container_path(self.backend_dir, "/labkit/backends")
 
+    def _host_path(self, path: str) -> str:
+        for host, inside in ((self.repository.root, self.container_repository), (self.backend_dir, self.container_backends),
+                             (self.build_root, container_path(self.build_root, "/labkit/builds"))):
+            if path == inside or path.startswith(inside + "/"):
+                return str(host) + path[len(inside):]
+        return path
+
     def _mounts(self) -> list[Mount]:
         wanted: list[tuple[Path, str, bool]] = [
             (self.repository.root, self.container_repository, False),

@@ -17,15 +17,13 @@ struct BackendState {
 // Per model: the tensor names, taken from the config so a renamed tensor needs no rebuild.
 struct CustomModelState : labkit::ModelState {
   explicit CustomModelState(TRITONBACKEND_Model* model) : labkit::ModelState(model) {
-    const labkit::json inputs = config.value("input", labkit::json::array());
-    const labkit::json outputs = config.value("output", labkit::json::array());
     if (inputs.size() != 1 || outputs.size() != 1) {
       throw labkit::Error("custom (model '" + name + "'): expected 1 input and 1 output, config has " +
                               std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()),
                           TRITONSERVER_ERROR_INVALID_ARG);
     }
-    input_name = inputs[0].value("name", "");
-    output_name = outputs[0].value("name", "");
+    input_name = inputs[0].name;
+    output_name = outputs[0].name;
   }
   std::string input_name;
   std::string output_name;

@@ -17,23 +17,19 @@ struct BackendState {
 
 struct RecommendedState : labkit::ModelState {
   explicit RecommendedState(TRITONBACKEND_Model* model) : labkit::ModelState(model) {
-    const labkit::json inputs = config.value("input", labkit::json::array());
-    const labkit::json outputs = config.value("output", labkit::json::array());
     if (inputs.size() != 1) invalid("expected exactly 1 input, config has " + std::to_string(inputs.size()));
     if (outputs.size() != 1) invalid("expected exactly 1 output, config has " + std::to_string(outputs.size()));
-    const labkit::json& in = inputs[0];
-    const labkit::json& out = outputs[0];
-    input_name = in.value("name", "");
-    output_name = out.value("name", "");
-    const std::string in_type = in.value("data_type", ""), out_type = out.value("data_type", "");
-    if (in_type != out_type) {
-      invalid("input '" + input_name + "' is " + in_type + " but output '" + output_name + "' is " + out_type +
-              "; a passthrough needs the same datatype");
+    const labkit::TensorSpec& in = inputs[0];
+    const labkit::TensorSpec& out = outputs[0];
+    input_name = in.name;
+    output_name = out.name;
+    if (in.data_type != out.data_type) {
+      invalid("input '" + input_name + "' is " + in.data_type + " but output '" + output_name + "' is " +
+              out.data_type + "; a passthrough needs the same datatype");
     }
-    const auto in_dims = labkit::config_dims(in), out_dims = labkit::config_dims(out);
-    if (in_dims != out_dims) {
-      invalid("input '" + input_name + "' has dims " + labkit::shape_string(in_dims) + " but output '" +
-              output_name + "' has dims " + labkit::shape_string(out_dims) + "; a passthrough needs the same dims");
+    if (in.dims != out.dims) {
+      invalid("input '" + input_name + "' has dims " + labkit::shape_string(in.dims) + " but output '" +
+              output_name + "' has dims " + labkit::shape_string(out.dims) + "; a passthrough needs the same dims");
     }
 
     void* backend_state = nullptr;
@@ -44,8 +40,8 @@ struct RecommendedState : labkit::ModelState {
           *backend->bytes, std::vector<std::pair<std::string, std::string>>{{"model", name},
                                                                             {"version", std::to_string(version)}});
     }
-    labkit::log_info("recommended: model '" + name + "' passes " + input_name + " " + in_type + " " +
-                     labkit::shape_string(in_dims) + " through to " + output_name);
+    labkit::log_info("recommended: model '" + name + "' passes " + input_name + " " + in.data_type + " " +
+                     labkit::shape_string(in.dims) + " through to " + output_name);
   }
 
   [[noreturn]] void invalid(const std::string& what) const {

@@ -167,6 +167,10 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_RequestParameter(
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_RequestRelease(
     TRITONBACKEND_Request* request, uint32_t release_flags);
 
+/* The request's trace (NULL when it is not traced), e.g. to trace a BLS request made for it. */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_RequestTrace(
+    TRITONBACKEND_Request* request, TRITONSERVER_InferenceTrace** trace);
+
 /* ---- response factories: responses that outlive the request (decoupled models) -------------- */
 
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryNew(
@@ -203,6 +207,29 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ResponseOutput(
  * client receives that error instead of the outputs, and Triton takes ownership of it too. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ResponseSend(
     TRITONBACKEND_Response* response, const uint32_t send_flags, TRITONSERVER_Error* error);
+
+/* What a response holds so far: its output number index, or the one named name. */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(
+    TRITONBACKEND_Response* response, const uint32_t index, const char** name, TRITONSERVER_DataType* datatype,
+    const int64_t** shape, uint64_t* dim_count);
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutputByName(
+    TRITONBACKEND_Response* response, const char* name, TRITONSERVER_DataType* datatype, const int64_t** shape,
+    uint64_t* dim_count);
+
+/* ---- state tensors: values a stateful model carries from one request of a sequence to the next ---
+ *
+ * For a config's sequence_batching state: StateNew for the output state of a request, StateBuffer
+ * for its memory (memory type in-out as for OutputBuffer), fill it, then StateUpdate so that the
+ * next request of the sequence sees it as its input state. */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_StateNew(
+    TRITONBACKEND_State** state, TRITONBACKEND_Request* request, const char* name,
+    const TRITONSERVER_DataType datatype, const int64_t* shape, const uint32_t dims_count);
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_StateUpdate(TRITONBACKEND_State* state);
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_StateBuffer(
+    TRITONBACKEND_State* state, void** buffer, const uint64_t buffer_byte_size, TRITONSERVER_MemoryType* memory_type,
+    int64_t* memory_type_id);
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_StateBufferAttributes(
+    TRITONBACKEND_State* state, TRITONSERVER_BufferAttributes** buffer_attributes);
 
 /* ---- backend ------------------------------------------------------------------------------------- */
 

@@ -1,0 +1,494 @@
+// The helper layer declared in labkit/backend.hpp. Compiled once per toolchain, flags and headers
+// (labkit.native.helpers) and linked into every backend library, so a cell compiles only itself.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+#include "labkit/json.hpp"
+
+namespace labkit {
+
+// ---- errors, time, logging ---------------------------------------------------------------------------
+
+void throw_error(TRITONSERVER_Error* err) {
+  std::string message = TRITONSERVER_ErrorMessage(err);
+  TRITONSERVER_Error_Code code = TRITONSERVER_ErrorCode(err);
+  TRITONSERVER_ErrorDelete(err);
+  throw Error(message, code);
+}
+
+TRITONSERVER_Error* error_from_exception() noexcept {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return TRITONSERVER_ErrorNew(e.code, e.what());
+  } catch (const std::exception& e) {
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, e.what());
+  } catch (...) {
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "unknown C++ exception");
+  }
+}
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+void log(TRITONSERVER_LogLevel level, const std::string& message, const char* file, int line) {
+  if (!TRITONSERVER_LogIsEnabled(level)) return;
+  TRITONSERVER_Error* err = TRITONSERVER_LogMessage(level, file, line, message.c_str());
+  if (err != nullptr) TRITONSERVER_ErrorDelete(err);  // a lost log line must not fail a request
+}
+
+void log_if_error(TRITONSERVER_Error* err, const char* what) {
+  if (err == nullptr) return;
+  log_error(std::string("labkit: ") + what + ": " + TRITONSERVER_ErrorMessage(err));
+  TRITONSERVER_ErrorDelete(err);
+}
+
+// ---- backend, model and instance accessors --------------------------------------------------------
+
+void check_api_version() {
+  uint32_t major = 0, minor = 0;
+  check(TRITONBACKEND_ApiVersion(&major, &minor));
+  if (major != TRITONBACKEND_API_VERSION_MAJOR || minor < TRITONBACKEND_API_VERSION_MINOR) {
+    throw Error("backend built for Triton backend API " + std::to_string(TRITONBACKEND_API_VERSION_MAJOR) + "." +
+                    std::to_string(TRITONBACKEND_API_VERSION_MINOR) + " but the server offers " +
+                    std::to_string(major) + "." + std::to_string(minor),
+                TRITONSERVER_ERROR_UNSUPPORTED);
+  }
+}
+
+std::string backend_name(TRITONBACKEND_Backend* backend) {
+  const char* name = nullptr;
+  check(TRITONBACKEND_BackendName(backend, &name));
+  return name;
+}
+
+std::string model_name(TRITONBACKEND_Model* model) {
+  const char* name = nullptr;
+  check(TRITONBACKEND_ModelName(model, &name));
+  return name;
+}
+
+uint64_t model_version(TRITONBACKEND_Model* model) {
+  uint64_t version = 0;
+  check(TRITONBACKEND_ModelVersion(model, &version));
+  return version;
+}
+
+std::string model_directory(TRITONBACKEND_Model* model) {
+  TRITONBACKEND_ArtifactType type;
+  const char* location = nullptr;
+  check(TRITONBACKEND_ModelRepository(model, &type, &location));
+  return location;
+}
+
+TRITONBACKEND_Backend* model_backend(TRITONBACKEND_Model* model) {
+  TRITONBACKEND_Backend* backend = nullptr;
+  check(TRITONBACKEND_ModelBackend(model, &backend));
+  return backend;
+}
+
+json model_config(TRITONBACKEND_Model* model) {
+  TRITONSERVER_Message* message = nullptr;
+  check(TRITONBACKEND_ModelConfig(model, 1 /* the only config format version */, &message));
+  const char* base = nullptr;
+  size_t size = 0;
+  TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(message, &base, &size);
+  json config = err == nullptr ? json::parse(base, base + size, nullptr, false) : json();
+  log_if_error(TRITONSERVER_MessageDelete(message), "deleting the model config message");
+  check(err);
+  if (config.is_discarded()) throw Error("Triton's model config is not valid JSON");
+  return config;
+}
+
+TRITONBACKEND_Model* instance_model(TRITONBACKEND_ModelInstance* instance) {
+  TRITONBACKEND_Model* model = nullptr;
+  check(TRITONBACKEND_ModelInstanceModel(instance, &model));
+  return model;
+}
+
+std::string instance_name(TRITONBACKEND_ModelInstance* instance) {
+  const char* name = nullptr;
+  check(TRITONBACKEND_ModelInstanceName(instance, &name));
+  return name;
+}
+
+TRITONSERVER_InstanceGroupKind instance_kind(TRITONBACKEND_ModelInstance* instance) {
+  TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_AUTO;
+  check(TRITONBACKEND_ModelInstanceKind(instance, &kind));
+  return kind;
+}
+
+int32_t instance_device(TRITONBACKEND_ModelInstance* instance) {
+  int32_t device = 0;
+  check(TRITONBACKEND_ModelInstanceDeviceId(instance, &device));
+  return device;
+}
+
+// ---- datatypes and shapes ------------------------------------------------------------------------------
+
+std::string dtype_string(TRITONSERVER_DataType dtype) { return TRITONSERVER_DataTypeString(dtype); }
+
+TRITONSERVER_DataType config_dtype(const std::string& config_type) {
+  std::string name = config_type.rfind("TYPE_", 0) == 0 ? config_type.substr(5) : config_type;
+  if (name == "STRING") name = "BYTES";
+  return TRITONSERVER_StringToDataType(name.c_str());
+}
+
+std::vector<int64_t> config_dims(const json& tensor) {
+  std::vector<int64_t> dims;
+  for (const json& d : tensor.value("dims", json::array())) {
+    dims.push_back(d.is_string() ? std::stoll(d.get<std::string>()) : d.get<int64_t>());
+  }
+  return dims;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t byte_size_of(TRITONSERVER_DataType dtype, const std::vector<int64_t>& shape) {
+  const uint32_t size = TRITONSERVER_DataTypeByteSize(dtype);
+  return size == 0 ? -1 : element_count(shape) * static_cast<int64_t>(size);
+}
+
+int64_t count_strings(const char* data, size_t byte_size) {
+  // Triton's BYTES layout: each element is a 4-byte little-endian length, then that many bytes.
+  int64_t count = 0;
+  size_t at = 0;
+  while (at < byte_size) {
+    if (byte_size - at < 4) return -1;
+    uint32_t length = 0;
+    for (int b = 3; b >= 0; --b) length = (length << 8) | static_cast<unsigned char>(data[at + b]);
+    at += 4;
+    if (byte_size - at < length) return -1;
+    at += length;
+    ++count;
+  }
+  return count;
+}
+
+// ---- per-model state ---------------------------------------------------------------------------------
+
+namespace {
+
+// The ModelStates this library created: a state pointer not among them was set by the backend
+// itself (with a type labkit knows nothing about) and must not be cast.
+std::mutex& registry_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::unordered_set<const void*>& registry() {
+  static std::unordered_set<const void*> states;
+  return states;
+}
+
+int64_t json_int(const json& value, int64_t fallback) {
+  if (value.is_string()) return std::stoll(value.get<std::string>());  // Triton writes int64 as strings
+  return value.is_number() ? value.get<int64_t>() : fallback;
+}
+
+std::vector<TensorSpec> tensor_specs(const json& list) {
+  std::vector<TensorSpec> specs;
+  if (!list.is_array()) return specs;
+  for (const json& t : list) {
+    TensorSpec spec;
+    spec.name = t.value("name", "");
+    spec.data_type = t.value("data_type", "");
+    spec.dtype = config_dtype(spec.data_type);
+    spec.dims = config_dims(t);
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+}  // namespace
+
+ModelState::ModelState(TRITONBACKEND_Model* m)
+    : model(m),
+      name(model_name(m)),
+      version(model_version(m)),
+      config_(std::make_shared<const json>(model_config(m))),
+      config(*config_) {
+  max_batch_size = static_cast<int>(json_int(config.value("max_batch_size", json(0)), 0));
+  inputs = tensor_specs(config.value("input", json::array()));
+  outputs = tensor_specs(config.value("output", json::array()));
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry().insert(this);
+}
+
+ModelState::~ModelState() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry().erase(this);
+}
+
+std::string ModelState::parameter(const std::string& key, const std::string& fallback) const {
+  const json params = config.value("parameters", json::object());
+  if (!params.is_object() || !params.contains(key)) return fallback;
+  return params[key].value("string_value", fallback);
+}
+
+ModelState* known_state(TRITONBACKEND_Model* model) {
+  void* state = nullptr;
+  check(TRITONBACKEND_ModelState(model, &state));
+  if (state == nullptr) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    if (registry().count(state) != 0) return static_cast<ModelState*>(state);
+  }
+  throw Error("model '" + model_name(model) +
+                  "': its state pointer was set by the backend itself (TRITONBACKEND_ModelSetState with a "
+                  "type of its own), so labkit cannot read it. Use LABKIT_MODEL_STATE(YourState) with YourState "
+                  "derived from labkit::ModelState (or set a labkit::ModelState* yourself).",
+              TRITONSERVER_ERROR_INTERNAL);
+}
+
+// ---- tensors --------------------------------------------------------------------------------------------
+
+size_t append_input(TRITONBACKEND_Request* request, const std::string& name, Tensor& out) {
+  TRITONBACKEND_Input* input = nullptr;
+  if (TRITONSERVER_Error* err = TRITONBACKEND_RequestInput(request, name.c_str(), &input)) {
+    TRITONSERVER_ErrorDelete(err);
+    throw Error("request has no input '" + name + "'", TRITONSERVER_ERROR_INVALID_ARG);
+  }
+  TRITONSERVER_DataType dtype = TRITONSERVER_TYPE_INVALID;
+  const int64_t* shape = nullptr;
+  uint32_t dims = 0, buffers = 0;
+  uint64_t byte_size = 0;
+  check(TRITONBACKEND_InputProperties(input, nullptr, &dtype, &shape, &dims, &byte_size, &buffers));
+  out.name = name;
+  out.dtype = dtype;
+  out.shape.assign(shape, shape + dims);
+  const size_t start = out.bytes.size();
+  out.bytes.resize(start + byte_size);
+  size_t offset = start;
+  for (uint32_t b = 0; b < buffers; ++b) {
+    const void* buffer = nullptr;
+    uint64_t size = 0;
+    TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+    int64_t memory_id = 0;
+    check(TRITONBACKEND_InputBuffer(input, b, &buffer, &size, &memory, &memory_id));
+    if (memory == TRITONSERVER_MEMORY_GPU) {
+      throw Error("input '" + name + "' is in GPU memory; labkit's helpers only read CPU memory",
+                  TRITONSERVER_ERROR_UNSUPPORTED);
+    }
+    if (offset + size > out.bytes.size()) throw Error("input '" + name + "': buffers exceed the announced size");
+    if (size > 0) std::memcpy(out.bytes.data() + offset, buffer, size);
+    offset += size;
+  }
+  return offset - start;
+}
+
+Tensor read_input(TRITONBACKEND_Request* request, const std::string& name) {
+  Tensor t;
+  append_input(request, name, t);
+  return t;
+}
+
+std::vector<std::string> input_names(TRITONBACKEND_Request* request) {
+  uint32_t count = 0;
+  check(TRITONBACKEND_RequestInputCount(request, &count));
+  std::vector<std::string> names;
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* name = nullptr;
+    check(TRITONBACKEND_RequestInputName(request, i, &name));
+    names.emplace_back(name);
+  }
+  return names;
+}
+
+namespace {
+
+// What input `index` of a request holds: its name, datatype and shape.
+struct InputInfo {
+  std::string name;
+  TRITONSERVER_DataType dtype = TRITONSERVER_TYPE_INVALID;
+  std::vector<int64_t> shape;
+  uint64_t byte_size = 0;
+  uint32_t buffers = 0;
+  TRITONBACKEND_Input* input = nullptr;
+};
+
+std::vector<InputInfo> request_inputs(TRITONBACKEND_Request* request) {
+  uint32_t count = 0;
+  check(TRITONBACKEND_RequestInputCount(request, &count));
+  std::vector<InputInfo> inputs(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    InputInfo& info = inputs[i];
+    const char* name = nullptr;
+    const int64_t* shape = nullptr;
+    uint32_t dims = 0;
+    check(TRITONBACKEND_RequestInputByIndex(request, i, &info.input));
+    check(TRITONBACKEND_InputProperties(info.input, &name, &info.dtype, &shape, &dims, &info.byte_size, &info.buffers));
+    info.name = name;
+    info.shape.assign(shape, shape + dims);
+  }
+  std::sort(inputs.begin(), inputs.end(), [](const InputInfo& a, const InputInfo& b) { return a.name < b.name; });
+  return inputs;
+}
+
+// The strings in a BYTES input, or -1 if its bytes are not a sequence of length-prefixed strings;
+// -2 if they cannot be read here (GPU memory).
+int64_t strings_in(const InputInfo& info) {
+  std::vector<char> joined;
+  const char* data = nullptr;
+  for (uint32_t b = 0; b < info.buffers; ++b) {
+    const void* buffer = nullptr;
+    uint64_t size = 0;
+    TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+    int64_t memory_id = 0;
+    check(TRITONBACKEND_InputBuffer(info.input, b, &buffer, &size, &memory, &memory_id));
+    if (memory == TRITONSERVER_MEMORY_GPU) return -2;
+    if (info.buffers == 1) {
+      data = static_cast<const char*>(buffer);
+    } else {  // a length prefix may straddle two buffers: join them first
+      joined.insert(joined.end(), static_cast<const char*>(buffer), static_cast<const char*>(buffer) + size);
+      data = joined.data();
+    }
+  }
+  return count_strings(data, info.byte_size);
+}
+
+}  // namespace
+
+std::string input_problem(TRITONBACKEND_Request* request) {
+  for (const InputInfo& info : request_inputs(request)) {
+    const std::string what = "input '" + info.name + "': shape " + shape_string(info.shape) + " of " +
+                             dtype_string(info.dtype) + " needs ";
+    const int64_t need = byte_size_of(info.dtype, info.shape);
+    if (need >= 0) {
+      if (static_cast<uint64_t>(need) != info.byte_size) {
+        return what + std::to_string(need) + " bytes, but the request carries " + std::to_string(info.byte_size);
+      }
+      continue;
+    }
+    const int64_t strings = strings_in(info);
+    if (strings == -1) {
+      return what + std::to_string(element_count(info.shape)) + " strings, but its " +
+             std::to_string(info.byte_size) +
+             " bytes are not a sequence of length-prefixed strings (4-byte little-endian length, then the bytes)";
+    }
+    if (strings >= 0 && strings != element_count(info.shape)) {
+      return what + std::to_string(element_count(info.shape)) + " strings, but the request's " +
+             std::to_string(info.byte_size) + " bytes holds " + std::to_string(strings);
+    }
+  }
+  return "";
+}
+
+bool output_requested(TRITONBACKEND_Request* request, const std::string& name) {
+  uint32_t count = 0;
+  check(TRITONBACKEND_RequestOutputCount(request, &count));
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* requested = nullptr;
+    check(TRITONBACKEND_RequestOutputName(request, i, &requested));
+    if (name == requested) return true;
+  }
+  return false;
+}
+
+void* output_buffer(TRITONBACKEND_Response* response, const std::string& name, TRITONSERVER_DataType dtype,
+                    const std::vector<int64_t>& shape, size_t byte_size) {
+  TRITONBACKEND_Output* output = nullptr;
+  check(TRITONBACKEND_ResponseOutput(response, &output, name.c_str(), dtype, shape.data(),
+                                     static_cast<uint32_t>(shape.size())));
+  void* buffer = nullptr;
+  TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+  int64_t memory_id = 0;
+  check(TRITONBACKEND_OutputBuffer(output, &buffer, byte_size, &memory, &memory_id));
+  if (memory == TRITONSERVER_MEMORY_GPU) {
+    throw Error("Triton placed output '" + name + "' in GPU memory; labkit's helpers only write CPU memory",
+                TRITONSERVER_ERROR_UNSUPPORTED);
+  }
+  return buffer;
+}
+
+void write_output(TRITONBACKEND_Response* response, const std::string& name, TRITONSERVER_DataType dtype,
+                  const std::vector<int64_t>& shape, const void* data, size_t byte_size) {
+  void* buffer = output_buffer(response, name, dtype, shape, byte_size);
+  if (byte_size > 0) std::memcpy(buffer, data, byte_size);
+}
+
+void write_output(TRITONBACKEND_Response* response, const Tensor& t) {
+  write_output(response, t.name, t.dtype, t.shape, t.bytes.data(), t.bytes.size());
+}
+
+// ---- responses, statistics and release -----------------------------------------------------------------
+
+void send(TRITONBACKEND_Response* response) {
+  check(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, nullptr));
+}
+
+void send_error(TRITONBACKEND_Response* response, const std::string& message, TRITONSERVER_Error_Code code) {
+  check(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+                                   TRITONSERVER_ErrorNew(code, message.c_str())));
+}
+
+void report_request(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request* request, bool success,
+                    const Timestamps& t) {
+  check(TRITONBACKEND_ModelInstanceReportStatistics(instance, request, success, t.exec_start, t.compute_start,
+                                                    t.compute_end, t.exec_end));
+}
+
+void report_batch(TRITONBACKEND_ModelInstance* instance, uint64_t batch_size, const Timestamps& t) {
+  check(TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, batch_size, t.exec_start, t.compute_start,
+                                                         t.compute_end, t.exec_end));
+}
+
+void release(TRITONBACKEND_Request* request) {
+  check(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL));
+}
+
+// ---- custom metrics -------------------------------------------------------------------------------------
+
+MetricFamily::MetricFamily(const std::string& name, const std::string& description, TRITONSERVER_MetricKind kind) {
+  check(TRITONSERVER_MetricFamilyNew(&family_, kind, name.c_str(), description.c_str()));
+}
+
+MetricFamily::~MetricFamily() { log_if_error(TRITONSERVER_MetricFamilyDelete(family_), "deleting a metric family"); }
+
+Metric::Metric(const MetricFamily& family, const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::vector<TRITONSERVER_Parameter*> owned;
+  for (const auto& kv : labels) {
+    owned.push_back(TRITONSERVER_ParameterNew(kv.first.c_str(), TRITONSERVER_PARAMETER_STRING, kv.second.c_str()));
+  }
+  std::vector<const TRITONSERVER_Parameter*> params(owned.begin(), owned.end());
+  TRITONSERVER_Error* err = TRITONSERVER_MetricNew(&metric_, family.get(), params.data(), params.size());
+  for (TRITONSERVER_Parameter* p : owned) TRITONSERVER_ParameterDelete(p);  // MetricNew copied them
+  check(err);
+}
+
+Metric::~Metric() { log_if_error(TRITONSERVER_MetricDelete(metric_), "deleting a metric"); }
+
+void Metric::increment(double amount) { note(TRITONSERVER_MetricIncrement(metric_, amount)); }
+
+void Metric::set(double value) { note(TRITONSERVER_MetricSet(metric_, value)); }
+
+double Metric::value() const {
+  double v = 0;
+  check(TRITONSERVER_MetricValue(metric_, &v));
+  return v;
+}
+
+void Metric::note(TRITONSERVER_Error* err) {
+  if (err != nullptr && !warned_) {
+    warned_ = true;  // once: a broken metric would otherwise flood the log on every request
+    log_warn(std::string("labkit: metric update failed: ") + TRITONSERVER_ErrorMessage(err));
+  }
+  if (err != nullptr) TRITONSERVER_ErrorDelete(err);
+}
+
+}  // namespace labkit

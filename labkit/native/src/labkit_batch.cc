@@ -1,0 +1,332 @@
+// labkit::Batch and labkit::execute: one execution of the requests Triton batched together, where a
+// malformed request fails alone and every request is answered, reported and released exactly once.
+#include <algorithm>
+#include <cstring>
+
+#include "labkit/backend.hpp"
+
+namespace labkit {
+
+namespace {
+
+// The batch dimension of a request, from its first input (as Triton's own backend utilities read
+// it); -1 if its inputs cannot be read.
+int64_t first_dim(TRITONBACKEND_Request* request) {
+  TRITONBACKEND_Input* input = nullptr;
+  const int64_t* shape = nullptr;
+  uint32_t dims = 0;
+  TRITONSERVER_Error* err = TRITONBACKEND_RequestInputByIndex(request, 0, &input);
+  if (err == nullptr) err = TRITONBACKEND_InputProperties(input, nullptr, nullptr, &shape, &dims, nullptr, nullptr);
+  if (err != nullptr) {
+    TRITONSERVER_ErrorDelete(err);
+    return -1;
+  }
+  return dims > 0 ? shape[0] : 1;
+}
+
+// (name, datatype, shape without the batch dimension) of every input, in name order: requests of
+// one batch must agree on it for their inputs to be joined.
+struct Signature {
+  std::vector<std::string> names;
+  std::vector<TRITONSERVER_DataType> dtypes;
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+Signature signature(TRITONBACKEND_Request* request, bool batching) {
+  Signature s;
+  for (const std::string& name : input_names(request)) s.names.push_back(name);
+  std::sort(s.names.begin(), s.names.end());
+  for (const std::string& name : s.names) {
+    TRITONBACKEND_Input* input = nullptr;
+    TRITONSERVER_DataType dtype = TRITONSERVER_TYPE_INVALID;
+    const int64_t* shape = nullptr;
+    uint32_t dims = 0;
+    check(TRITONBACKEND_RequestInput(request, name.c_str(), &input));
+    check(TRITONBACKEND_InputProperties(input, nullptr, &dtype, &shape, &dims, nullptr, nullptr));
+    const uint32_t skip = batching && dims > 0 ? 1 : 0;
+    s.dtypes.push_back(dtype);
+    s.shapes.emplace_back(shape + skip, shape + dims);
+  }
+  return s;
+}
+
+// Why request `s` cannot join a batch whose first request has `first`; empty if it can.
+std::string difference(const Signature& first, const Signature& s) {
+  if (s.names != first.names) return "its inputs are not those of the first request of this execution";
+  for (size_t k = 0; k < s.names.size(); ++k) {
+    if (s.dtypes[k] != first.dtypes[k] || s.shapes[k] != first.shapes[k]) {
+      return "input '" + s.names[k] + "' is " + dtype_string(s.dtypes[k]) + " " + shape_string(s.shapes[k]) +
+             " per row here but " + dtype_string(first.dtypes[k]) + " " + shape_string(first.shapes[k]) +
+             " in the first request of this execution; batch.input() joins requests of one shape only "
+             "(under allow_ragged_batch, read each request with labkit::read_input(batch.request(i), name))";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Batch::Batch(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, uint32_t count)
+    : instance_(instance), requests_(requests, requests + count) {
+  TRITONBACKEND_Model* model = instance_model(instance);
+  model_ = known_state(model);  // throws, before any response exists, for a state labkit did not make
+  if (model_ == nullptr) {      // no LABKIT_MODEL_STATE: read the config now (costs a JSON parse per execution)
+    owned_model_ = std::make_unique<ModelState>(model);
+    model_ = owned_model_.get();
+  }
+  responses_.assign(count, nullptr);
+  errors_.assign(count, std::string());
+  codes_.assign(count, TRITONSERVER_ERROR_INTERNAL);
+  rows_.assign(count, 1);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (TRITONSERVER_Error* err = TRITONBACKEND_ResponseNew(&responses_[i], requests_[i])) {
+      fail(i, std::string("could not create a response: ") + TRITONSERVER_ErrorMessage(err));
+      TRITONSERVER_ErrorDelete(err);
+      responses_[i] = nullptr;
+      continue;
+    }
+    if (model_->batching()) rows_[i] = std::max<int64_t>(first_dim(requests_[i]), 1);
+    // Triton 23.12 does not check that an input's bytes match its shape: a short request would
+    // make the backend read past its data, into (or beyond) the next request's.
+    std::string problem;
+    try {
+      problem = input_problem(requests_[i]);
+    } catch (const std::exception& e) {
+      problem = std::string("cannot read the request's inputs: ") + e.what();
+    }
+    if (!problem.empty()) fail(i, problem, TRITONSERVER_ERROR_INVALID_ARG);
+  }
+}
+
+Batch::~Batch() = default;
+
+bool Batch::ok(uint32_t i) const { return errors_.at(i).empty() && responses_.at(i) != nullptr; }
+
+const std::vector<uint32_t>& Batch::members() {
+  if (members_fixed_) return members_;
+  members_fixed_ = true;
+  Signature first;
+  for (uint32_t i = 0; i < size(); ++i) {
+    if (!ok(i)) continue;
+    Signature s;
+    try {
+      s = signature(requests_[i], model_->batching());
+    } catch (const std::exception& e) {
+      fail(i, std::string("cannot read the request's inputs: ") + e.what(), TRITONSERVER_ERROR_INVALID_ARG);
+      continue;
+    }
+    if (members_.empty()) {
+      first = s;
+    } else if (std::string why = difference(first, s); !why.empty()) {
+      fail(i, why, TRITONSERVER_ERROR_INVALID_ARG);
+      continue;
+    }
+    members_.push_back(i);
+  }
+  return members_;
+}
+
+uint64_t Batch::total_rows() {
+  uint64_t n = 0;
+  for (uint32_t i : members()) n += static_cast<uint64_t>(model_->batching() ? rows_[i] : 1);
+  return n;
+}
+
+std::vector<int64_t> Batch::row_shape_of(const std::vector<int64_t>& shape) const {
+  if (!model_->batching() || shape.empty()) return shape;
+  return std::vector<int64_t>(shape.begin() + 1, shape.end());
+}
+
+Tensor Batch::input(const std::string& name) {
+  const std::vector<uint32_t>& who = members();
+  Tensor all;
+  all.name = name;
+  all.requests = who;
+  // One copy: size the buffer first, then every request's buffers go straight into it.
+  size_t total = 0;
+  for (uint32_t i : who) {
+    TRITONBACKEND_Input* input = nullptr;
+    uint64_t bytes = 0;
+    if (TRITONBACKEND_RequestInput(requests_[i], name.c_str(), &input) == nullptr &&
+        TRITONBACKEND_InputProperties(input, nullptr, nullptr, nullptr, nullptr, &bytes, nullptr) == nullptr) {
+      total += bytes;
+    }  // (an unreadable input is reported by append_input below)
+  }
+  all.bytes.reserve(total);
+  std::vector<int64_t> request_shape;
+  for (uint32_t i : who) {
+    all.request_bytes.push_back(append_input(requests_[i], name, all));
+    request_shape = all.shape;
+  }
+  all.shape = row_shape_of(request_shape);
+  if (model_->batching()) {
+    all.shape.insert(all.shape.begin(), static_cast<int64_t>(total_rows()));
+  } else if (who.size() > 1) {
+    all.shape.insert(all.shape.begin(), static_cast<int64_t>(who.size()));
+  }
+  if (outputs_start_ == 0) inputs_done_ = now_ns();  // the end of compute_input, see execute()
+  return all;
+}
+
+void Batch::output(const std::string& name, TRITONSERVER_DataType dtype, const std::vector<int64_t>& row_shape,
+                   const void* data, size_t byte_size) {
+  if (TRITONSERVER_DataTypeByteSize(dtype) == 0) {
+    throw Error("output '" + name + "': " + dtype_string(dtype) +
+                " elements vary in size, so rows cannot be located by byte offset; use "
+                "output(name, tensor) with a tensor from input(), or labkit::write_output per request");
+  }
+  const std::vector<uint32_t> who = members();
+  if (who.empty()) return;  // every request already failed: there is no one to answer
+  const uint64_t total = model_->batching() ? total_rows() : who.size();
+  const char* unit = model_->batching() ? " rows" : " requests";
+  if (byte_size % total != 0) {
+    throw Error("output '" + name + "': " + std::to_string(byte_size) + " bytes do not split into " +
+                std::to_string(total) + unit);
+  }
+  const size_t part = byte_size / total;
+  const int64_t need = byte_size_of(dtype, row_shape);
+  if (need != static_cast<int64_t>(part)) {
+    throw Error("output '" + name + "': row shape " + shape_string(row_shape) + " of " + dtype_string(dtype) +
+                " needs " + std::to_string(need) + " bytes a row, but the data has " + std::to_string(part) +
+                " bytes a row (" + std::to_string(byte_size) + " bytes for " + std::to_string(total) + unit + ")");
+  }
+  std::vector<size_t> sizes;
+  for (uint32_t i : who) sizes.push_back(part * static_cast<size_t>(model_->batching() ? rows_[i] : 1));
+  scatter(name, dtype, row_shape, static_cast<const char*>(data), who, sizes);
+}
+
+void Batch::output(const std::string& name, const Tensor& t) {
+  const std::vector<uint32_t>& who = t.requests.empty() ? members() : t.requests;
+  std::vector<int64_t> row_shape = t.shape;
+  if ((model_->batching() || who.size() > 1) && !row_shape.empty()) row_shape.erase(row_shape.begin());
+  size_t recorded = 0;
+  for (size_t n : t.request_bytes) recorded += n;
+  if (t.request_bytes.size() != who.size() || recorded != t.bytes.size()) {
+    output(name, t.dtype, row_shape, t.bytes.data(), t.bytes.size());
+    return;
+  }
+  // Each request's part must fit the shape its output will declare.
+  const char* cursor = t.bytes.data();
+  for (size_t k = 0; k < who.size(); ++k) {
+    const int64_t rows = model_->batching() ? rows_[who[k]] : 1;
+    std::vector<int64_t> shape = row_shape;
+    if (model_->batching()) shape.insert(shape.begin(), rows);
+    const int64_t need = byte_size_of(t.dtype, shape);
+    const int64_t have = static_cast<int64_t>(t.request_bytes[k]);
+    if (need >= 0 && need != have) {
+      throw Error("output '" + name + "': shape " + shape_string(shape) + " of " + dtype_string(t.dtype) + " needs " +
+                  std::to_string(need) + " bytes, but the tensor holds " + std::to_string(have) +
+                  " for request " + std::to_string(who[k] + 1));
+    }
+    if (need < 0 && count_strings(cursor, t.request_bytes[k]) != element_count(shape)) {
+      throw Error("output '" + name + "': shape " + shape_string(shape) + " needs " +
+                  std::to_string(element_count(shape)) + " strings, but the tensor's part for request " +
+                  std::to_string(who[k] + 1) + " does not hold that many length-prefixed strings");
+    }
+    cursor += t.request_bytes[k];
+  }
+  scatter(name, t.dtype, row_shape, t.bytes.data(), who, t.request_bytes);
+}
+
+void Batch::scatter(const std::string& name, TRITONSERVER_DataType dtype, const std::vector<int64_t>& row_shape,
+                    const char* cursor, const std::vector<uint32_t>& who, const std::vector<size_t>& sizes) {
+  if (outputs_start_ == 0) outputs_start_ = now_ns();
+  for (size_t k = 0; k < who.size(); ++k) {
+    const uint32_t i = who[k];
+    // Triton may refuse one request's output (e.g. a client's shared-memory region is too small):
+    // that request fails, the others still get theirs.
+    try {
+      if (ok(i) && output_requested(requests_[i], name)) {
+        std::vector<int64_t> shape = row_shape;
+        if (model_->batching()) shape.insert(shape.begin(), rows_[i]);
+        write_output(responses_[i], name, dtype, shape, cursor, sizes[k]);
+      }
+    } catch (const Error& e) {
+      fail(i, "output '" + name + "': " + e.what(), e.code);
+    } catch (const std::exception& e) {
+      fail(i, "output '" + name + "': " + e.what());
+    }
+    cursor += sizes[k];
+  }
+}
+
+void Batch::fail(uint32_t i, const std::string& message, TRITONSERVER_Error_Code code) {
+  errors_.at(i) = message.empty() ? "request failed" : message;
+  codes_.at(i) = code;
+}
+
+void Batch::fail_all(const std::string& message, TRITONSERVER_Error_Code code) {
+  for (uint32_t i = 0; i < size(); ++i) {
+    if (errors_[i].empty()) fail(i, message, code);  // keep a request's own, more precise reason
+  }
+}
+
+void Batch::set_parameter(uint32_t i, const std::string& key, const std::string& value) {
+  check(TRITONBACKEND_ResponseSetStringParameter(responses_.at(i), key.c_str(), value.c_str()));
+}
+
+void Batch::set_parameter(uint32_t i, const std::string& key, bool value) {
+  check(TRITONBACKEND_ResponseSetBoolParameter(responses_.at(i), key.c_str(), value));
+}
+
+void Batch::set_int_parameter(uint32_t i, const std::string& key, int64_t value) {
+  check(TRITONBACKEND_ResponseSetIntParameter(responses_.at(i), key.c_str(), value));
+}
+
+void Batch::finish(Timestamps t) noexcept {
+  uint32_t failed = 0;
+  for (uint32_t i = 0; i < size(); ++i) failed += ok(i) ? 0 : 1;
+  for (uint32_t i = 0; i < size(); ++i) {
+    if (!ok(i)) {
+      // A request failing beside others that succeed is worth a line at the default level: it
+      // shows which one, and that it shared the execution. Failures of the whole batch stay verbose.
+      const TRITONSERVER_LogLevel level = failed < size() ? TRITONSERVER_LOG_INFO : TRITONSERVER_LOG_VERBOSE;
+      log(level, "model " + model_->name + ": request " + std::to_string(i + 1) + " of " + std::to_string(size()) +
+                     " failed: " + errors_[i]);
+    }
+    if (responses_[i] == nullptr) continue;
+    TRITONSERVER_Error* error = ok(i) ? nullptr : TRITONSERVER_ErrorNew(codes_[i], errors_[i].c_str());
+    log_if_error(TRITONBACKEND_ResponseSend(responses_[i], TRITONSERVER_RESPONSE_COMPLETE_FINAL, error),
+                 "sending a response");
+  }
+  t.exec_end = now_ns();  // sending belongs to compute_output
+  // The executed batch size, as Triton's own backend utilities report it: every request's batch
+  // dimension (1 each without batching), whether or not it succeeded, once per execution.
+  uint64_t executed = 0;
+  for (uint32_t i = 0; i < size(); ++i) {
+    log_if_error(TRITONBACKEND_ModelInstanceReportStatistics(instance_, requests_[i], ok(i), t.exec_start,
+                                                             t.compute_start, t.compute_end, t.exec_end),
+                 "reporting request statistics");
+    executed += static_cast<uint64_t>(rows_[i]);
+  }
+  log_if_error(TRITONBACKEND_ModelInstanceReportBatchStatistics(instance_, executed, t.exec_start, t.compute_start,
+                                                                t.compute_end, t.exec_end),
+               "reporting batch statistics");
+  for (TRITONBACKEND_Request* request : requests_) {
+    log_if_error(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL), "releasing a request");
+  }
+}
+
+TRITONSERVER_Error* execute_with(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests,
+                                 uint32_t count, void (*fn)(Batch&, void*), void* context) noexcept {
+  Timestamps t;
+  t.exec_start = now_ns();
+  std::unique_ptr<Batch> batch;
+  if (TRITONSERVER_Error* err = guard([&] { batch = std::make_unique<Batch>(instance, requests, count); })) {
+    return err;
+  }
+  const uint64_t fn_start = now_ns();
+  TRITONSERVER_Error* failure = guard([&] { fn(*batch, context); });
+  const uint64_t fn_end = now_ns();
+  t.compute_start = batch->inputs_done_ns() != 0 ? batch->inputs_done_ns() : fn_start;
+  t.compute_end = batch->outputs_start_ns() != 0 ? batch->outputs_start_ns() : fn_end;
+  if (t.compute_end < t.compute_start) t.compute_end = t.compute_start;
+  if (failure != nullptr) {
+    batch->fail_all(TRITONSERVER_ErrorMessage(failure), TRITONSERVER_ErrorCode(failure));
+    TRITONSERVER_ErrorDelete(failure);
+  }
+  batch->finish(t);
+  return nullptr;
+}
+
+}  // namespace labkit

@@ -1,0 +1,74 @@
+"""labkit's own declarations of the Triton 23.12 C API (labkit/native/include/triton/core) against
+the server library of the wheel: offline, no server started."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from labkit.native.build import INCLUDE_DIR
+from labkit.native.toolchain import LocalToolchain
+
+CORE = INCLUDE_DIR / "triton" / "core"
+_DECLARED = re.compile(r"TRITON(?:SERVER|BACKEND)_(?P<kind>DECLSPEC|ISPEC)\s+[^;{}]*?\b(?P<name>TRITON[A-Z]+_\w+)\s*\(", re.S)
+
+
+def _declarations() -> dict[str, str]:
+    """Every function the headers declare -> DECLSPEC (the server defines it) or ISPEC (an entry point)."""
+    found = {}
+    for header in ("tritonserver.h", "tritonbackend.h"):
+        text = re.sub(r"/\*.*?\*/", "", (CORE / header).read_text(), flags=re.S)
+        for match in _DECLARED.finditer(text):
+            found[match["name"]] = match["kind"]
+    return found
+
+
+@pytest.fixture(scope="module")
+def server_symbols() -> set[str]:
+    library = LocalToolchain().triton_library()
+    assert library, "the wheel's libtritonserver was not found"
+    out = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+def test_every_declared_function_is_exported_by_the_23_12_server(server_symbols):
+    declared = _declarations()
+    calls = {name for name, kind in declared.items() if kind == "DECLSPEC"}
+    assert len(calls) > 150
+    assert sorted(calls - server_symbols) == []
+
+
+def test_entry_points_are_the_backends_not_the_servers(server_symbols):
+    entry_points = {name for name, kind in _declarations().items() if kind == "ISPEC"}
+    assert "TRITONBACKEND_ModelInstanceExecute" in entry_points and len(entry_points) == 13
+    assert not entry_points & server_symbols
+
+
+def test_what_backend_authors_need_is_declared():
+    declared = _declarations()
+    for name in [
+        # buffer attributes: needed by the memory-usage and input/output-attribute calls
+        "TRITONSERVER_BufferAttributesNew", "TRITONSERVER_BufferAttributesByteSize", "TRITONBACKEND_ModelReportMemoryUsage",
+        # state tensors (sequence batching with implicit state)
+        "TRITONBACKEND_StateNew", "TRITONBACKEND_StateBuffer", "TRITONBACKEND_StateUpdate",
+        # the in-process inference request API of C++ BLS
+        "TRITONBACKEND_ModelServer", "TRITONSERVER_InferenceRequestNew", "TRITONSERVER_InferenceRequestAppendInputData",
+        "TRITONSERVER_InferenceRequestSetResponseCallback", "TRITONSERVER_ResponseAllocatorNew",
+        "TRITONSERVER_InferenceResponseOutput", "TRITONSERVER_ServerInferAsync",
+    ]:
+        assert name in declared, name
+    server_h = (CORE / "tritonserver.h").read_text()
+    assert re.search(r"TRITONSERVER_REQUEST_RELEASE_RESCHEDULE\s*=\s*2\b", server_h)
+
+
+@pytest.mark.parametrize("language", ["c", "c++"])
+def test_headers_compile_alone(tmp_path: Path, language: str):
+    source = tmp_path / ("check.c" if language == "c" else "check.cc")
+    source.write_text('#include "triton/core/tritonbackend.h"\n')
+    compiler = "gcc" if language == "c" else "g++"
+    proc = subprocess.run([compiler, "-fsyntax-only", "-Wall", "-Wextra", f"-I{INCLUDE_DIR}", str(source)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
