@@ -433,8 +433,10 @@ void send(TRITONBACKEND_Response* response) {
 }
 
 void send_error(TRITONBACKEND_Response* response, const std::string& message, TRITONSERVER_Error_Code code) {
-  check(TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL,
-                                   TRITONSERVER_ErrorNew(code, message.c_str())));
+  TRITONSERVER_Error* error = TRITONSERVER_ErrorNew(code, message.c_str());
+  TRITONSERVER_Error* failed = TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error);
+  TRITONSERVER_ErrorDelete(error);  // Triton takes the response, not the error
+  check(failed);
 }
 
 void report_request(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request* request, bool success,

@@ -288,6 +288,7 @@ void Batch::finish(Timestamps t) noexcept {
     TRITONSERVER_Error* error = ok(i) ? nullptr : TRITONSERVER_ErrorNew(codes_[i], errors_[i].c_str());
     log_if_error(TRITONBACKEND_ResponseSend(responses_[i], TRITONSERVER_RESPONSE_COMPLETE_FINAL, error),
                  "sending a response");
+    if (error != nullptr) TRITONSERVER_ErrorDelete(error);  // Triton takes the response, not the error
   }
   t.exec_end = now_ns();  // sending belongs to compute_output
   // The executed batch size, as Triton's own backend utilities report it: every request's batch

@@ -204,7 +204,7 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ResponseOutput(
     TRITONBACKEND_Response* response, TRITONBACKEND_Output** output, const char* name,
     const TRITONSERVER_DataType datatype, const int64_t* shape, const uint32_t dims_count);
 /* Hand the response to Triton, which then owns it. error is NULL for success; otherwise the
- * client receives that error instead of the outputs, and Triton takes ownership of it too. */
+ * client receives that error instead of the outputs. The error stays the caller's to delete. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ResponseSend(
     TRITONBACKEND_Response* response, const uint32_t send_flags, TRITONSERVER_Error* error);
 
