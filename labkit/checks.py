@@ -3,7 +3,6 @@ answers (what lessons, tests, the demo and the benchmarks use to say "it serves 
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +10,7 @@ import numpy as np
 
 from . import reference
 from .errors import AnswerMismatchError
-from .inference import infer
+from .inference import infer, infer_together
 from .server.base import TritonServer
 
 
@@ -96,33 +95,11 @@ def check_passthrough(
     config = server.model_config(model)
     # A passthrough returns input k as output k.
     pairs = dict(zip((i["name"] for i in config.get("input", [])), (o["name"] for o in config.get("output", []))))
-    barrier = threading.Barrier(concurrent)
-    answers: list[bool] = []
-    failures: list[BaseException] = []
-
-    def one(index: int) -> None:
-        client = server.client(protocol)
-        try:
-            inputs = {k: v + index for k, v in reference.sample_inputs(model, server=server).items()}
-            barrier.wait(timeout=30)
-            out = infer(server, model, inputs, [pairs[k] for k in inputs], protocol=protocol, client=client)
-            answers.append(all(np.array_equal(out[pairs[k]], v) for k, v in inputs.items()))
-        except threading.BrokenBarrierError:
-            pass  # another request failed first; its error is the one to report
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            failures.append(exc)
-            barrier.abort()  # the others must not wait for this one
-        finally:
-            client.close()
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(concurrent)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if failures:
-        raise failures[0]
-    result = PassthroughResult(model, protocol, concurrent, len(answers) == concurrent and all(answers))
+    sample = reference.sample_inputs(model, server=server)
+    sent = [{k: v + index for k, v in sample.items()} for index in range(concurrent)]
+    answers = infer_together(server, model, sent, [pairs[k] for k in sample], protocol=protocol)
+    right = [all(np.array_equal(out[pairs[k]], v) for k, v in inputs.items()) for inputs, out in zip(sent, answers)]
+    result = PassthroughResult(model, protocol, concurrent, all(right))
     if check and not result.ok:
         raise AnswerMismatchError(f"{model} did not return its input unchanged ({result}).", model=model)
     return result

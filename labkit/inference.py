@@ -10,6 +10,7 @@ backend failed the request) -> InferenceError.
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -118,6 +119,44 @@ def _output_meta(result: Any, protocol: str) -> list[dict]:
     if protocol == "http":
         return result.get_response()["outputs"]
     return [{"name": o.name} for o in result.get_response().outputs]
+
+
+def infer_together(
+    server: TritonServer,
+    model: str,
+    requests: Sequence[Mapping[str, np.ndarray]],
+    outputs: Sequence[str] | None = None,
+    *,
+    protocol: str = "http",
+) -> list[dict[str, np.ndarray]]:
+    """Send several requests at the same moment (one client and thread each, released together), so
+    that a batching model can execute them together; their outputs in the order given. The first
+    failure is raised once every request has ended."""
+    barrier = threading.Barrier(len(requests))
+    answers: dict[int, dict[str, np.ndarray]] = {}
+    failures: list[BaseException] = []
+
+    def one(index: int) -> None:
+        client = server.client(protocol)
+        try:
+            barrier.wait(timeout=30)
+            answers[index] = infer(server, model, requests[index], outputs, protocol=protocol, client=client)
+        except threading.BrokenBarrierError:
+            pass  # another request failed first; its error is the one to report
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failures.append(exc)
+            barrier.abort()  # the others must not wait for this one
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=one, args=(i,), name=f"labkit-together-{i}") for i in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+    return [answers[i] for i in range(len(requests))]
 
 
 # -- decoupled models and response parameters ---------------------------------------------------

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import ast
-import threading
 
 import numpy as np
 
-from ..inference import infer
+from ..inference import infer, infer_together
 from ..server.base import TritonServer
 from ..stats import model_stats
 from .core import NotYet, exercise
@@ -70,25 +69,8 @@ def whole_batch(server: TritonServer) -> None:
     rng = np.random.default_rng(7)
     sent = [(rng.integers(-50, 50, (n, 4)).astype(np.float32), rng.integers(-50, 50, (n, 4)).astype(np.float32))
             for n in rows]
-    answers: dict[int, dict] = {}
-    failures: list[BaseException] = []
-    barrier = threading.Barrier(len(sent))
     before = model_stats(server, BATCH_MODEL, settle=True)
-
-    def one(i: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            answers[i] = infer(server, BATCH_MODEL, {"INPUT0": sent[i][0], "INPUT1": sent[i][1]})
-        except BaseException as exc:  # noqa: BLE001 - reported below, in the check's thread
-            failures.append(exc)
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(sent))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if failures:
-        raise failures[0]
+    answers = infer_together(server, BATCH_MODEL, [{"INPUT0": a, "INPUT1": b} for a, b in sent])
     for i, (a, b) in enumerate(sent):
         out = answers[i]
         if out["OUTPUT0"].shape != a.shape or not np.allclose(out["OUTPUT0"], a + b) or not np.allclose(out["OUTPUT1"], a - b):
