@@ -4,6 +4,7 @@
     lab = labkit.start()                       # a real Triton 2.41.0, embedded
     lab.python_model("add_sub", source, cfg)   # write model.py + config.pbtxt, load
     labkit.check_add_sub(lab)                  # send a request and check the answer
+    labkit.perf(lab, "add_sub")                # perf_analyzer 23.12 across concurrency 1, 2, 4, 8
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .errors import (
     LabkitError,
     ModelLoadError,
     ModelNotFoundError,
+    PerfAnalyzerError,
     RepositoryError,
     RequestError,
     RequestTimeoutError,
@@ -31,9 +33,12 @@ from .errors import (
     ServerNotRunningError,
     ServerStartError,
     SetupError,
+    TraceError,
+    UnstableMeasurementError,
 )
 from .inference import infer, infer_with_parameters, stream_infer
-from .load import LoadResult, run_load
+from .load import Load, LoadResult, run_load
+from .perf import PerfStep, PerfSweep, perf
 from .magics import register as _register_magics
 from .repository import ModelConfig, ModelRepository, model_config
 from .server import EmbeddedServer, LogView, TritonServer, current
@@ -75,6 +80,7 @@ __all__ = [
     "InferenceError",
     "InvalidNameError",
     "LabkitError",
+    "Load",
     "LoadResult",
     "LogView",
     "ModelConfig",
@@ -83,6 +89,9 @@ __all__ = [
     "ModelRepository",
     "ModelStats",
     "PassthroughResult",
+    "PerfAnalyzerError",
+    "PerfStep",
+    "PerfSweep",
     "RepositoryError",
     "RequestError",
     "RequestTimeoutError",
@@ -91,7 +100,9 @@ __all__ = [
     "ServerStartError",
     "SetupError",
     "StatsCollector",
+    "TraceError",
     "TritonServer",
+    "UnstableMeasurementError",
     "check_add_sub",
     "check_passthrough",
     "create_server",
@@ -102,6 +113,7 @@ __all__ = [
     "model_config",
     "model_stats",
     "native",
+    "perf",
     "plots",
     "reference",
     "reference_repository",

@@ -119,6 +119,25 @@ def dashboard_figure(data: DashboardData) -> Figure:
     return fig
 
 
+class Picture:
+    """A drawn figure that a notebook shows as an ``image/png`` output (kept in the saved notebook),
+    with a fixed text form so that nbval, which compares text, sees the same on every run."""
+
+    def __init__(self, figure: Figure, title: str, dpi: int = 80) -> None:
+        self.figure = figure
+        self.title = title
+        self.png = png(figure, dpi)
+
+    def _repr_png_(self) -> bytes:
+        return self.png
+
+    def __repr__(self) -> str:
+        return f"<labkit picture: {self.title}>"
+
+    def save(self, path: str | Path, dpi: int = 100) -> Path:
+        return save(self.figure, path, dpi)
+
+
 def png(fig: Figure, dpi: int = 80) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
