@@ -44,6 +44,7 @@ from .repository import ModelConfig, ModelRepository, model_config
 from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
+from .timeline import Timeline, timeline
 
 __version__ = "0.1.0"
 
@@ -100,6 +101,7 @@ __all__ = [
     "ServerStartError",
     "SetupError",
     "StatsCollector",
+    "Timeline",
     "TraceError",
     "TritonServer",
     "UnstableMeasurementError",
@@ -120,4 +122,5 @@ __all__ = [
     "run_load",
     "start",
     "stream_infer",
+    "timeline",
 ]
