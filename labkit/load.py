@@ -126,6 +126,7 @@ class Load:
         self._stopping = False
         self._exhausted = False
         self._abandon = False  # a kernel interrupt: end the requests in flight too
+        self._conns: dict[int, Any] = {}  # worker slot -> its open connection
         self._thread: threading.Thread | None = None
 
     # -- control, from any thread -------------------------------------------------------------------------
@@ -165,14 +166,27 @@ class Load:
             raise self._fatal
         return self.result()
 
-    def stop(self) -> LoadResult:
-        """Send no more requests, let those in flight finish, and return the result."""
+    def stop(self, wait: bool = True) -> LoadResult:
+        """Send no more requests; with ``wait``, let those in flight finish. Its result so far."""
         self._stopping = True
+        if not wait:
+            return self.result()
         if self._thread is not None:
             self._thread.join()
         if self._fatal is not None:
             raise self._fatal
         return self.result()
+
+    @property
+    def workers(self) -> int:
+        """Workers with an open connection now (follows ``concurrency`` within a tick or a request)."""
+        return len(self._conns)
+
+    @property
+    def completions(self) -> list[tuple[float, float]]:
+        """(finished since start, latency) per successful request, in completion order; it grows
+        while the load runs (read a slice of it; never change it)."""
+        return self._done
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
         """(finished_at, latencies_s) of the requests that succeeded so far; safe while it runs."""
@@ -202,7 +216,6 @@ class Load:
         self._indices = itertools.count()
         self._count = itertools.count(1)
         self._deadline = float("inf") if self._duration_s is None else self._t0 + self._duration_s
-        self._conns: dict[int, Any] = {}
         self._stuck_slots: set[int] = set()
         workers: dict[int, asyncio.Task] = {}
         tracked = 0

@@ -56,14 +56,14 @@ def test_concurrency_changes_while_it_runs(server):
         time.sleep(0.3)
         load.concurrency = 6
         deadline = time.monotonic() + 5
-        while len(load._conns) < 6 and time.monotonic() < deadline:
+        while load.workers < 6 and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert len(load._conns) == 6  # six workers, each with its connection
+        assert load.workers == 6  # six workers, each with its connection
         load.concurrency = 2
         deadline = time.monotonic() + 5
-        while len(load._conns) > 2 and time.monotonic() < deadline:
+        while load.workers > 2 and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert len(load._conns) == 2
+        assert load.workers == 2
     finally:
         result = load.stop()
     assert result.errors == [] and result.count > 0 and result.duration_s < 10
