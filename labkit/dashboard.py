@@ -25,7 +25,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from . import plots
-from ._render import Renderer
+from . import _render
 from .errors import LabkitError
 from .load import Inputs, Load, LoadResult
 from .server.base import TritonServer
@@ -67,7 +67,7 @@ class Dashboard(widgets.VBox):
     """Throughput, latency, batch sizes and time shares of one model, redrawn every ``refresh_s``;
     statistics polled every ``poll_s`` (each poll closes a window of the server-side panels)."""
 
-    def __init__(self, server: TritonServer, model: str, *, refresh_s: float = 0.5, poll_s: float = 0.25,
+    def __init__(self, server: TritonServer, model: str, *, refresh_s: float = 1.0, poll_s: float = 0.25,
                  window_s: float = 0.5) -> None:
         self._title = widgets.HTML(f"<b>{html.escape(model)}</b>: waiting for load")
         self._image = widgets.Image(format="png")
@@ -88,6 +88,7 @@ class Dashboard(widgets.VBox):
         self.result: LoadResult | None = None
         self.load: Load | None = None
         self.error: LabkitError | None = None  # why a load the dashboard drove ended early
+        self.frames = 0  # frames drawn so far
         self._refresh_s, self._window_s = refresh_s, window_s
         self._latencies = _Latencies(window_s)
         self._clients: list[tuple[float, int]] = []
@@ -95,7 +96,7 @@ class Dashboard(widgets.VBox):
         self._offset = 0.0  # when the load began, in the collector's seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._renderer: Renderer | None = None
+        self._renderer: _render.Renderer | None = None
         self._display: Any = None
         self._finished = False
         self._finish_lock = threading.Lock()
@@ -185,6 +186,7 @@ class Dashboard(widgets.VBox):
         data = plots.DashboardData.collect(self.collector, self.model, latency=latency, concurrency=self._clients,
                                            events=self._events, elapsed_s=now, until=ended)
         self._image.value = self._renderer.render(data) if self._renderer else plots.png(plots.dashboard_figure(data))
+        self.frames += 1
         total = self.collector.total(self.model)
         running = f", {self.load.concurrency} clients, {self.load.elapsed_s:.0f} s" if self.load and self.load.running else ""
         self._title.value = (
@@ -195,7 +197,9 @@ class Dashboard(widgets.VBox):
     def _loop(self) -> None:
         # Never print from here (it would land in whatever cell runs): problems go to the title.
         failed = False
-        while not self._stop.wait(self._refresh_s):
+        next_frame = time.monotonic() + self._refresh_s
+        while not self._stop.wait(max(0.0, next_frame - time.monotonic())):
+            next_frame = max(next_frame + self._refresh_s, time.monotonic())  # a steady cadence, no catching up
             if not failed:
                 try:
                     self.redraw()
@@ -211,7 +215,7 @@ class Dashboard(widgets.VBox):
                 self._title.value = f"<b>{html.escape(self.model)}</b>: dashboard stopped: {html.escape(str(exc))}"
 
     def start(self) -> "Dashboard":
-        self._renderer = Renderer()
+        self._renderer = _render.shared()
         self.collector.start()
         self._thread = threading.Thread(target=self._loop, name="labkit-dashboard", daemon=True)
         self._thread.start()
@@ -235,9 +239,7 @@ class Dashboard(widgets.VBox):
                     self.redraw()
             finally:
                 self._finished = True
-                if self._renderer is not None:
-                    self._renderer.close()
-                    self._renderer = None
+                self._renderer = None  # shared with later dashboards: it stays
                 if self._display is not None and self._image.value:
                     self._display.update(self._final_bundle(), raw=True)
 
