@@ -44,7 +44,7 @@ from .repository import ModelConfig, ModelRepository, model_config
 from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
-from .timeline import Timeline, timeline
+from .timeline import Timeline, plot_timelines, timeline
 
 __version__ = "0.1.0"
 
@@ -116,6 +116,7 @@ __all__ = [
     "model_stats",
     "native",
     "perf",
+    "plot_timelines",
     "plots",
     "reference",
     "reference_repository",

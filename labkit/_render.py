@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import threading
 from multiprocessing.connection import Connection
 
@@ -18,6 +19,7 @@ def _serve(conn: Connection, parent_pid: int) -> None:
     from .server._process import _die_with_parent
 
     _die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a kernel interrupt is for the kernel, not for drawing
     from . import plots
 
     canvas = plots.DashboardCanvas()

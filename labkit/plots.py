@@ -176,9 +176,10 @@ def throughput_panel(data: DashboardData, ax) -> None:
 def latency_panel(data: DashboardData, ax) -> None:
     """p50 / p90 / p99 request latency (as the client saw it) per window."""
     bins = data.latency
-    for values, label in ((bins.p50_ms, "p50"), (bins.p90_ms, "p90"), (bins.p99_ms, "p99")):
+    for values, label, color in ((bins.p50_ms, "p50", "#4c72b0"), (bins.p90_ms, "p90", "#dd8452"),
+                                 (bins.p99_ms, "p99", "#c44e52")):
         if values:
-            ax.plot(bins.t, values, label=label)
+            ax.plot(bins.t, values, label=label, color=color)
     if bins.t:
         ax.legend(fontsize="x-small", loc="upper left")
     ax.set_ylim(bottom=0)
@@ -221,7 +222,7 @@ _PANELS = (throughput_panel, latency_panel, batch_panel, share_panel)
 
 def _dashboard_axes() -> tuple[Figure, list]:
     fig = Figure(figsize=(10, 6.5))
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.08, top=0.95, wspace=0.22, hspace=0.4)  # fixed: constrained layout costs ~0.2 s a draw
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.08, top=0.95, wspace=0.22, hspace=0.4)  # fixed: constrained layout costs ~0.2 s a draw
     return fig, list(fig.subplots(2, 2).flat)
 
 
@@ -246,6 +247,8 @@ class DashboardCanvas:
                 artist.remove()
             if ax.get_legend() is not None:
                 ax.get_legend().remove()
+            ax.relim()
+            ax.set_autoscale_on(True)  # set_ylim in the last frame switched it off
         for panel, ax in zip(_PANELS, self._axes):
             panel(data, ax)
         return png(self.figure, dpi)

@@ -242,3 +242,14 @@ def timeline(server: TritonServer, model: str, *, last: int | None = None, rows:
     """A context manager that records ``model``'s request timeline from Triton's traces around any load.
     ``rows=False`` skips the tensor traces (then each request counts as one row)."""
     return Timeline(server, model, last=last, rows=rows)
+
+
+def plot_timelines(timelines: list[Timeline], title: str, *, same_time_axis: bool = True) -> Picture:
+    """Several timelines one above the other (e.g. 2, 4 and 8 concurrent requests), on one time axis
+    unless ``same_time_axis`` is False."""
+    fig = Figure(figsize=(10, 0.6 + 1.7 * len(timelines)))
+    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.45 / (0.6 + 1.7 * len(timelines)), top=0.95, hspace=0.9)
+    axes = fig.subplots(len(timelines), 1, sharex=same_time_axis, squeeze=False)[:, 0]
+    for tl, ax in zip(timelines, axes):
+        tl.draw(ax)
+    return Picture(fig, title)

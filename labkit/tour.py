@@ -12,8 +12,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from matplotlib.figure import Figure
-
 from . import plots, reference
 from .checks import check_add_sub, check_passthrough
 from .errors import LabkitError
@@ -21,7 +19,7 @@ from .lessons import artifacts, auto_complete, bls, decoupled, response_paramete
 from .load import run_load
 from .server.base import TritonServer
 from .stats import StatsCollector, model_stats
-from .timeline import timeline
+from .timeline import plot_timelines, timeline
 
 Section = Callable[[TritonServer, Path | None], dict[str, Any]]
 LESSONS: tuple[ModuleType, ...] = (volume_batching, bls, decoupled, response_parameters, artifacts, auto_complete)
@@ -139,12 +137,7 @@ def timeline_section(server: TritonServer, out_dir: Path | None) -> dict[str, An
     section["ok"] = (pair.counts()["executions"] == 1 and pair.counts()["largest_batch"] == 2
                      and pair.agrees_with_statistics() and busy.agrees_with_statistics())
     if out_dir is not None:
-        fig = Figure(figsize=(10, 5.5))
-        fig.subplots_adjust(left=0.1, right=0.97, bottom=0.1, top=0.93, hspace=0.6)
-        top, bottom = fig.subplots(2, 1)
-        pair.draw(top)
-        busy.draw(bottom)
-        section["plot"] = str(plots.save(fig, out_dir / "timeline.png"))
+        section["plot"] = str(plot_timelines([pair, busy], "minimal_batching timelines", same_time_axis=False).save(out_dir / "timeline.png"))
     return section
 
 
