@@ -188,11 +188,16 @@ def latency_panel(data: DashboardData, ax) -> None:
     _marks(ax, data)
 
 
+def _busy(data: DashboardData) -> tuple[list[Window], list[float]]:
+    """The windows in which the model executed, and their middles."""
+    ws = [w for w in data.windows if w.executions]
+    return ws, [w.t - w.seconds / 2 for w in ws]
+
+
 def batch_panel(data: DashboardData, ax) -> None:
     """Average batch size per window, with the smallest and largest batch of the window as a band."""
-    ws = [w for w in data.windows if w.executions]
+    ws, t = _busy(data)
     if ws:
-        t = [w.t - w.seconds / 2 for w in ws]
         ax.fill_between(t, [w.smallest_batch for w in ws], [w.largest_batch for w in ws], color="#4c72b0",
                         alpha=0.2, step="mid", label="smallest-largest")
         ax.plot(t, [w.average_batch for w in ws], color="#4c72b0", label="average")
@@ -205,9 +210,8 @@ def batch_panel(data: DashboardData, ax) -> None:
 
 def share_panel(data: DashboardData, ax) -> None:
     """Each window's server time split into queue / compute input / infer / output, as shares."""
-    ws = [w for w in data.windows if w.executions]
+    ws, t = _busy(data)
     if ws:
-        t = [w.t - w.seconds / 2 for w in ws]
         shares = np.array([w.share for w in ws]).T * 100
         ax.stackplot(t, shares, labels=list(_PHASE_LABELS.values()), colors=list(_PHASE_COLORS.values()), step="mid")
         ax.legend(fontsize="x-small", loc="lower left", ncol=4)
