@@ -13,6 +13,8 @@ $(BIN)/.lab: pyproject.toml
 	$(BIN)/python -m pip install -q -e .
 	# --no-deps: the wheel's own pins would downgrade JupyterLab; labkit only needs its server files.
 	$(BIN)/python -m pip install -q --no-deps $(TRITON_WHEEL)
+	# perf_analyzer 23.12 and its two libraries into labkit's cache (labkit also does this on first use)
+	$(BIN)/labkit setup
 	touch $@
 
 # ... plus what the test suite needs.

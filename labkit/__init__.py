@@ -4,6 +4,7 @@
     lab = labkit.start()                       # a real Triton 2.41.0, embedded
     lab.python_model("add_sub", source, cfg)   # write model.py + config.pbtxt, load
     labkit.check_add_sub(lab)                  # send a request and check the answer
+    labkit.perf(lab, "add_sub")                # perf_analyzer 23.12 across concurrency 1, 2, 4, 8
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .errors import (
     LabkitError,
     ModelLoadError,
     ModelNotFoundError,
+    PerfAnalyzerError,
     RepositoryError,
     RequestError,
     RequestTimeoutError,
@@ -31,15 +33,19 @@ from .errors import (
     ServerNotRunningError,
     ServerStartError,
     SetupError,
+    TraceError,
+    UnstableMeasurementError,
 )
 from .inference import infer, infer_with_parameters, stream_infer
-from .load import LoadResult, run_load
+from .load import Load, LoadResult, run_load
+from .perf import PerfStep, PerfSweep, perf
 from .magics import register as _register_magics
 from .native import export_backend
 from .repository import ModelConfig, ModelRepository, model_config
 from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
+from .timeline import Timeline, plot_timelines, timeline
 
 __version__ = "0.1.0"
 
@@ -77,6 +83,7 @@ __all__ = [
     "InferenceError",
     "InvalidNameError",
     "LabkitError",
+    "Load",
     "LoadResult",
     "LogView",
     "ModelConfig",
@@ -85,6 +92,9 @@ __all__ = [
     "ModelRepository",
     "ModelStats",
     "PassthroughResult",
+    "PerfAnalyzerError",
+    "PerfStep",
+    "PerfSweep",
     "RepositoryError",
     "RequestError",
     "RequestTimeoutError",
@@ -93,7 +103,10 @@ __all__ = [
     "ServerStartError",
     "SetupError",
     "StatsCollector",
+    "Timeline",
+    "TraceError",
     "TritonServer",
+    "UnstableMeasurementError",
     "check_add_sub",
     "check_passthrough",
     "create_server",
@@ -106,10 +119,13 @@ __all__ = [
     "model_config",
     "model_stats",
     "native",
+    "perf",
+    "plot_timelines",
     "plots",
     "reference",
     "reference_repository",
     "run_load",
     "start",
     "stream_infer",
+    "timeline",
 ]

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import importlib.metadata
-import os
-import stat
-import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._downloads import cache_dir, fill_once, make_executable, pip_download
 from .errors import SetupError
+
+__all__ = ["SERVER_VERSION", "WHEEL", "TritonDist", "cache_dir", "locate"]
 
 WHEEL = "nvidia-pytriton==0.5.0"
 SERVER_VERSION = "2.41.0"
@@ -52,11 +51,6 @@ class TritonDist:
         return stub
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "labkit"
-
-
 def _installed_root() -> Path | None:
     try:
         dist = importlib.metadata.distribution("nvidia-pytriton")
@@ -68,36 +62,20 @@ def _installed_root() -> Path | None:
     return root if (root / "pytriton" / "tritonserver" / "bin" / "tritonserver").exists() else None
 
 
-def _make_executable(path: Path) -> None:
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-
-
 def _download_and_unpack(target: Path) -> Path:
     # Unpacking ourselves (not `pip install`) keeps pip from resolving the wheel's pyzmq~=23 pin.
-    wheels = cache_dir() / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
-    found = sorted(wheels.glob("nvidia_pytriton-0.5.0-*.whl"))
-    if not found:
-        print(f"labkit: downloading {WHEEL} (about 40 MB, once) into {wheels} ...", file=sys.stderr)
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), WHEEL],
-            capture_output=True, text=True,
-        )
-        found = sorted(wheels.glob("nvidia_pytriton-0.5.0-*.whl"))
-        if proc.returncode != 0 or not found:
-            raise SetupError(
-                f"Could not download {WHEEL}: {proc.stderr.strip()[-800:]}\n"
-                f"Install it yourself with `pip install --no-deps {WHEEL}`."
-            )
-    partial = target.with_name(target.name + ".partial")
-    with zipfile.ZipFile(found[0]) as zf:
-        zf.extractall(partial)
-    # zipfile drops permission bits; the server and the stubs must be executable.
-    _make_executable(partial / "pytriton" / "tritonserver" / "bin" / "tritonserver")
-    for stub in (partial / "pytriton" / "tritonserver" / "python_backend_stubs").glob("*/triton_python_backend_stub"):
-        _make_executable(stub)
-    partial.rename(target)
-    return target
+    wheel = pip_download(WHEEL, "nvidia_pytriton-0.5.0-*.whl", "about 40 MB",
+                         f"Install it yourself with `pip install --no-deps {WHEEL}`.")
+
+    def unpack(partial: Path) -> None:
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(partial)
+        # zipfile drops permission bits; the server and the stubs must be executable.
+        make_executable(partial / "pytriton" / "tritonserver" / "bin" / "tritonserver")
+        for stub in (partial / "pytriton" / "tritonserver" / "python_backend_stubs").glob("*/triton_python_backend_stub"):
+            make_executable(stub)
+
+    return fill_once(target, unpack)
 
 
 def locate() -> TritonDist:

@@ -1,4 +1,5 @@
-"""The `labkit` command: serve a repository, run the demo tour and the benchmarks, manage Docker."""
+"""The `labkit` command: serve a repository, run the demo tour, the benchmarks and perf_analyzer sweeps,
+set up the cache, manage Docker."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import bench, doctor, tour, workshop
+from . import _perf_dist, _triton_dist, bench, doctor, reference, tour, workshop
 from .docker import cpu_image
 from .docker.leftovers import cleanup
 from .errors import LabkitError
 from .native import deploy, export_backend
+from .perf import perf as sweep_with_perf_analyzer
 from .server import create, kinds
 
 
@@ -93,6 +95,44 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _numbers(text: str, kind: type = int) -> list:
+    try:
+        return [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, not {text!r}") from None
+
+
+def _perf(args: argparse.Namespace) -> int:
+    source = Path(args.repository) if args.repository else reference.repository()
+    if not (source / args.model / "config.pbtxt").is_file():
+        raise LabkitError(f"No model {args.model!r} in {source}; give --repository holding <model>/config.pbtxt.")
+    shapes = {}
+    for item in args.shape or []:
+        name, _, dims = item.partition(":")
+        shapes[name] = _numbers(dims)
+    with _server(args) as server:
+        print(f"starting Triton 23.12 ({args.server}) with {args.model} ...", flush=True)
+        server.start()
+        server.repository.copy_model_from(source, args.model)
+        deploy.load_models(server, [args.model])  # builds a C++ reference backend first
+        sweep = sweep_with_perf_analyzer(
+            server, args.model, concurrency=args.concurrency, request_rate=args.request_rate,
+            distribution=args.distribution, protocol=args.protocol, batch=args.batch, shapes=shapes,
+            measurement_ms=args.measurement_ms, stability_percent=args.stability_percent,
+        )
+    print(sweep.table())
+    if args.json:
+        print(f"wrote {sweep.to_json(args.json)}")
+    return 0
+
+
+def _setup(args: argparse.Namespace) -> int:
+    dist = _triton_dist.locate()
+    print(f"tritonserver  {dist.binary}")
+    print(f"perf_analyzer {_perf_dist.locate(check=True).binary}")
+    return 0
+
+
 def _cleanup(args: argparse.Namespace) -> int:
     removed = cleanup(all=args.all)
     print("\n".join(f"removed {name}" for name in removed) or "no leftovers")
@@ -135,6 +175,24 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--model", action="append", help="export only this model (repeatable)")
     export.set_defaults(func=_export)
 
+    perf_cmd = with_server(sub.add_parser("perf", help="measure a model with perf_analyzer 23.12 across concurrencies or request rates"))
+    perf_cmd.add_argument("model")
+    perf_cmd.add_argument("--repository", help="where the model is (default: the reference models)")
+    perf_cmd.add_argument("--concurrency", type=_numbers, help="e.g. 1,2,4,8 (the default)")
+    perf_cmd.add_argument("--request-rate", type=lambda t: _numbers(t, float), help="requests per second, e.g. 100,200,400")
+    perf_cmd.add_argument("--distribution", choices=["constant", "poisson"], default="constant",
+                          help="how request-rate arrivals are spaced")
+    perf_cmd.add_argument("--protocol", choices=["http", "grpc"], default="http")
+    perf_cmd.add_argument("--batch", type=int, default=1, help="rows per request (batching models)")
+    perf_cmd.add_argument("--shape", action="append", help="NAME:D1,D2 for an input with -1 dimensions (repeatable)")
+    perf_cmd.add_argument("--measurement-ms", type=int, default=1000, help="length of a measurement window")
+    perf_cmd.add_argument("--stability-percent", type=float, default=10)
+    perf_cmd.add_argument("--json", metavar="PATH", help="also write the table as JSON")
+    perf_cmd.set_defaults(func=_perf)
+
+    setup = sub.add_parser("setup", help="fetch Triton 23.12 and perf_analyzer 23.12 into labkit's cache (once)")
+    setup.set_defaults(func=_setup)
+
     cleanup = sub.add_parser("cleanup", help="remove Docker containers left by killed labkit sessions")
     cleanup.add_argument("--all", action="store_true", help="remove every labkit container, live owners too")
     cleanup.set_defaults(func=_cleanup)
@@ -154,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "server", None) == "docker" and not args.image:
         args.image = cpu_image.IMAGE
+    if getattr(args, "concurrency", None) and getattr(args, "request_rate", None):
+        parser.error("give --concurrency or --request-rate, not both")
     try:
         return args.func(args)
     except LabkitError as exc:

@@ -17,7 +17,10 @@ handles an error reads its fields, never its text.
     │   ├── RequestError            .expected .sent
     │   ├── RequestTimeoutError     .limit_s .stack
     │   └── AnswerMismatchError
-    └── BuildError                  .backend .compiler_output
+    ├── BuildError                  .backend .compiler_output
+    ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
+    │   └── UnstableMeasurementError
+    └── TraceError                  Triton's request traces could not be recorded or read
 """
 
 from __future__ import annotations
@@ -138,3 +141,24 @@ class BuildError(LabkitError):
         self.backend = backend
         self.compiler_output = compiler_output
         super().__init__(message)
+
+
+class PerfAnalyzerError(LabkitError):
+    """perf_analyzer failed. ``exit_code`` is its exit status (None when labkit refused to start it,
+    e.g. an input needs a size); ``output`` holds its own last words."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None, output: str = "") -> None:
+        self.exit_code = exit_code
+        self.output = output
+        if output:
+            message = f"{message}\n--- perf_analyzer said ---\n{output}"
+        super().__init__(message)
+
+
+class UnstableMeasurementError(PerfAnalyzerError):
+    """perf_analyzer's last measurement windows disagreed by more than the allowed percentage (its exit
+    status 2): the machine was busy, or the windows were too short for the load."""
+
+
+class TraceError(LabkitError):
+    """Triton's request traces could not be switched on, or their file did not appear."""

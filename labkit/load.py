@@ -1,7 +1,15 @@
-"""Load generation: N requests at a chosen concurrency, one client per worker, latency per request."""
+"""Load generation: requests from N concurrent workers, latency per request, errors counted.
+
+``run_load`` sends a number of requests (or for a time) and returns a LoadResult; ``Load`` is the same
+load running in the background, whose concurrency can change while it runs (the dashboard drives one).
+The workers are coroutines on one asyncio loop in one thread, each with its own connection, so that
+the client costs little CPU beside the server on a small machine (see labkit._transports);
+``labkit bench --only perf_analyzer_ratio`` compares it with perf_analyzer on the same server.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 import time
@@ -13,11 +21,13 @@ import numpy as np
 
 from tritonclient.utils import InferenceServerException
 
-from .errors import ServerNotRunningError
-from .inference import prepare, translate
-from .server.base import CONNECTION_ERRORS, TritonServer
+from ._transports import CONNECTIONS, RequestExpired, build_request
+from .errors import RequestTimeoutError, ServerNotRunningError
+from .inference import translate
+from .server.base import TritonServer
 
 Inputs = Mapping[str, np.ndarray]
+_TICK_S = 0.05  # how often time limits, a dead server and concurrency changes are looked at
 
 
 @dataclass
@@ -32,6 +42,7 @@ class LoadResult:
     latencies_s: np.ndarray
     finished_at: np.ndarray  # seconds since start, per successful request
     errors: list[str] = field(default_factory=list)
+    stuck: bool = False  # it stopped early because every worker waited past its time limit
 
     @property
     def count(self) -> int:
@@ -63,7 +74,245 @@ class LoadResult:
         return (
             f"{s['model']} c={s['concurrency']} {s['protocol']}: {s['requests']} ok, {s['errors']} errors, "
             f"{s['throughput_rps']} req/s, p50 {s['p50_ms']} ms, p90 {s['p90_ms']} ms, p99 {s['p99_ms']} ms"
+            + (" (stopped: every worker was stuck)" if self.stuck else "")
         )
+
+
+class Load:
+    """A load running in a background thread until its requests are sent, its duration is over,
+    every worker is stuck, or ``stop()``. ``concurrency`` may be changed while it runs.
+
+        load = Load(lab, "add_sub", inputs, concurrency=8, duration_s=10).start()
+        load.concurrency = 2          # takes effect within a few tens of milliseconds
+        result = load.wait()          # or load.stop()
+
+    ``inputs`` is one request's tensors (serialized once), or a function of the request index returning
+    them. Each request may take ``timeout_s`` (default: the server's ``request_timeout_s``); one that
+    takes longer is counted as an error, and when every worker is waiting past it the load stops.
+    Errors are counted, not raised, unless the server died (ServerNotRunningError).
+    """
+
+    def __init__(
+        self,
+        server: TritonServer,
+        model: str,
+        inputs: Inputs | Callable[[int], Inputs],
+        *,
+        concurrency: int = 1,
+        requests: int | None = None,
+        duration_s: float | None = None,
+        protocol: str = "http",
+        outputs: list[str] | None = None,
+        timeout_s: float | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> None:
+        if (requests is not None and requests < 1) or concurrency < 1:
+            raise ValueError("requests and concurrency must be at least 1")
+        if protocol not in CONNECTIONS:
+            raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
+        self.server, self.model, self.protocol = server, model, protocol
+        self._inputs, self._outputs = inputs, outputs
+        self._requests = requests if requests is not None else float("inf")
+        self._duration_s = duration_s
+        self.timeout_s = server.request_timeout_s if timeout_s is None else timeout_s
+        self._on_progress = on_progress
+        self._first_concurrency = self.concurrency = concurrency
+        self.started = 0.0
+        self._t0 = self._t_end = 0.0
+        self._done: list[tuple[float, float]] = []  # (finished since start, latency) per success
+        self.errors: list[str] = []
+        self.stuck = False
+        self._fatal: BaseException | None = None
+        self._stopping = False
+        self._exhausted = False
+        self._abandon = False  # a kernel interrupt: end the requests in flight too
+        self._conns: dict[int, Any] = {}  # worker slot -> its open connection
+        self._thread: threading.Thread | None = None
+
+    # -- control, from any thread -------------------------------------------------------------------------
+
+    def start(self) -> "Load":
+        self.started = time.time()
+        self._t0 = time.perf_counter()
+        self._thread = threading.Thread(target=self._run, name=f"labkit-load-{self.model}", daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since the load started (its whole duration once it has ended)."""
+        if not self._t0:
+            return 0.0
+        return (self._t_end or time.perf_counter()) - self._t0
+
+    def wait(self, timeout_s: float | None = None) -> LoadResult:
+        """Wait until the load ends (a kernel interrupt stops it); its result. Raises
+        ServerNotRunningError if the server died under it."""
+        if self._thread is None:
+            raise RuntimeError("this load was not started; call start() first")
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        try:
+            while self._thread.is_alive() and (deadline is None or time.monotonic() < deadline):
+                self._thread.join(0.1)  # short joins: Ctrl-C / a kernel interrupt gets through
+        except KeyboardInterrupt:
+            self._abandon = True
+            self.stop()
+            raise
+        if self._fatal is not None:
+            raise self._fatal
+        return self.result()
+
+    def stop(self, wait: bool = True) -> LoadResult:
+        """Send no more requests; with ``wait``, let those in flight finish. Its result so far."""
+        self._stopping = True
+        if not wait:
+            return self.result()
+        if self._thread is not None:
+            self._thread.join()
+        if self._fatal is not None:
+            raise self._fatal
+        return self.result()
+
+    @property
+    def workers(self) -> int:
+        """Workers with an open connection now (follows ``concurrency`` within a tick or a request)."""
+        return len(self._conns)
+
+    @property
+    def completions(self) -> list[tuple[float, float]]:
+        """(finished since start, latency) per successful request, in completion order; it grows
+        while the load runs (read a slice of it; never change it)."""
+        return self._done
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+        """(finished_at, latencies_s) of the requests that succeeded so far; safe while it runs."""
+        done = np.array(self._done[: len(self._done)], dtype=float).reshape(-1, 2)
+        return done[:, 0], done[:, 1]
+
+    def result(self) -> LoadResult:
+        finished, latencies = self.snapshot()
+        return LoadResult(
+            self.model, self.protocol, self._first_concurrency, self.started, self.elapsed_s,
+            latencies, finished, list(self.errors), self.stuck,
+        )
+
+    # -- the loop's own thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # noqa: BLE001 - handed to wait(); a thread must not print
+            self._fatal = self._fatal or exc
+        finally:
+            self._t_end = time.perf_counter()
+
+    async def _main(self) -> None:
+        fixed = None if callable(self._inputs) else build_request(
+            self.protocol, self.server.http_url, self.model, self._inputs, self._outputs)
+        self._indices = itertools.count()
+        self._count = itertools.count(1)
+        self._deadline = float("inf") if self._duration_s is None else self._t0 + self._duration_s
+        self._stuck_slots: set[int] = set()
+        workers: dict[int, asyncio.Task] = {}
+        tracked = 0
+        try:
+            while True:
+                target = 0 if self._no_more() else self.concurrency
+                for slot in range(target):
+                    if slot not in workers:
+                        workers[slot] = asyncio.create_task(self._worker(slot, fixed))
+                if target != tracked:  # so that a crash report can name what was in flight
+                    self.server.track_request(self.model, target - tracked)
+                    tracked = target
+                workers = {s: t for s, t in workers.items() if not t.done()}
+                if not workers and self._no_more():
+                    return
+                await asyncio.sleep(_TICK_S)
+                self._watch()
+        finally:
+            self._stopping = True
+            if workers:
+                await asyncio.gather(*workers.values(), return_exceptions=True)
+            self.server.track_request(self.model, -tracked)
+
+    def _no_more(self) -> bool:
+        """Whether no further request is to be sent."""
+        return (
+            self._stopping or self._exhausted or self._fatal is not None or self.stuck
+            or time.perf_counter() > self._deadline
+        )
+
+    def _watch(self) -> None:
+        """Each tick: end requests past their time limit, notice a dead server, and stop when stuck."""
+        now = asyncio.get_running_loop().time()
+        for conn in list(self._conns.values()):
+            if conn.busy and (self._abandon or now - conn.started > self.timeout_s):
+                conn.expire()
+        if self.server.died is not None and self._fatal is None:
+            self._fatal = self.server.died
+        active = set(self._conns)
+        if active and active <= self._stuck_slots:
+            self.stuck = True
+
+    async def _worker(self, slot: int, fixed: Any) -> None:
+        clock, t0, host = time.perf_counter, self._t0, self.server.host
+        port = self.server.http_port if self.protocol == "http" else self.server.grpc_port
+        opener = CONNECTIONS[self.protocol].open
+        conn = None
+        try:
+            while slot < self.concurrency and not self._no_more():
+                index = next(self._indices)
+                if index >= self._requests:
+                    self._exhausted = True
+                    return
+                request = fixed or build_request(
+                    self.protocol, self.server.http_url, self.model, self._inputs(index), self._outputs)
+                start = clock()
+                try:
+                    if conn is None:
+                        conn = self._conns[slot] = await opener(host, port)
+                    await conn.send(request)
+                except RequestExpired:
+                    self._stuck_slots.add(slot)
+                    await conn.aclose()
+                    conn = None
+                    error = RequestTimeoutError(
+                        f"The request to {self.model!r} got no answer within {self.timeout_s:g} s (timeout_s).",
+                        model=self.model, limit_s=self.timeout_s,
+                    )
+                    self.errors.append(str(error))
+                    continue
+                except (InferenceServerException, OSError) as exc:
+                    if isinstance(exc, OSError) and conn is not None:
+                        await conn.aclose()
+                        conn = None
+                    if self._count_error(exc, request) and isinstance(exc, OSError):
+                        await asyncio.sleep(0.01)  # a refused connection: do not spin
+                    continue
+                end = clock()
+                self._stuck_slots.discard(slot)
+                self._done.append((end - t0, end - start))
+                if self._on_progress is not None:
+                    self._on_progress(next(self._count))
+        except Exception as exc:  # noqa: BLE001 - e.g. the inputs function or on_progress failed
+            self._fatal = self._fatal or exc
+        finally:
+            self._conns.pop(slot, None)
+            if conn is not None:
+                await conn.aclose()
+
+    def _count_error(self, exc: BaseException, request: Any) -> bool:
+        """Count a failed request; a dead server ends the load instead. True if it was counted."""
+        error = translate(exc, self.server, self.model, request.tensors)
+        if isinstance(error, ServerNotRunningError):
+            self._fatal = self._fatal or error
+            return False
+        self.errors.append(str(error).splitlines()[0])
+        return True
 
 
 def run_load(
@@ -76,70 +325,18 @@ def run_load(
     protocol: str = "http",
     outputs: list[str] | None = None,
     time_limit_s: float | None = None,
+    timeout_s: float | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> LoadResult:
-    """Send ``requests`` requests from ``concurrency`` workers (each with its own client).
+    """Send ``requests`` requests from ``concurrency`` workers (each with its own connection).
 
     ``inputs`` is one request's tensors, or a function of the request index returning them.
-    Stops early at ``time_limit_s``. Errors are counted, not raised, unless the server died.
+    Stops early at ``time_limit_s``. Each request may take ``timeout_s`` (default: the server's
+    ``request_timeout_s``); later ones count as errors, and when every worker is stuck the run stops
+    (``result.stuck``). Errors are counted, not raised, unless the server died.
     """
-    if requests < 1 or concurrency < 1:
-        raise ValueError("requests and concurrency must be at least 1")
-    fixed = None if callable(inputs) else inputs
-    indices = itertools.count()  # next() on a count is atomic under the GIL: no lock per request
-    lock = threading.Lock()
-    per_worker: list[tuple[list[float], list[float], list[str]]] = []
-    fatal: list[BaseException] = []
-    done = itertools.count(1)
-    t0 = time.perf_counter()
-    deadline = float("inf") if time_limit_s is None else t0 + time_limit_s
-
-    def worker() -> None:
-        latencies: list[float] = []
-        finished: list[float] = []
-        errors: list[str] = []
-        with lock:
-            per_worker.append((latencies, finished, errors))
-        client = server.client(protocol)
-        # Fixed inputs are serialized once per worker, as a hand-written tritonclient loop would.
-        prepared = prepare(protocol, fixed, outputs) if fixed is not None else None
-        clock = time.perf_counter
-        try:
-            while not fatal:
-                index = next(indices)
-                if index >= requests or clock() > deadline:
-                    return
-                tensors, wanted = prepared or prepare(protocol, inputs(index), outputs)
-                start = clock()
-                try:
-                    client.infer(model, tensors, outputs=wanted)
-                except (InferenceServerException, *CONNECTION_ERRORS) as exc:
-                    error = translate(exc, server, model, tensors)
-                    if isinstance(error, ServerNotRunningError):
-                        fatal.append(error)
-                        return
-                    errors.append(str(error).splitlines()[0])
-                    continue
-                end = clock()
-                latencies.append(end - start)
-                finished.append(end - t0)
-                if on_progress is not None:
-                    on_progress(next(done))
-        finally:
-            client.close()
-
-    started = time.time()
-    server.track_request(model, concurrency)  # once per run, not per request: the hot loop stays bare
-    threads = [threading.Thread(target=worker, name=f"labkit-load-{i}", daemon=True) for i in range(concurrency)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    server.track_request(model, -concurrency)
-    duration = time.perf_counter() - t0
-    if fatal:
-        raise fatal[0]
-    latencies = np.array([x for lat, _, _ in per_worker for x in lat])
-    finished = np.array([x for _, fin, _ in per_worker for x in fin])
-    errors = [e for _, _, errs in per_worker for e in errs]
-    return LoadResult(model, protocol, concurrency, started, duration, latencies, finished, errors)
+    load = Load(
+        server, model, inputs, concurrency=concurrency, requests=requests, duration_s=time_limit_s,
+        protocol=protocol, outputs=outputs, timeout_s=timeout_s, on_progress=on_progress,
+    )
+    return load.start().wait()

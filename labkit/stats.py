@@ -152,6 +152,11 @@ class StatsCollector:
         self._lock = threading.Lock()
         self.error: Exception | None = None
 
+    @property
+    def started_at(self) -> float:
+        """time.monotonic() when collection began: sample times count from it."""
+        return self._t0
+
     def poll(self, settle: bool = False) -> Sample:
         stats = {m: model_stats(self.server, m, settle=settle) for m in self.models}
         samples = parse_metrics(self.server.metrics_text())

@@ -19,6 +19,7 @@ from .lessons import artifacts, auto_complete, bls, decoupled, response_paramete
 from .load import run_load
 from .server.base import TritonServer
 from .stats import StatsCollector, model_stats
+from .timeline import plot_timelines, timeline
 
 Section = Callable[[TritonServer, Path | None], dict[str, Any]]
 LESSONS: tuple[ModuleType, ...] = (volume_batching, bls, decoupled, response_parameters, artifacts, auto_complete)
@@ -121,12 +122,32 @@ def batching_section(server: TritonServer, out_dir: Path | None) -> dict[str, An
     return section
 
 
+def timeline_section(server: TritonServer, out_dir: Path | None) -> dict[str, Any]:
+    """minimal_batching seen through Triton's traces: two concurrent requests (one execution of batch 2,
+    the first having waited for the second) and 400 requests from 8 clients; counts checked against
+    Triton's statistics. Both drawn into timeline.png."""
+    model = "minimal_batching"
+    if model not in server.loaded_models():
+        reference.serve(server, [model])
+    with timeline(server, model) as pair:
+        check_passthrough(server, model, concurrent=2)
+    with timeline(server, model, last=48) as busy:
+        run_load(server, model, reference.sample_inputs(model), requests=400, concurrency=8)
+    section: dict[str, Any] = {"two_requests": pair.summary(), "concurrency_8": busy.summary()}
+    section["ok"] = (pair.counts()["executions"] == 1 and pair.counts()["largest_batch"] == 2
+                     and pair.agrees_with_statistics() and busy.agrees_with_statistics())
+    if out_dir is not None:
+        section["plot"] = str(plot_timelines([pair, busy], "minimal_batching timelines", same_time_axis=False).save(out_dir / "timeline.png"))
+    return section
+
+
 SECTIONS: dict[str, Section] = {
     "add_sub": add_sub_section,
     "minimal": _cpp_section(["minimal_nonbatching", "minimal_batching"]),
     "recommended": _cpp_section(["recommended_batching"]),
     "custom": _cpp_section(["custom_passthrough"]),
     "batching": batching_section,
+    "timeline": timeline_section,
     "api_tour": api_tour_section,
 }
 

@@ -1,5 +1,6 @@
 """The lab in a real browser: JupyterLab on 127.0.0.1, driven by Playwright in Debian's Chromium,
-runs the dynamic-batching notebook and shows the live dashboard."""
+runs the dynamic-batching notebook, shows the live dashboard while its load runs, and keeps its last
+frame as an image once it stops."""
 
 from __future__ import annotations
 
@@ -33,11 +34,17 @@ def jupyterlab(tmp_path_factory):
         pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(Path(__file__).resolve().parent.parent / "notebooks" / NOTEBOOK, root / NOTEBOOK)
+    # Render every cell: JupyterLab 4 leaves cells out of view out of the page by default, and the test
+    # reads outputs all the way down.
+    settings = root / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     (port,) = free_ports(1)
     token = "labkit-browser-test"
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
          f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
+         f"--LabApp.user_settings_dir={root / 'settings'}",
          *(["--allow-root"] if os.geteuid() == 0 else [])],
         stdout=subprocess.DEVNULL, stderr=open(root / "jupyter.log", "wb"), start_new_session=True,
     )
@@ -86,16 +93,25 @@ def test_dashboard_notebook_runs_in_chromium(jupyterlab):
             # the live dashboard: an ipywidgets Image that the worker thread fills with PNGs
             image = page.wait_for_selector("img.widget-image[src^='blob:'], .widget-image img, img.widget-image",
                                            timeout=120_000)
+            page.wait_for_function("img => img.naturalWidth > 100", arg=image, timeout=30_000)
+            image.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "dashboard_live.png"))
             page.wait_for_function(
                 "() => [...document.querySelectorAll('.jp-OutputArea-output')].some(e => e.innerText.includes('yes both instance counts served every request'))",
                 timeout=240_000,
             )
-            image.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
             text = page.inner_text(".jp-Notebook")
             assert "Error displaying widget" not in text and "Failed to load model class" not in text
-            assert "NO " not in text.split("What holds on every machine")[-1]
-            assert page.eval_on_selector("img.widget-image", "img => img.naturalWidth") > 100
+            claims = next(t for t in page.locator(".jp-OutputArea-output").all_inner_texts()
+                          if "yes both instance counts served every request" in t)
+            assert not [line for line in claims.splitlines() if line.startswith("NO")], claims
+            # stopped: the live panel was replaced by its last frame, a plain PNG output
+            assert page.locator("img.widget-image").count() == 0
+            final = page.locator(".jp-RenderedImage img[src^='data:image/png']")
+            assert final.count() >= 3  # timelines, the perf_analyzer curve, the dashboard's last frame
+            final.last.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
+            assert min(final.nth(i).evaluate("img => img.naturalWidth") for i in range(final.count())) > 100
         finally:
             page.screenshot(path=str(ARTIFACTS / "last.png"))
             browser.close()

@@ -463,3 +463,14 @@ def test_restart_after_the_container_is_killed(cpu_image, tmp_path):
         assert server.died is not None, "the watchdog did not notice the container's death"
         assert server.restart(timeout_s=120) == ["add_sub"]
         assert labkit.check_add_sub(server).ok
+
+
+def test_timeline_and_perf_analyzer_against_the_container(dserver):
+    # Triton writes its trace file into a folder mounted from the host; perf_analyzer runs on the host
+    # against the published port.
+    with labkit.timeline(dserver, "add_sub") as tl:
+        labkit.run_load(dserver, "add_sub", {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)},
+                        requests=20, concurrency=2)
+    assert tl.counts()["requests"] == 20 and tl.agrees_with_statistics()
+    sweep = labkit.perf(dserver, "add_sub", concurrency=[2], measurement_ms=500, stability_percent=50, progress=False)
+    assert sweep.steps[0].throughput > 0 and sweep.steps[0].compute_infer_us > 0

@@ -112,6 +112,7 @@ class TritonServer(ModelControl, ABC):
             (self.workdir / OWNER_START_FILE).write_text(owner.start)
             (self.workdir / OWNER_FILE).write_text(str(owner.pid))
         (self.workdir / "logs").mkdir(exist_ok=True)
+        (self.workdir / "traces").mkdir(exist_ok=True)
         self.repository = ModelRepository(repository if repository is not None else self.workdir / "repository")
         self.logs = LogView(self.workdir / "logs" / "tritonserver.log")
         self.backend_dir = self.workdir / "backends"
@@ -182,6 +183,12 @@ class TritonServer(ModelControl, ABC):
             **where, shm_prefix=self.shm_prefix, auto_complete=self.auto_complete,
             log_verbose=self.log_verbose, extra_args=self.extra_args,
         )
+
+    def trace_folder(self) -> tuple[Path, str]:
+        """Where Triton writes request traces (labkit.timeline): the folder here, and its path as
+        Triton sees it (launchers that run Triton elsewhere mount it there)."""
+        folder = self.workdir / "traces"
+        return folder, str(folder)
 
     def toolchain(self) -> Toolchain:
         """Where C++ backends for this server are compiled: g++ here; launchers that run Triton

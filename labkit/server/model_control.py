@@ -16,7 +16,7 @@ from typing import Any
 
 from tritonclient.utils import InferenceServerException
 
-from ..errors import ModelLoadError, RepositoryError, ServerNotRunningError
+from ..errors import ModelLoadError, RepositoryError, ServerNotRunningError, TraceError
 from ..native import deploy
 from ..native.build import Build, build_backend
 from ..native.export import export_backend
@@ -116,6 +116,19 @@ class ModelControl:
     def stats(self, name: str = "") -> dict:
         """Triton's statistics for one model (or all): counts, batch_stats and cumulative times in ns."""
         return self._call("read statistics", lambda c: c.get_inference_statistics(name))
+
+    def trace_settings(self, model: str, settings: dict[str, Any] | None = None) -> dict:
+        """Triton's request-trace settings for ``model``, after applying ``settings`` if given (trace_file,
+        trace_level, trace_rate, log_frequency, trace_count; a value of None returns that setting to
+        the server-wide one). Used by labkit.timeline."""
+        if settings is None:
+            return self._call("read the trace settings", lambda c: c.get_trace_settings(model_name=model))
+        return self._call(
+            f"change the trace settings of {model!r}",
+            lambda c: c.update_trace_settings(model_name=model, settings=settings),
+            refused=lambda exc: TraceError(
+                f"Triton refused the trace settings {settings} for {model!r}: {exc.message()}"),
+        )
 
     def metrics_text(self, timeout_s: float = 5.0) -> str:
         """The Prometheus text from /metrics (its service starts a moment after HTTP is ready)."""

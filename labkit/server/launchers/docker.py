@@ -139,11 +139,16 @@ class DockerServer(TritonServer):
                 return str(host) + path[len(inside):]
         return path
 
+    def trace_folder(self) -> tuple[Path, str]:
+        folder = self.workdir / "traces"
+        return folder, container_path(folder, "/labkit/traces")
+
     def _mounts(self) -> list[Mount]:
         wanted: list[tuple[Path, str, bool]] = [
             (self.repository.root, self.container_repository, False),
             (self.backend_dir, self.container_backends, False),
             (self.build_root, container_path(self.build_root, "/labkit/builds"), False),
+            (self.trace_folder()[0], self.trace_folder()[1], False),
         ]
         for host, target in self.volumes.items():
             target, _, mode = target.partition(":")

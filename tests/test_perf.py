@@ -1,0 +1,76 @@
+"""perf_analyzer 23.12 driven by labkit against a real Triton: the sweep table, its JSON and plot,
+request-rate sweeps, variable shapes, and its failures as labkit errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import labkit
+from labkit import reference
+
+QUICK = {"measurement_ms": 500, "stability_percent": 50}  # the machine is shared: loose, short windows
+
+
+def test_concurrency_sweep_table_json_and_plot(server, tmp_path, capsys):
+    sweep = labkit.perf(server, "add_sub_batching", concurrency=[1, 4], **QUICK)
+    progress = capsys.readouterr().out
+    assert "[1/2] concurrency 1 ... done" in progress and "[2/2] concurrency 4 ... done" in progress
+    assert [s.value for s in sweep.steps] == [1, 4] and [s.mode for s in sweep.steps] == ["concurrency"] * 2
+    for step in sweep.steps:
+        assert step.throughput > 0
+        assert 0 < step.p50_us <= step.p90_us <= step.p95_us <= step.p99_us
+        assert step.compute_infer_us > 0  # the server-side split is Triton's own statistics
+    # one client at a time waits out the 2 ms queue delay; four fill batches
+    assert sweep.steps[0].queue_us > sweep.steps[1].queue_us
+    assert sweep.steps[1].throughput > sweep.steps[0].throughput
+    assert "c4" in repr(sweep) and "p95 ms" in sweep.table()
+    saved = json.loads(sweep.to_json(tmp_path / "sweep.json").read_text())
+    assert saved == json.loads(json.dumps(sweep.to_dict()))
+    assert saved["steps"][1]["value"] == 4 and saved["model"] == "add_sub_batching"
+    picture = sweep.plot()
+    assert picture._repr_png_().startswith(b"\x89PNG") and repr(picture).startswith("<labkit picture:")
+
+
+def test_request_rate_with_poisson_arrivals(server):
+    sweep = labkit.perf(server, "add_sub", request_rate=[100], distribution="poisson", progress=False, **QUICK)
+    (step,) = sweep.steps
+    assert step.mode == "request_rate" and step.label == "100/s" and sweep.distribution == "poisson"
+    assert 50 < step.throughput < 150  # it sent about what was asked
+
+
+def test_variable_dimensions_need_sizes(server):
+    reference.serve(server, ["custom_passthrough"])
+    with pytest.raises(labkit.PerfAnalyzerError, match=r"INPUTTensor \[-1, 128\].*shapes=") as info:
+        labkit.perf(server, "custom_passthrough", concurrency=[1])
+    assert info.value.exit_code is None
+    sweep = labkit.perf(server, "custom_passthrough", concurrency=[2], shapes={"INPUTTensor": [3, 128]},
+                        progress=False, **QUICK)
+    assert sweep.steps[0].throughput > 0
+
+
+def test_failures_become_labkit_errors(server):
+    with pytest.raises(labkit.ModelNotFoundError) as info:
+        labkit.perf(server, "no_such_model", progress=False)
+    assert info.value.model == "no_such_model" and "add_sub" in info.value.loaded
+    # windows of 50 ms never agree within 0.01 %: perf_analyzer gives up with its exit status 2
+    with pytest.raises(labkit.UnstableMeasurementError) as info:
+        labkit.perf(server, "add_sub", concurrency=[1], measurement_ms=50, stability_percent=0.01, max_trials=3,
+                    progress=False)
+    assert info.value.exit_code == 2 and "stable" in info.value.output
+
+
+def test_cli_writes_the_table_as_json(tmp_path):
+    out = tmp_path / "perf.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "perf", "add_sub", "--concurrency", "1,2", "--measurement-ms", "500",
+         "--stability-percent", "50", "--json", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[2/2] concurrency 2 ... done" in proc.stdout and "infer/s" in proc.stdout
+    steps = json.loads(out.read_text())["steps"]
+    assert [s["value"] for s in steps] == [1, 2] and all(s["throughput"] > 0 for s in steps)
