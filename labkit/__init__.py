@@ -4,6 +4,7 @@
     lab = labkit.start()                       # a real Triton 2.41.0, embedded
     lab.python_model("add_sub", source, cfg)   # write model.py + config.pbtxt, load
     labkit.check_add_sub(lab)                  # send a request and check the answer
+    lab.unstick("add_sub")                     # after a RequestTimeoutError: end the stuck stub, reload
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from .repository import ModelConfig, ModelRepository, model_config
 from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
+from .stuck.report import where_stuck
+from .stuck.tools import debug_tools
 
 __version__ = "0.1.0"
 
@@ -98,6 +101,7 @@ __all__ = [
     "check_passthrough",
     "create_server",
     "current",
+    "debug_tools",
     "errors",
     "infer",
     "infer_with_parameters",
@@ -110,4 +114,5 @@ __all__ = [
     "run_load",
     "start",
     "stream_infer",
+    "where_stuck",
 ]
