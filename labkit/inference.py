@@ -176,7 +176,7 @@ def stream_infer(
     limit = waiting.limit_of(server, timeout_s)
     request_id = breakpoints.request_id() if waiting.interactive() else ""
     pending = waiting.CallbackPending()
-    pending.on_cancel = client.stop_stream
+    pending.on_cancel = lambda: client.stop_stream(cancel_requests=True)  # else it waits for the server
     collected: list[dict[str, np.ndarray]] = []
     hint = lambda: (  # noqa: E731 - said only when the wait ends without the final flag
         f"It sent {len(collected)} response(s) so far and no final flag: a decoupled model must end every "
@@ -207,7 +207,7 @@ def stream_infer(
     finally:
         server.track_request(model, -1)
         try:
-            client.stop_stream()
+            client.stop_stream(cancel_requests=True)  # after the final response there is nothing to cancel
         except InferenceServerException:
             pass  # a stream that broke cannot be stopped politely; closing the client ends it
         finally:

@@ -49,7 +49,8 @@ import numpy as np
 import labkit
 
 protocol, requests = sys.argv[1], int(sys.argv[2])
-lab = labkit.start()
+kind = sys.argv[4] if len(sys.argv) > 4 else "embedded"
+lab = labkit.start(server=kind, timeout_s=120, **({"image": sys.argv[5]} if kind == "docker" else {}))
 lab.repository.write_config(labkit.model_config("dbg", "python", [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])]))
 lab.python_model("dbg", open(sys.argv[3]).read())
 print("READY", flush=True)

@@ -90,7 +90,8 @@ def test_a_sleeping_execute_times_out_at_its_line_and_unstick_serves_the_fix(fre
     report = fresh_server.unstick("hang")
     assert "hang_0_0" in report
     assert labkit.infer(fresh_server, "hang", X, protocol=protocol, timeout_s=5)["OUT0"].tolist() == [7.0] * 4
-    assert labkit.check_add_sub(fresh_server).ok
+    time.sleep(2.5)  # a killed stub would be restarted by Triton about now, and crash it: unstick must not kill
+    assert fresh_server.alive and labkit.check_add_sub(fresh_server).ok
     assert fresh_server.loaded_models() == ["add_sub", "hang"]
 
 
@@ -155,3 +156,49 @@ def test_a_segfault_in_execute_says_the_signal_and_the_line(fresh_server):
     assert "was killed by SIGSEGV (signal 11)" in text
     assert f'model.py", line {HANG_LINE} in execute' in text  # the crash's Python stack, in its last lines
     assert labkit.check_add_sub(fresh_server).ok
+
+
+FORGETFUL = '''import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT0", np.ones(4, np.float32))]))
+            # the bug: no sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+'''
+
+
+def test_a_stream_that_never_ends_times_out_and_a_stuck_one_shows_its_line(fresh_server):
+    cfg = labkit.model_config("forgetful", "python", [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])])
+    cfg.model_transaction_policy.decoupled = True
+    fresh_server.repository.write_config(cfg)
+    fresh_server.python_model("forgetful", FORGETFUL)
+    with pytest.raises(labkit.RequestTimeoutError) as info:
+        labkit.stream_infer(fresh_server, "forgetful", X, timeout_s=1.5)
+    assert info.value.stack == ""  # execute returned: nothing is stuck, the final flag is missing
+    assert "sent 1 response(s) so far and no final flag" in str(info.value)
+
+    cfg.name = "hang"
+    fresh_server.repository.write_config(cfg)
+    fresh_server.python_model("hang", _hanging(1, "time.sleep(100000)"))
+    with pytest.raises(labkit.RequestTimeoutError) as info:
+        labkit.stream_infer(fresh_server, "hang", X, timeout_s=1.5)
+    assert f"model.py:{HANG_LINE}" in info.value.stack and "sent 0 response(s)" in str(info.value)
+    assert labkit.check_add_sub(fresh_server).ok
+
+
+def test_a_stub_stuck_below_python_is_left_alone_with_a_clear_error(fresh_server):
+    deadlock = ("import ctypes; libc = ctypes.CDLL(None); m = ctypes.create_string_buffer(64); "
+                "libc.pthread_mutex_init(m, None); libc.pthread_mutex_lock(m); libc.pthread_mutex_lock(m)")
+    fresh_server.repository.write_config(CONFIG)
+    fresh_server.python_model("hang", _hanging(1, deadlock))
+    with pytest.raises(labkit.RequestTimeoutError):
+        labkit.infer(fresh_server, "hang", X, timeout_s=1)
+    with pytest.raises(labkit.InferenceError, match="stuck below Python") as info:
+        fresh_server.unstick("hang")
+    assert f"model.py:{HANG_LINE}" in str(info.value) and "lab.restart()" in str(info.value)
+    assert fresh_server.alive and labkit.check_add_sub(fresh_server).ok  # nothing was killed

@@ -4,6 +4,8 @@ never imported by labkit itself). Standalone on purpose: the stub may run anothe
 * Where the stub ended itself: ``os._exit(n)`` writes the model.py frames that called it to
   ``labkit-stubs/<instance>.where.json`` first, and faulthandler prints the Python stack of a crash
   (SIGSEGV, SIGABRT, ...) into the log; the launcher beside it records the exit code or signal.
+* ``lab.unstick()``: SIGUSR2 raises Unstuck in the stub's main thread when it is inside model.py, so
+  a stuck ``execute`` ends (its requests fail) while the stub stays healthy.
 * Breakpoints: ``breakpoint()`` and ``pdb.set_trace()`` in model.py stop the request and wait for
   labkit to attach a pdb session through a unix socket in ``labkit-debug/`` (nothing listens
   otherwise). Only a request sent by an interactive labkit call (its request id starts with
@@ -19,6 +21,7 @@ import faulthandler
 import json
 import os
 import pdb
+import signal
 import socket
 import sys
 import time
@@ -73,6 +76,31 @@ def _exit(code: int) -> None:
         except OSError:
             pass  # the exit matters more than its record
     _real_exit(code)
+
+
+# -- unstick ----------------------------------------------------------------------------------------------
+
+UNSTICK_SIGNAL = signal.SIGUSR2
+
+
+class Unstuck(BaseException):
+    """Raised into a stuck model.py by lab.unstick(); a BaseException, so ``except Exception`` in the
+    model does not swallow it (Triton fails the requests with this message)."""
+
+
+def _unstick(signum, frame) -> None:
+    # Only when labkit asked just now (it writes <instance>.unstick first): a signal that reaches an
+    # idle stub runs this at its next request, which must not fail for it.
+    flag = os.path.join(RECORDS, f"{INSTANCE}.unstick")
+    try:
+        asked = time.time() - os.stat(flag).st_mtime < 5.0
+        os.unlink(flag)
+    except OSError:
+        return
+    frames = _user_frames(frame)
+    if asked and frames:
+        raise Unstuck(f"lab.unstick() ended this request, stuck at model.py:{frames[0]['line']} in "
+                      f"{frames[0]['function']}; the model reloads with the code on disk")
 
 
 # -- breakpoints -------------------------------------------------------------------------------------------
@@ -234,5 +262,9 @@ def install() -> None:
         return
     faulthandler.enable()  # a crash prints the Python stack (model.py line) into the log first
     os._exit = _exit
+    try:
+        signal.signal(UNSTICK_SIGNAL, _unstick)
+    except ValueError:
+        pass  # imported outside the stub's main thread: lab.unstick() then ends the stub instead
     sys.breakpointhook = set_trace
     pdb.set_trace = set_trace

@@ -95,12 +95,12 @@ def describe_frames(frames: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def python_stack(server: Server, model: str) -> str:
-    """The model.py frames each busy stub of ``model`` is in, as text ("" if none is in model.py)."""
+def busy_stubs(server: Server, model: str) -> list[tuple[Stub, list[dict]]] | None:
+    """The stubs of ``model`` inside model.py right now, with their frames; None without py-spy."""
     tool = server.debug_tool(PY_SPY)
     if tool is None:
-        return missing_text(server, PY_SPY)
-    parts = []
+        return None
+    busy = []
     for stub in stub_processes(server, model):
         code, out, _ = server.run_beside([tool, "dump", "--pid", str(stub.pid), "--json"], 20.0)
         if code != 0:
@@ -110,5 +110,14 @@ def python_stack(server: Server, model: str) -> str:
         except ValueError:
             continue
         if frames:
-            parts.append(f"  stub of instance {stub.instance} (pid {stub.pid}), innermost last:\n{describe_frames(frames)}")
-    return "\n".join(parts)
+            busy.append((stub, frames))
+    return busy
+
+
+def python_stack(server: Server, model: str) -> str:
+    """The model.py frames each busy stub of ``model`` is in, as text ("" if none is in model.py)."""
+    busy = busy_stubs(server, model)
+    if busy is None:
+        return missing_text(server, PY_SPY)
+    return "\n".join(f"  stub of instance {stub.instance} (pid {stub.pid}), innermost last:\n{describe_frames(frames)}"
+                     for stub, frames in busy)

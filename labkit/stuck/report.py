@@ -36,7 +36,7 @@ def _next_steps(server: Any, model: str) -> str:
         return (f"A thread inside Triton cannot be ended from outside: fix the backend, rebuild it, and call "
                 f"lab.restart() (same repository, same models loaded); lab.unstick({model!r}) says the same.")
     return (f"The stuck request keeps its instance busy: fix the code, then lab.unstick({model!r}) ends the "
-            f"stuck stub and reloads the model (other models keep serving).")
+            f"stuck request and reloads the model (other models keep serving).")
 
 
 def _where_text(stack: str) -> str:
