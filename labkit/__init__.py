@@ -4,7 +4,7 @@
     lab = labkit.start()                       # a real Triton 2.41.0, embedded
     lab.python_model("add_sub", source, cfg)   # write model.py + config.pbtxt, load
     labkit.check_add_sub(lab)                  # send a request and check the answer
-    lab.unstick("add_sub")                     # after a RequestTimeoutError: end the stuck stub, reload
+    lab.unstick("add_sub")                     # after a RequestTimeoutError: end the stuck request, reload
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Running tools where Triton runs (here for the embedded server, in the container for Docker):
-what labkit needs to read the live stack of a stuck model and to end a stuck Python stub.
+what labkit needs to read the live stack of a stuck model and to signal a stuck Python stub.
 
 TritonServer inherits Beside; a launcher that runs Triton elsewhere overrides the four members.
 """

@@ -44,6 +44,8 @@ def copy_triton_own(python_dir: Path, files: list[Path]) -> None:
     for src in files:
         target = python_dir / TRITON_DIR / src.name
         target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():  # a link into a container image, from a Docker run in this workdir
+            target.unlink()
         if not target.exists() or target.read_bytes() != src.read_bytes():
             shutil.copy2(src, target)
 

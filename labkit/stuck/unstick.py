@@ -42,12 +42,9 @@ def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
         server.signal_beside(stub.pid, UNSTICK_SIGNAL)
     pids = {stub.pid for stub in stuck}
     if not _wait(lambda: not _still_busy(server, model, pids), _ANSWER_S):
-        raise InferenceError(
-            f"Model {model!r} is stuck below Python, where labkit cannot interrupt it (e.g. inside a C "
-            f"extension):\n{python_stack(server, model)}\nEnding its stub would crash Triton 23.12; fix the code "
-            f"and call lab.restart() (same repository, same models loaded).", model=model)
-    server.repository.mark_changed(model)
-    server.load(model)
+        raise _cannot_end(model, "is stuck below Python, where labkit cannot interrupt it (e.g. inside a C "
+                                 "extension), and ending its stub would crash Triton 23.12", python_stack(server, model))
+    _reload(server, model)
     ended = ", ".join(f"{s.instance} (pid {s.pid})" for s in stuck) or "none (nothing was stuck)"
     return f"{model!r}: ended the stuck request(s) in {ended}; reloaded from {server.repository.model_dir(model)}."
 
@@ -55,15 +52,22 @@ def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
 def _unstick_cpp(server: Any, model: str, backend: str) -> str:
     threads, problem = busy_threads(server, model, backend)
     if threads:
-        raise InferenceError(
-            f"Model {model!r} is a C++ backend ({backend}) and a Triton thread is still running its code:\n"
-            f"{describe_threads(threads, model, backend)}\nA thread inside Triton cannot be ended from outside; "
-            f"fix the backend and call lab.restart() (same repository, same models loaded).", model=model)
-    server.repository.mark_changed(model)
-    server.load(model)
+        raise _cannot_end(model, f"is a C++ backend ({backend}) and a Triton thread is still running its code, "
+                                 f"which cannot be ended from outside", describe_threads(threads, model, backend))
+    _reload(server, model)
     if problem:
         return f"{model!r}: reloaded. {problem} If a request to it still hangs, call lab.restart()."
     return f"{model!r}: no thread was in its C++ code; reloaded."
+
+
+def _cannot_end(model: str, why: str, stack: str) -> InferenceError:
+    return InferenceError(f"Model {model!r} {why}:\n{stack}\nFix the code and call lab.restart() (same repository, "
+                          f"same models loaded).", model=model)
+
+
+def _reload(server: Any, model: str) -> None:
+    server.repository.mark_changed(model)
+    server.load(model)
 
 
 def _still_busy(server: Any, model: str, pids: set[int]) -> set[int]:

@@ -179,6 +179,10 @@ class DockerServer(TritonServer):
         if python.is_symlink():  # the layout of older labkit versions: a link to the image's folder
             python.unlink()
         if python.is_dir():  # what an earlier run (embedded, or another image) put there is replaced
+            known = stubs.OWN_NAMES | {"libtriton_python.so", "__pycache__"}
+            if {p.name for p in python.iterdir()} - known:
+                raise SetupError(f"{python} holds files other than Triton's Python backend and labkit's; move "
+                                 f"them, the container links the image's Python backend there.")
             for entry in python.iterdir():
                 if entry.name not in stubs.OWN_NAMES or entry.name == stubs.TRITON_DIR:
                     shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()

@@ -57,6 +57,8 @@ class EmbeddedServer(TritonServer):
         files = [p for p in self.dist.python_backend_dir.iterdir() if p.is_file()]
         for src in (p for p in files if p.name not in stubs.TRITON_OWN):
             dst = python / src.name
+            if dst.is_symlink():  # a link into a container image, from a Docker run in this workdir
+                dst.unlink()
             if not dst.exists() or dst.stat().st_size != src.stat().st_size:
                 shutil.copy2(src, dst)  # copies, not links: the folder may be mounted into a container later
         # labkit's stand-ins take the stub's and the utilities' places and run Triton's own from stub/.
