@@ -16,13 +16,10 @@ never imported by labkit itself). Standalone on purpose: the stub may run anothe
 
 from __future__ import annotations
 
-import bdb
 import faulthandler
-import json
+import importlib.util
 import os
-import pdb
 import signal
-import socket
 import sys
 import time
 
@@ -51,6 +48,8 @@ def _user_frames(frame) -> list:
 
 
 def _write_json(path: str, data: dict) -> None:
+    import json  # imported when needed: every stub start pays for what this module imports
+
     os.makedirs(os.path.dirname(path), exist_ok=True)
     partial = f"{path}.{os.getpid()}.partial"
     with open(partial, "w") as handle:
@@ -163,47 +162,51 @@ class _SocketIO:
                 pass
 
 
-class _RemotePdb(pdb.Pdb):
-    """pdb over a socket; continuing without breakpoints ends the session, quitting fails the request."""
+def _remote_pdb(conn: socket.socket, where: str):
+    """A pdb.Pdb on the socket: continuing without breakpoints ends the session, quitting fails the
+    request. Built on first use: importing pdb costs every stub start 15 ms."""
+    import bdb
+    import pdb
 
-    def __init__(self, conn: socket.socket, where: str) -> None:
-        self._io = _SocketIO(conn)
-        self._where = where
-        super().__init__(stdin=self._io, stdout=self._io, nosigint=True, readrc=False)
+    class RemotePdb(pdb.Pdb):
+        def __init__(self) -> None:
+            self._io = _SocketIO(conn)
+            super().__init__(stdin=self._io, stdout=self._io, nosigint=True, readrc=False)
 
-    def _close(self) -> None:
-        self._io.close()
+        def set_continue(self) -> None:
+            super().set_continue()
+            if not self.breaks:
+                self._io.close()
 
-    def set_continue(self) -> None:
-        super().set_continue()
-        if not self.breaks:
-            self._close()
+        def set_quit(self) -> None:
+            super().set_quit()
+            self._io.close()
 
-    def set_quit(self) -> None:
-        super().set_quit()
-        self._close()
+        def dispatch_return(self, frame, arg):
+            result = super().dispatch_return(frame, arg)
+            if frame is self.botframe:  # stepped out of the last Python frame: nothing more to debug
+                self._io.close()
+            return result
 
-    def dispatch_return(self, frame, arg):
-        result = super().dispatch_return(frame, arg)
-        if frame is self.botframe:  # stepped out of the last Python frame: nothing more to debug
-            self._close()
-        return result
+        def do_EOF(self, arg: str) -> int:
+            # The person's side went away: let the request finish rather than fail it.
+            self.clear_all_breaks()
+            self.set_continue()
+            return 1
 
-    def do_EOF(self, arg: str) -> int:
-        # The person's side went away: let the request finish rather than fail it.
-        self.clear_all_breaks()
-        self.set_continue()
-        return 1
+        def trace_dispatch(self, frame, event, arg):
+            try:
+                return super().trace_dispatch(frame, event, arg)
+            except bdb.BdbQuit:
+                raise DebuggerQuit(f"the debugger session at {where} was quit (q): this request fails; "
+                                   f"the model keeps serving") from None
 
-    def trace_dispatch(self, frame, event, arg):
-        try:
-            return super().trace_dispatch(frame, event, arg)
-        except bdb.BdbQuit:
-            raise DebuggerQuit(f"the debugger session at {self._where} was quit (q): this request fails; "
-                               f"the model keeps serving") from None
+    return RemotePdb()
 
 
 def _listen(name: str):
+    import socket
+
     os.makedirs(DEBUG, exist_ok=True)
     path = os.path.join(DEBUG, f"{name}.sock")
     if len(path.encode()) > _MAX_SOCKET_PATH:
@@ -216,6 +219,8 @@ def _listen(name: str):
 
 def set_trace(*_args, header=None, **_kwargs) -> None:
     """What ``breakpoint()`` and ``pdb.set_trace()`` call in the stub."""
+    import socket
+
     global _sessions
     frame = sys._getframe(1)
     where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
@@ -253,7 +258,27 @@ def set_trace(*_args, header=None, **_kwargs) -> None:
     if conn is None:
         return
     conn.settimeout(None)
-    _RemotePdb(conn, where).set_trace(frame)
+    _remote_pdb(conn, where).set_trace(frame)
+
+
+class _PatchPdbOnImport:
+    """A finder that lets model.py import pdb as usual, then points its set_trace at ours."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "pdb":
+            return None
+        sys.meta_path.remove(cls)
+        spec = importlib.util.find_spec("pdb")
+        if spec is not None and spec.loader is not None:
+            run = spec.loader.exec_module
+
+            def exec_module(module) -> None:
+                run(module)
+                module.set_trace = set_trace
+
+            spec.loader.exec_module = exec_module
+        return spec
 
 
 def install() -> None:
@@ -267,4 +292,7 @@ def install() -> None:
     except ValueError:
         pass  # imported outside the stub's main thread: lab.unstick() then ends the stub instead
     sys.breakpointhook = set_trace
-    pdb.set_trace = set_trace
+    if "pdb" in sys.modules:
+        sys.modules["pdb"].set_trace = set_trace
+    else:
+        sys.meta_path.insert(0, _PatchPdbOnImport)

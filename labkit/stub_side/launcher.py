@@ -6,17 +6,16 @@ as its child, relays its output to the log, and, when the stub
 ends other than cleanly, writes ``labkit-stubs/<instance>.json``: exit code or signal, its last
 lines, and where in model.py it called ``os._exit``. Triton reaps the stub itself and keeps only
 "not healthy"; this is how labkit learns more. Triton's SIGKILL of this process reaches the stub
-too (parent-death signal). Standalone: it runs with whatever python3 the server has.
+too (parent-death signal). Standalone: it runs with whatever python3 the server has, and imports
+little (no subprocess, json only at a record): it delays every stub start.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import select
 import signal
-import subprocess
 import sys
 import time
 
@@ -28,14 +27,27 @@ _TAIL_BYTES = 16384
 _TAIL_LINES = 20
 
 
-def _die_with_me() -> None:
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _start(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
+    """Fork and exec the real stub with its output into a pipe; its pid and the pipe's read end."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: die with this process, then become the stub
+        try:
+            os.dup2(write, 1)
+            os.dup2(write, 2)
+            os.close(read)
+            os.close(write)
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            os.execve(REAL_STUB, [REAL_STUB, *argv], env)
+        finally:
+            os._exit(127)
+    os.close(write)
+    return pid, read
 
 
-def _relay(proc: subprocess.Popen) -> bytes:
+def _relay(pid: int, fd: int) -> tuple[int, bytes]:
     """Copy the stub's output to ours until it exits (not until every child of it closes the pipe);
-    returns the last bytes."""
-    fd = proc.stdout.fileno()
+    its wait status and last bytes."""
     tail = b""
     while True:
         ready, _, _ = select.select([fd], [], [], 0.5)
@@ -43,11 +55,17 @@ def _relay(proc: subprocess.Popen) -> bytes:
         if chunk:
             os.write(1, chunk)
             tail = (tail + chunk)[-_TAIL_BYTES:]
-        elif proc.poll() is not None:
-            return tail
+            continue
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status, tail
+        if ready:  # end of output but not yet reaped: wait for it
+            return os.waitpid(pid, 0)[1], tail
 
 
-def _record(instance: str, proc: subprocess.Popen, started: float, tail: bytes) -> None:
+def _record(instance: str, pid: int, code: int, started: float, tail: bytes) -> None:
+    import json  # only here: most stubs end cleanly
+
     where_file = os.path.join(RECORDS, f"{instance}.where.json")
     where = None
     try:
@@ -56,11 +74,10 @@ def _record(instance: str, proc: subprocess.Popen, started: float, tail: bytes) 
         os.unlink(where_file)
     except (OSError, ValueError):
         pass
-    if where is not None and where.get("pid") != proc.pid:
+    if where is not None and where.get("pid") != pid:
         where = None  # another stub of this instance wrote it
-    code = proc.returncode
     record = {
-        "instance": instance, "pid": proc.pid, "started": started, "ended": time.time(),
+        "instance": instance, "pid": pid, "started": started, "ended": time.time(),
         "exit_code": code if code >= 0 else None, "signal": -code if code < 0 else None,
         "last_lines": tail.decode(errors="replace").splitlines()[-_TAIL_LINES:], "where": where,
     }
@@ -75,25 +92,23 @@ def main() -> int:
     if len(sys.argv) < 10:  # not an instance's stub (Triton also runs it bare once): just be it
         os.execv(REAL_STUB, [REAL_STUB, *sys.argv[1:]])
     instance = sys.argv[8]
-    env = dict(os.environ, LABKIT_STUB_INSTANCE=instance)
     started = time.time()
-    proc = subprocess.Popen([REAL_STUB, *sys.argv[1:]], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, preexec_fn=_die_with_me)
+    pid, fd = _start(sys.argv[1:], dict(os.environ, LABKIT_STUB_INSTANCE=instance))
     # The server's whole process group gets SIGTERM at shutdown: the stub decides, this waits for it.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)
-    tail = _relay(proc)
-    if proc.returncode != 0:
+    status, tail = _relay(pid, fd)
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)  # negative: a signal
+    if code != 0:
         try:
-            _record(instance, proc, started, tail)
+            _record(instance, pid, code, started, tail)
         except OSError:
             pass  # the record is a courtesy; the exit status below is what Triton needs
-    if proc.returncode < 0:  # end the same way, so Triton sees what the stub did
-        sig = -proc.returncode
-        if sig not in (signal.SIGKILL, signal.SIGSTOP):
-            signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    return proc.returncode if proc.returncode >= 0 else 1
+    if code < 0:  # end the same way, so Triton sees what the stub did
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    return code if code >= 0 else 1
 
 
 if __name__ == "__main__":
