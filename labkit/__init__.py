@@ -5,6 +5,7 @@
     lab.python_model("add_sub", source, cfg)   # write model.py + config.pbtxt, load
     labkit.check_add_sub(lab)                  # send a request and check the answer
     labkit.perf(lab, "add_sub")                # perf_analyzer 23.12 across concurrency 1, 2, 4, 8
+    lab.unstick("add_sub")                     # after a RequestTimeoutError: end the stuck request, reload
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .errors import (
     PerfAnalyzerError,
     RepositoryError,
     RequestError,
+    RequestInterruptedError,
     RequestTimeoutError,
     ServerError,
     ServerNotRunningError,
@@ -46,6 +48,8 @@ from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
 from .timeline import Timeline, plot_timelines, timeline
+from .stuck.report import where_stuck
+from .stuck.tools import debug_tools
 
 __version__ = "0.1.0"
 
@@ -97,6 +101,7 @@ __all__ = [
     "PerfSweep",
     "RepositoryError",
     "RequestError",
+    "RequestInterruptedError",
     "RequestTimeoutError",
     "ServerError",
     "ServerNotRunningError",
@@ -111,6 +116,7 @@ __all__ = [
     "check_passthrough",
     "create_server",
     "current",
+    "debug_tools",
     "errors",
     "exercises",
     "export_backend",
@@ -128,4 +134,5 @@ __all__ = [
     "start",
     "stream_infer",
     "timeline",
+    "where_stuck",
 ]

@@ -102,6 +102,17 @@ def _check(pa: PerfAnalyzer) -> None:
         )
 
 
+def installed() -> PerfAnalyzer | None:
+    """perf_analyzer if it is set up in the cache, checked to start (SetupError if it does not); None if
+    it was never set up. Downloads nothing."""
+    target = cache_dir() / f"perf_analyzer-{VERSION}"
+    if not target.exists():
+        return None
+    pa = PerfAnalyzer(target)
+    _check(pa)
+    return pa
+
+
 def locate(check: bool = False) -> PerfAnalyzer:
     """perf_analyzer 23.12, set up in the cache on first use (about 16 MB of downloads, with progress)."""
     target = cache_dir() / f"perf_analyzer-{VERSION}"

@@ -51,17 +51,19 @@ def check_add_sub(
     batch: int | None = None,
     check: bool = True,
     client: Any = None,
+    timeout_s: float | None = None,
 ) -> AddSubResult:
     """Send fixed FP32 inputs to an add_sub model; with ``check`` a wrong answer raises AnswerMismatchError.
 
-    ``batch`` sends shape [batch, 4] (for add_sub_batching); default is [4].
+    ``batch`` sends shape [batch, 4] (for add_sub_batching); default is [4]. ``timeout_s`` as for ``infer``.
     """
     base0 = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
     base1 = np.array([0.5, 0.25, 2.0, 8.0], dtype=np.float32)
     if batch is not None:
         base0 = np.stack([base0 + i for i in range(batch)])
         base1 = np.stack([base1] * batch)
-    out = infer(server, model, {"INPUT0": base0, "INPUT1": base1}, ["OUTPUT0", "OUTPUT1"], protocol=protocol, client=client)
+    out = infer(server, model, {"INPUT0": base0, "INPUT1": base1}, ["OUTPUT0", "OUTPUT1"], protocol=protocol,
+                client=client, timeout_s=timeout_s)
     result = AddSubResult(model, protocol, base0, base1, out["OUTPUT0"], out["OUTPUT1"])
     if check and not result.ok:
         raise AnswerMismatchError(f"{model} answered wrongly:\n{result.summary()}\nCheck execute() in its model.py.",
@@ -89,15 +91,18 @@ def check_passthrough(
     *,
     concurrent: int = 1,
     check: bool = True,
+    timeout_s: float | None = None,
 ) -> PassthroughResult:
     """Send ``concurrent`` requests at once (one client each) to a reference passthrough model and
-    check every answer equals its input. Two at once to a batching model lets Triton batch them."""
+    check every answer equals its input. Two at once to a batching model lets Triton batch them.
+    ``timeout_s`` as for ``infer``."""
     config = server.model_config(model)
     # A passthrough returns input k as output k.
     pairs = dict(zip((i["name"] for i in config.get("input", [])), (o["name"] for o in config.get("output", []))))
     sample = reference.sample_inputs(model, server=server)
     sent = [{k: v + index for k, v in sample.items()} for index in range(concurrent)]
-    answers = infer_together(server, model, sent, [pairs[k] for k in sample], protocol=protocol)
+    answers = infer_together(server, model, sent, [pairs[k] for k in sample], protocol=protocol,
+                             timeout_s=timeout_s)
     right = [all(np.array_equal(out[pairs[k]], v) for k, v in inputs.items()) for inputs, out in zip(sent, answers)]
     result = PassthroughResult(model, protocol, concurrent, all(right))
     if check and not result.ok:

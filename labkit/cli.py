@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import _perf_dist, _triton_dist, bench, doctor, reference, tour, workshop
+from . import _perf_dist, _triton_dist, bench, breakpoints, doctor, reference, tour, workshop
 from .docker import cpu_image
 from .docker.leftovers import cleanup
 from .errors import LabkitError
@@ -47,11 +47,15 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"serving  {', '.join(server.loaded_models()) or 'no models'}")
         for name, reason in failed.items():
             print(f"NOT LOADED {name}: {reason}", file=sys.stderr)
-        print(f"log      {server.logs.path}\nPress Ctrl-C to stop.", flush=True)
-        while not stop.wait(0.5):
+        print(f"log      {server.logs.path}\nPress Ctrl-C to stop. A breakpoint() in a model.py opens pdb here.",
+              flush=True)
+        breakpoints.attach_any(server)  # any client's request may stop at a breakpoint: we attach
+        while not stop.wait(0.2):
             if not server.alive:
                 print("Triton exited:\n" + server.logs.tail(20), file=sys.stderr)
                 return 1
+            for hit in breakpoints.stops(server):
+                breakpoints.attach(hit)
     print("stopped.")
     return 0
 

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _triton_dist
+from . import _perf_dist, _triton_dist
 from .docker.cpu_image import IMAGE, image_recipe, recipe_hash
 from .docker.engine import engine_status
-from .errors import LabkitError
+from .errors import LabkitError, SetupError
 from .server._ports import free_ports
+from .stuck.tools import debug_tools
 
 _MIN_SHM_MB = 64  # Triton's Python backend moves tensors through /dev/shm; Docker's default is 64 MB
 
@@ -125,6 +126,23 @@ def _shm() -> Finding:
                    f"give /dev/shm at least {_MIN_SHM_MB} MB (in Docker: --shm-size=1g)")
 
 
+def _perf_analyzer() -> Finding:
+    item = f"perf_analyzer {_perf_dist.VERSION} (Triton 23.12's)"
+    try:
+        found = _perf_dist.installed()
+    except SetupError as exc:
+        return Finding(item, False, str(exc).splitlines()[0], "`labkit setup` sets it up again", required=False)
+    if found is None:
+        return Finding(item, False, "not set up yet",
+                       "`labkit setup` (about 16 MB, once; labkit.perf also does it on first use)", required=False)
+    return Finding(item, True, str(found.binary))
+
+
+def _debug_tools() -> list[Finding]:
+    return [Finding(tool.name, tool.found, tool.path or "not found", f"for {tool.purpose}: {tool.install}", required=False)
+            for tool in debug_tools()]
+
+
 def _docker() -> Finding:
     ok, detail = engine_status()
     return Finding("Docker engine", ok, f"version {detail}" if ok else "none reachable",
@@ -147,23 +165,29 @@ def _chromium() -> Finding:
                    "optional, for the browser test only: `apt-get install chromium`", required=False)
 
 
-CHECKS: list[Callable[[], Finding]] = [
-    _python, _libpython, _triton, _stub, _compiler, _json_headers, _ports, _shm, _docker, _cpu_image, _chromium,
+CHECKS: list[Callable[[], Finding | list[Finding]]] = [
+    _python, _libpython, _triton, _stub, _compiler, _json_headers, _ports, _shm,
+    _perf_analyzer, _debug_tools, _docker, _cpu_image, _chromium,
 ]
+
+
+def _run(check: Callable[[], Finding | list[Finding]]) -> list[Finding]:
+    found = check()
+    return found if isinstance(found, list) else [found]
 
 
 def diagnose() -> list[Finding]:
     """Every check's finding, in order."""
-    return [check() for check in CHECKS]
+    return [finding for check in CHECKS for finding in _run(check)]
 
 
 def main() -> int:
     """Print one line per item; 0 when every required item is ok."""
     findings = []
     for check in CHECKS:
-        finding = check()
-        findings.append(finding)
-        print(finding.line(), flush=True)
+        for finding in _run(check):
+            findings.append(finding)
+            print(finding.line(), flush=True)
     ready = all(f.ok for f in findings if f.required)
     print("the embedded lab can run here" if ready else "the embedded lab cannot run here yet: fix the FAIL lines")
     return 0 if ready else 1

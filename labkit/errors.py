@@ -16,6 +16,7 @@ handles an error reads its fields, never its text.
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent
     │   ├── RequestTimeoutError     .limit_s .stack
+    │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
     ├── BuildError                  .backend .compiler_output
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
@@ -125,6 +126,15 @@ class RequestTimeoutError(InferenceError):
         self.limit_s = limit_s
         self.stack = stack
         super().__init__(message, model=model)
+
+
+class RequestInterruptedError(RequestTimeoutError):
+    """A kernel interrupt (Ctrl-C, the notebook's stop button) ended the wait for ``model`` after
+    ``waited_s`` seconds, before the time limit; ``stack`` is where the model was at that moment."""
+
+    def __init__(self, message: str, *, model: str, limit_s: float, waited_s: float, stack: str = "") -> None:
+        self.waited_s = waited_s
+        super().__init__(message, model=model, limit_s=limit_s, stack=stack)
 
 
 class AnswerMismatchError(InferenceError):

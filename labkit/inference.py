@@ -1,4 +1,6 @@
-"""Sending requests: a thin layer over tritonclient that turns Triton's refusals into labkit errors.
+"""Sending requests: a thin layer over tritonclient that turns Triton's refusals into labkit errors,
+and waits for answers within a time limit (labkit.waiting: a stuck model raises RequestTimeoutError
+showing where it is stuck; a breakpoint in model.py opens its pdb session in the caller's cell).
 
 Which error a refusal becomes is decided from the server's state, never from Triton's words (its
 HTTP status is 400 for all of them): a dead server -> ServerNotRunningError (decided by
@@ -9,8 +11,8 @@ backend failed the request) -> InferenceError.
 
 from __future__ import annotations
 
-import queue
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,8 +21,9 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
-from . import request_fit
+from . import breakpoints, request_fit, waiting
 from .errors import InferenceError, LabkitError, ModelNotFoundError, RequestError
+from .server import stubs
 from .server.base import CONNECTION_ERRORS, TritonServer
 
 _MODULES = {"http": httpclient, "grpc": grpcclient}
@@ -45,15 +48,23 @@ def prepare(protocol: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[s
     return tensors, ([mod.InferRequestedOutput(n) for n in outputs] if outputs else None)
 
 
-def translate(exc: BaseException, server: TritonServer, model: str, tensors: list) -> LabkitError:
+def translate(exc: BaseException, server: TritonServer, model: str, tensors: list, since: float | None = None) -> LabkitError:
     """The labkit error for a failed request (tritonclient's error or a broken connection);
-    ``tensors`` are what was sent."""
+    ``tensors`` are what was sent; ``since`` (time.time() when it was sent) lets the error say how a
+    Python stub of the model ended meanwhile."""
     dead = server.dead_server_error(exc, f"The request to {model!r} failed")
     if dead is not None:
         return dead
     if not isinstance(exc, InferenceServerException):
         return InferenceError(f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model)
     text = exc.message() or str(exc)
+    ended = stubs.exits(server.backend_dir / "python", model, since) if since is not None else []
+    if ended:
+        return InferenceError(
+            f"The request to {model!r} failed: {text}\n{stubs.describe(ended)}\n"
+            f"Triton starts a new stub for the next request; fix the model (lab.python_model) to stop it ending.",
+            model=model,
+        )
     try:
         loaded = server.loaded_models()
         config = server.model_config(model) if model in loaded else None
@@ -87,32 +98,54 @@ def infer(
     *,
     protocol: str = "http",
     client: Any = None,
+    timeout_s: float | None = None,
 ) -> dict[str, np.ndarray]:
-    """Send one request; returns the outputs by name. Pass ``client`` to reuse one (one per thread)."""
-    own = client is None
-    client = client or server.client(protocol)
-    try:
-        result = _send(server, client, model, inputs, outputs, protocol)
-        names = outputs or [o["name"] for o in _output_meta(result, protocol)]
-        return {n: result.as_numpy(n) for n in names}
-    finally:
-        if own:
-            client.close()
+    """Send one request; returns the outputs by name. Pass ``client`` to reuse one (one per thread).
+
+    ``timeout_s``: how long to wait for the answer (default ``server.request_timeout_s``; ``math.inf``
+    waits forever); then RequestTimeoutError shows where the model is stuck.
+    """
+    result = _send(server, client, model, inputs, outputs, protocol, timeout_s)
+    names = outputs or [o["name"] for o in _output_meta(result, protocol)]
+    return {n: result.as_numpy(n) for n in names}
 
 
 def _send(
     server: TritonServer, client: Any, model: str, inputs: Mapping[str, np.ndarray],
-    outputs: Sequence[str] | None, protocol: str,
+    outputs: Sequence[str] | None, protocol: str, timeout_s: float | None,
 ) -> Any:
-    """One request on ``client``; Triton's refusals and a dead server become labkit errors."""
+    """One request on ``client`` (a new one if None), waited for within its time limit; Triton's
+    refusals and a dead server become labkit errors."""
     tensors, wanted = prepare(protocol, inputs, outputs)
+    limit = waiting.limit_of(server, timeout_s)
+    own = client is None
+    if own:
+        client = server.client(protocol, network_timeout_s=waiting.SOCKET_TIMEOUT_S)
+    request_id = breakpoints.request_id() if waiting.interactive() else ""
+    since = time.time()
     server.track_request(model, 1)
     try:
-        return client.infer(model, tensors, outputs=wanted)
-    except (InferenceServerException, *CONNECTION_ERRORS) as exc:
-        raise translate(exc, server, model, tensors) from None
+        if protocol == "http":
+            pending: waiting.Pending = waiting.HttpPending(
+                lambda: client.infer(model, tensors, outputs=wanted, request_id=request_id))
+        else:
+            pending = waiting.CallbackPending()
+            call = client.async_infer(model, tensors, pending.callback, outputs=wanted, request_id=request_id)
+            pending.on_cancel = call.cancel
+        session = waiting.wait_for(server, model, pending, limit, request_id)
+        try:
+            return pending.result()
+        except (InferenceServerException, *CONNECTION_ERRORS) as exc:
+            if session.quit:
+                raise InferenceError(
+                    f"The request to {model!r} failed because you quit the debugger (q) at its breakpoint; "
+                    f"the model keeps serving. Continue with c to let a request finish.", model=model,
+                ) from None
+            raise translate(exc, server, model, tensors, since) from None
     finally:
         server.track_request(model, -1)
+        if own:
+            client.close()
 
 
 def _output_meta(result: Any, protocol: str) -> list[dict]:
@@ -128,26 +161,24 @@ def infer_together(
     outputs: Sequence[str] | None = None,
     *,
     protocol: str = "http",
+    timeout_s: float | None = None,
 ) -> list[dict[str, np.ndarray]]:
     """Send several requests at the same moment (one client and thread each, released together), so
     that a batching model can execute them together; their outputs in the order given. The first
-    failure is raised once every request has ended."""
+    failure is raised once every request has ended. ``timeout_s`` as for ``infer``."""
     barrier = threading.Barrier(len(requests))
     answers: dict[int, dict[str, np.ndarray]] = {}
     failures: list[BaseException] = []
 
     def one(index: int) -> None:
-        client = server.client(protocol)
         try:
             barrier.wait(timeout=30)
-            answers[index] = infer(server, model, requests[index], outputs, protocol=protocol, client=client)
+            answers[index] = infer(server, model, requests[index], outputs, protocol=protocol, timeout_s=timeout_s)
         except threading.BrokenBarrierError:
             pass  # another request failed first; its error is the one to report
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             failures.append(exc)
             barrier.abort()  # the others must not wait for this one
-        finally:
-            client.close()
 
     threads = [threading.Thread(target=one, args=(i,), name=f"labkit-together-{i}") for i in range(len(requests))]
     for thread in threads:
@@ -168,39 +199,41 @@ def stream_infer(
     inputs: Mapping[str, np.ndarray],
     outputs: Sequence[str] | None = None,
     *,
-    timeout_s: float = 30.0,
+    timeout_s: float | None = None,
 ) -> list[dict[str, np.ndarray]]:
     """Send one request over a gRPC stream and collect every response, in the order sent.
 
     A decoupled model (``model_transaction_policy { decoupled: true }``) may answer one request with
     any number of responses, and only gRPC streaming carries them (HTTP refuses such models). The
     server is asked for an empty final response, so the end is known even after zero responses.
+    ``timeout_s`` (default ``server.request_timeout_s``) limits the wait for each next response.
     """
-    answers: "queue.Queue[tuple[Any, Any]]" = queue.Queue()
     client = server.client("grpc")
     tensors, wanted = prepare("grpc", inputs, outputs)
+    limit = waiting.limit_of(server, timeout_s)
+    request_id = breakpoints.request_id() if waiting.interactive() else ""
+    pending = waiting.CallbackPending()
+    pending.on_cancel = lambda: client.stop_stream(cancel_requests=True)  # else it waits for the server
     collected: list[dict[str, np.ndarray]] = []
+    hint = lambda: (  # noqa: E731 - said only when the wait ends without the final flag
+        f"It sent {len(collected)} response(s) so far and no final flag: a decoupled model must end every "
+        f"request with send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)."
+    )
+    since = time.time()
     server.track_request(model, 1)
     try:
         try:
-            client.start_stream(callback=lambda result, error: answers.put((result, error)))
-            client.async_stream_infer(model, tensors, outputs=wanted, enable_empty_final_response=True)
+            client.start_stream(callback=pending.callback)
+            client.async_stream_infer(model, tensors, outputs=wanted, enable_empty_final_response=True,
+                                      request_id=request_id)
         except InferenceServerException as exc:
-            raise translate(exc, server, model, tensors) from None
+            raise translate(exc, server, model, tensors, since) from None
         while True:
+            waiting.wait_for(server, model, pending, limit, request_id, extra=hint)
             try:
-                result, error = answers.get(timeout=timeout_s)
-            except queue.Empty:
-                if server.gone(within_s=0.0):
-                    raise server.exited_error(f"The stream to {model!r} broke off") from None
-                raise InferenceError(
-                    f"{model!r} sent {len(collected)} response(s), then nothing for {timeout_s:.0f} s and no final "
-                    f"flag. A decoupled model must end every request with "
-                    f"send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL); raise timeout_s if it is just slow.",
-                    model=model,
-                ) from None
-            if error is not None:
-                raise translate(error, server, model, tensors) from None
+                result = pending.result()
+            except InferenceServerException as exc:
+                raise translate(exc, server, model, tensors, since) from None
             response = result.get_response()
             if response.outputs:
                 names = outputs or [o.name for o in response.outputs]
@@ -211,7 +244,7 @@ def stream_infer(
     finally:
         server.track_request(model, -1)
         try:
-            client.stop_stream()
+            client.stop_stream(cancel_requests=True)  # after the final response there is nothing to cancel
         except InferenceServerException:
             pass  # a stream that broke cannot be stopped politely; closing the client ends it
         finally:
@@ -231,18 +264,16 @@ def infer_with_parameters(
     outputs: Sequence[str] | None = None,
     *,
     protocol: str = "http",
+    timeout_s: float | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Send one request; return its outputs and the parameters the backend set on the response
-    (TRITONBACKEND_ResponseSet{String,Int,Bool}Parameter) as str, int and bool values."""
-    client = server.client(protocol)
-    try:
-        result = _send(server, client, model, inputs, outputs, protocol)
-        response = result.get_response()
-        names = outputs or [o["name"] for o in _output_meta(result, protocol)]
-        if protocol == "http":  # JSON already gives str / int / bool
-            params = dict(response.get("parameters", {}))
-        else:
-            params = {k: _parameter_value(v) for k, v in response.parameters.items()}
-        return {n: result.as_numpy(n) for n in names}, params
-    finally:
-        client.close()
+    (TRITONBACKEND_ResponseSet{String,Int,Bool}Parameter) as str, int and bool values.
+    ``timeout_s`` as for ``infer``."""
+    result = _send(server, None, model, inputs, outputs, protocol, timeout_s)
+    response = result.get_response()
+    names = outputs or [o["name"] for o in _output_meta(result, protocol)]
+    if protocol == "http":  # JSON already gives str / int / bool
+        params = dict(response.get("parameters", {}))
+    else:
+        params = {k: _parameter_value(v) for k, v in response.parameters.items()}
+    return {n: result.as_numpy(n) for n in names}, params

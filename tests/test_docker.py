@@ -181,7 +181,8 @@ class TritonPythonModel:
 
 def test_python_based_backend_from_the_host_backend_folder(dserver):
     dserver.python_backend("scaler", SCALER)
-    assert os.readlink(dserver.backend_dir / "python") == "/opt/tritonserver/backends/python"
+    stub = dserver.backend_dir / "python" / "stub" / "triton_python_backend_stub"  # labkit's launcher runs it
+    assert os.readlink(stub) == "/opt/tritonserver/backends/python/triton_python_backend_stub"
     cfg = labkit.model_config("times3", "scaler", [("X", "FP32", [2])], [("Y", "FP32", [2])], parameters={"scale": 3})
     dserver.repository.write_config(cfg)
     dserver.load("times3")
@@ -474,3 +475,44 @@ def test_timeline_and_perf_analyzer_against_the_container(dserver):
     assert tl.counts()["requests"] == 20 and tl.agrees_with_statistics()
     sweep = labkit.perf(dserver, "add_sub", concurrency=[2], measurement_ms=500, stability_percent=50, progress=False)
     assert sweep.steps[0].throughput > 0 and sweep.steps[0].compute_infer_us > 0
+
+
+# -- a stuck model in the container: live stacks, unstick, breakpoints ------------------------------------
+
+
+def test_stuck_models_in_the_container_show_their_lines(dserver):
+    from test_stuck import CONFIG, HANG_LINE, SPIN_LINE, SPINNING, X, _hanging
+
+    assert all(tool.found for tool in labkit.debug_tools(dserver)), [str(t) for t in labkit.debug_tools(dserver)]
+    dserver.repository.write_config(CONFIG)
+    dserver.python_model("hang", _hanging(1, "time.sleep(100000)"))
+    with pytest.raises(labkit.RequestTimeoutError) as info:
+        labkit.infer(dserver, "hang", X, timeout_s=2)
+    assert f"model.py:{HANG_LINE} in TritonPythonModel.execute:  time.sleep(100000)" in info.value.stack
+    dserver.repository.write_python_model("hang", _hanging(4, "pass"))
+    dserver.unstick("hang")
+    assert labkit.infer(dserver, "hang", X)["OUT0"].tolist() == [4.0] * 4
+
+    cfg = labkit.model_config("spinner", "spinny", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
+    dserver.repository.write_config(cfg)
+    dserver.cpp_backend("spinny", SPINNING, ["spinner"], progress=False)
+    with pytest.raises(labkit.RequestTimeoutError) as info:
+        labkit.infer(dserver, "spinner", {"IN0": np.zeros(4, np.int32)}, timeout_s=2)
+    assert f"spinny.cc:{SPIN_LINE} in operator():  spins = spins + 1;  // the endless loop" in info.value.stack
+    assert labkit.check_add_sub(dserver).ok
+    dserver.restart()  # the spinning thread cannot be ended otherwise; the module's other tests go on
+
+
+def test_a_breakpoint_in_the_container_opens_pdb_here(cpu_image, tmp_path):
+    from test_breakpoints import CHILD, MODEL, Terminal
+
+    model = tmp_path / "model.py"
+    model.write_text(MODEL)
+    term = Terminal([sys.executable, "-c", CHILD, "http", "1", str(model), "docker", cpu_image])
+    term.expect("READY", timeout_s=180)
+    term.expect(r"model\.py\(12\)execute\(\)[\s\S]*?\(Pdb\) ")
+    term.pdb("p scale", r"^2\.0\n$")
+    term.pdb("scale = 3.0", r"^$")
+    term.send("c")
+    term.expect(r"ANSWER \[3\.0, 3\.0, 3\.0, 3\.0\]")
+    assert term.close() == 0

@@ -9,7 +9,8 @@ The recipe (also described in docker/README.md):
    mirror, with Python 3.11 + numpy 1.24 (< 2, which the 23.12 Python backend needs),
    ``libpython3.11`` (the Python backend stub links it) and g++/make (C++ backends are
    compiled inside the container they run in). Documentation, manuals, locales and apt's
-   caches are removed. This root file system is cached under ``~/.cache/labkit/image/``.
+   caches are removed; ``elfutils`` brings eu-stack, which shows where a stuck C++ backend thread
+   is. This root file system is cached under ``~/.cache/labkit/image/``.
 2. Copy the real Triton 2.41.0 (release 23.12) from the ``nvidia-pytriton==0.5.0`` wheel into
    ``/opt/tritonserver`` with the layout of NGC's image: ``bin/tritonserver``, ``lib/`` (the
    wheel's ``nvidia_pytriton.libs``), ``backends/python/`` (``libtriton_python.so``,
@@ -46,7 +47,8 @@ IMAGE = "labkit/tritonserver:23.12-cpu"
 SUITE = "bookworm"
 MIRROR = os.environ.get("LABKIT_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # python3-numpy is 1.24 in bookworm (numpy 2 breaks the 23.12 Python backend).
-PACKAGES = ("python3", "python3-numpy", "libpython3.11", "g++", "make", "ca-certificates")
+# elfutils: eu-stack, for the live stack of a stuck C++ backend (labkit.stuck.native_stack).
+PACKAGES = ("python3", "python3-numpy", "libpython3.11", "g++", "make", "ca-certificates", "elfutils")
 PYTHON_VERSION = (3, 11)  # bookworm's python3; the stub copied in must match it
 TRITON_ROOT = "/opt/tritonserver"
 # Bump when the steps below change in a way the hash of the inputs would not notice.

@@ -33,6 +33,7 @@ from ..native.crash import Crash
 from ..native.crash import read as read_crash
 from ..native.toolchain import LocalToolchain, Toolchain
 from ..repository import ModelRepository
+from .beside import Beside
 from .logs import LogView
 from .model_control import ModelControl
 from .options import TritonOptions
@@ -75,7 +76,7 @@ def _unreachable(exc: BaseException) -> bool:
     return isinstance(exc, InferenceServerException) and exc.status() == _GRPC_UNAVAILABLE
 
 
-class TritonServer(ModelControl, ABC):
+class TritonServer(ModelControl, Beside, ABC):
     """A running Triton 23.12. Use as a context manager, or call ``stop()``; exit stops it anyway.
 
     Options every launcher takes:
@@ -364,10 +365,12 @@ class TritonServer(ModelControl, ABC):
     def urls(self) -> dict[str, str]:
         return {"http": f"http://{self.http_url}", "grpc": f"grpc://{self.grpc_url}", "metrics": self.metrics_url}
 
-    def client(self, protocol: str = "http") -> Any:
-        """A new tritonclient client. They are not thread-safe: make one per thread."""
+    def client(self, protocol: str = "http", *, network_timeout_s: float = 60.0) -> Any:
+        """A new tritonclient client. They are not thread-safe: make one per thread.
+        ``network_timeout_s``: how long an HTTP client waits on its socket (labkit's own calls wait
+        with their time limit instead, and give a longer one)."""
         if protocol == "http":
-            return httpclient.InferenceServerClient(self.http_url)
+            return httpclient.InferenceServerClient(self.http_url, network_timeout=network_timeout_s)
         if protocol == "grpc":
             return grpcclient.InferenceServerClient(self.grpc_url)
         raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")

@@ -24,6 +24,8 @@ from ..native.toolchain import Toolchain
 from ..repository import ModelConfig, ModelRepository, check_name
 from ..repository.files import write_atomic
 from ..repository.python_source import model_source
+from ..stuck import unstick as _unstick
+from . import stubs
 from .logs import LogView
 
 # Lines worth showing when a load fails: Python tracebacks, errors, and the model's own lines.
@@ -68,14 +70,14 @@ class ModelControl:
         self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
         for listener in list(self.before_load):
             listener(name)
-        mark = self.logs.mark()
+        mark, since = self.logs.mark(), time.time()
         self._call(
             f"load model {name!r}", lambda c: c.load_model(name),
-            refused=lambda exc: self._load_failure(name, exc, mark),
+            refused=lambda exc: self._load_failure(name, exc, mark, since),
         )
         self._loaded.add(name)
 
-    def _load_failure(self, name: str, exc: InferenceServerException, mark: int) -> ModelLoadError:
+    def _load_failure(self, name: str, exc: InferenceServerException, mark: int, since: float) -> ModelLoadError:
         reason = exc.message() or str(exc)
         time.sleep(0.1)  # the stub's traceback can land in the log just after the HTTP answer
         lines = [
@@ -83,9 +85,12 @@ class ModelControl:
             if _REASON.search(line) and "<frozen importlib" not in line
         ]
         detail = "\n".join(lines[-20:])
+        ended = stubs.exits(self.backend_dir / "python", name, since)
         still = ", ".join(self.loaded_models()) or "none"
         text = f"Triton could not load model {name!r}:\n{reason}"
-        if detail:
+        if ended:  # the stub ended itself: say how and where, its own last lines say the rest
+            text += f"\n{stubs.describe(ended)}"
+        elif detail:
             text += f"\n--- server log during the load ---\n{detail}"
         text += f"\nFix the model and load it again. Models still serving: {still}."
         return ModelLoadError(text, model=name, reason=reason)
@@ -105,6 +110,14 @@ class ModelControl:
             f"Model {name!r} was still unloading after {timeout_s:.0f} s; see server.logs.tail().",
             model=name, reason="still unloading",
         )
+
+    def unstick(self, name: str) -> str:
+        """Get a stuck model serving again without restarting Triton: a Python model is reloaded from
+        its model.py and the stubs that served it before are ended (failing their stuck requests);
+        for a C++ backend whose thread is stuck, raises InferenceError offering ``restart()``.
+        Other models are not touched. Returns what was done."""
+        check_name(name)
+        return _unstick.unstick(self, name)
 
     def is_model_ready(self, name: str) -> bool:
         return bool(self._call("ask about a model", lambda c: c.is_model_ready(name)))

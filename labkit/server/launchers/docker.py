@@ -7,9 +7,13 @@ Layout inside the container (chosen so that paths in Triton's log agree with the
 * the model repository is bind-mounted at the **same path** as on the host;
 * the server's backend folder (``<workdir>/backends``, where ``python_backend()`` writes) is
   bind-mounted at the same path and is Triton's ``--backend-directory``. Each of the image's own
-  backends (``/opt/tritonserver/backends/*``: ``python``, and in NGC's image ``onnxruntime``, ...) is
-  symbolically linked into it (unless the folder has one of that name), so the Python backend and its
-  stub are the image's (they match the image's Python) while user backends come from the host;
+  backends (``/opt/tritonserver/backends/*``: in NGC's image ``onnxruntime``, ...) is symbolically
+  linked into it (unless the folder has one of that name), so user backends come from the host. Its
+  ``python/`` holds labkit's stand-ins for the stub and its utilities (labkit.server.stubs) with the
+  image's Python backend linked in beside them (the stub and utilities under ``python/stub/``), so the
+  stub is the image's (it matches the image's Python);
+* py-spy (a static binary) is mounted read-only at ``/labkit/tools/py-spy``, so the live stack of a
+  stuck model.py is read inside the container; eu-stack (for C++ backends) comes from the image;
 * C++ builds happen inside the container (``toolchain()``), in a cache folder mounted at the same path.
 
 A host path under a system folder of the image (``/usr``, ``/opt/tritonserver``, ...) is mounted
@@ -41,6 +45,9 @@ from ...docker.leftovers import LABEL_KIND, LABEL_MANAGED, LABEL_WORKDIR, cleanu
 from ...docker.mounts import container_path
 from ...docker.toolchain import ContainerToolchain
 from ...errors import EngineError, ServerNotRunningError, ServerStartError, SetupError
+from ...stuck.tools import PY_SPY as PY_SPY_NAME
+from ...stuck.tools import host_tool
+from .. import stubs
 from ..base import TritonServer
 
 CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
@@ -53,8 +60,16 @@ for b in "$src"/*; do
   n="${b##*/}"
   [ -d "$b" ] && [ ! -e "$dst/$n" ] && [ ! -L "$dst/$n" ] && ln -s "$b" "$dst/$n"
 done
+for f in "$src"/python/*; do
+  n="${f##*/}"
+  case "$n" in
+    triton_python_backend_stub|triton_python_backend_utils.py) ln -sfn "$f" "$dst/python/stub/$n" ;;
+    *) [ -e "$dst/python/$n" ] || ln -sfn "$f" "$dst/python/$n" ;;
+  esac
+done
 exec "$@"
 """
+PY_SPY = "/labkit/tools/py-spy"
 
 
 class DockerServer(TritonServer):
@@ -150,6 +165,9 @@ class DockerServer(TritonServer):
             (self.build_root, container_path(self.build_root, "/labkit/builds"), False),
             (self.trace_folder()[0], self.trace_folder()[1], False),
         ]
+        py_spy = host_tool(PY_SPY_NAME)
+        if py_spy is not None:
+            wanted.append((Path(py_spy).resolve(), PY_SPY, True))
         for host, target in self.volumes.items():
             target, _, mode = target.partition(":")
             if not target.startswith("/"):
@@ -166,22 +184,21 @@ class DockerServer(TritonServer):
         return mounts
 
     def _prepare_backends(self) -> None:
-        """backends/python -> the image's Python backend; user backends sit beside it."""
+        """backends/python: labkit's stand-ins; the image's Python backend is linked in at start."""
         self.backend_dir.mkdir(parents=True, exist_ok=True)
         self.build_root.mkdir(parents=True, exist_ok=True)
-        link = self.backend_dir / "python"
-        target = f"{IMAGE_BACKENDS}/python"
-        if link.is_symlink():
-            if os.readlink(link) == target:
-                return
-            link.unlink()
-        elif link.is_dir():
-            known = {"libtriton_python.so", "triton_python_backend_utils.py", "triton_python_backend_stub", "__pycache__"}
-            if {p.name for p in link.iterdir()} - known:
-                raise SetupError(f"{link} holds files other than Triton's Python backend; move them, the container "
-                                 f"uses the image's Python backend there.")
-            shutil.rmtree(link)  # the embedded server's copy, from an earlier run in this workdir
-        link.symlink_to(target)
+        python = self.backend_dir / "python"
+        if python.is_symlink():  # the layout of older labkit versions: a link to the image's folder
+            python.unlink()
+        if python.is_dir():  # what an earlier run (embedded, or another image) put there is replaced
+            known = stubs.OWN_NAMES | {"libtriton_python.so", "__pycache__"}
+            if {p.name for p in python.iterdir()} - known:
+                raise SetupError(f"{python} holds files other than Triton's Python backend and labkit's; move "
+                                 f"them, the container links the image's Python backend there.")
+            for entry in python.iterdir():
+                if entry.name not in stubs.OWN_NAMES or entry.name == stubs.TRITON_DIR:
+                    shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        stubs.install(python)
 
     def _argv(self) -> list[str]:
         # A tiny shell step first links each of the image's own backends (python, and in NGC's image
@@ -387,6 +404,25 @@ class DockerServer(TritonServer):
             self._exited = True
             return False
         return True
+
+    # -- tools beside Triton (Beside): inside the container ---------------------------------------------
+
+    @property
+    def triton_pid(self) -> int | None:
+        return 1 if self._container is not None else None  # tritonserver is the container's PID 1 (exec)
+
+    def run_beside(self, argv: list[str], timeout_s: float = 30.0) -> tuple[int, str, str]:
+        argv = ["python3" if argv[0] == "python" else argv[0], *argv[1:]]
+        return self._exec(argv, None, {})
+
+    def debug_tool(self, name: str) -> str | None:
+        if name == PY_SPY_NAME:
+            return PY_SPY if host_tool(PY_SPY_NAME) is not None else None
+        code, out, _ = self._exec(["sh", "-c", f"command -v {name}"], None, {})
+        return (out.strip() or None) if code == 0 else None
+
+    def signal_beside(self, pid: int, sig: int) -> None:
+        self._exec(["sh", "-c", f"kill -{int(sig)} {int(pid)} 2>/dev/null || true"], None, {})
 
     # -- C++ builds inside the container -------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ... import _triton_dist
 from ...errors import SetupError
-from .. import _process, leftovers
+from .. import _process, leftovers, stubs
 from .._ports import free_ports, ports_taken
 from ..base import SERVER_FILE, TritonServer
 
@@ -55,11 +55,16 @@ class EmbeddedServer(TritonServer):
         python = self.backend_dir / "python"
         python.mkdir(parents=True, exist_ok=True)
         files = [p for p in self.dist.python_backend_dir.iterdir() if p.is_file()]
-        files.append(self.dist.stub_for(sys.version_info[:2]))
-        for src in files:
+        for src in (p for p in files if p.name not in stubs.TRITON_OWN):
             dst = python / src.name
+            if dst.is_symlink():  # a link into a container image, from a Docker run in this workdir
+                dst.unlink()
             if not dst.exists() or dst.stat().st_size != src.stat().st_size:
                 shutil.copy2(src, dst)  # copies, not links: the folder may be mounted into a container later
+        # labkit's stand-ins take the stub's and the utilities' places and run Triton's own from stub/.
+        own = [p for p in files if p.name in stubs.TRITON_OWN] + [self.dist.stub_for(sys.version_info[:2])]
+        stubs.copy_triton_own(python, own)
+        stubs.install(python)
 
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -121,3 +126,7 @@ class EmbeddedServer(TritonServer):
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
+
+    @property
+    def triton_pid(self) -> int | None:
+        return self.pid

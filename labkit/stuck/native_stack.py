@@ -1,0 +1,97 @@
+"""Where a C++ backend is right now: ``eu-stack`` of Triton's threads, keeping the threads that run
+code of the model's library and, in them, the frames of the cell's source, at the cell's lines.
+
+labkit builds backends with line tables (``-g1``) and gives each model its own copy of the library
+(``<model>/<version>/libtriton_<backend>.so``), so a frame's module names the model, and its source
+file is shown as labkit.native.symbols shows a crash's (``<backend>.cc:<line>``, the cell's lines).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..native.symbols import display_file
+from .python_stack import Server
+from .tools import EU_STACK, missing_text
+
+_THREAD = re.compile(r"^TID (\d+):$")
+_FRAME = re.compile(r"^#(\d+)\s+0x[0-9a-f]+\s+(.*?)(?: - (/\S.*))?$")
+_SOURCE = re.compile(r"^\s+(\S.*?):(\d+)(?::\d+)?$")
+
+
+@dataclass
+class Frame:
+    function: str
+    module: str
+    source: str = ""
+    line: int = 0
+
+
+@dataclass
+class Thread:
+    tid: int
+    frames: list[Frame] = field(default_factory=list)
+
+
+def parse_eu_stack(text: str) -> list[Thread]:
+    """Threads and frames from ``eu-stack -i -m -s`` (function, module path, source file and line)."""
+    threads: list[Thread] = []
+    for row in text.splitlines():
+        if match := _THREAD.match(row):
+            threads.append(Thread(int(match.group(1))))
+        elif threads and (match := _FRAME.match(row)):
+            threads[-1].frames.append(Frame(match.group(2).strip(), match.group(3) or ""))
+        elif threads and threads[-1].frames and (match := _SOURCE.match(row)):
+            threads[-1].frames[-1].source, threads[-1].frames[-1].line = match.group(1), int(match.group(2))
+    return threads
+
+
+def _in_model(frame: Frame, model: str, backend: str) -> bool:
+    path = PurePosixPath(frame.module)
+    return path.name == f"libtriton_{backend}.so" and model in path.parts
+
+
+def _line_text(source: str, line: int) -> str:
+    try:
+        return Path(source).read_text().splitlines()[line - 1].strip()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return ""
+
+
+def describe_threads(threads: list[Thread], model: str, backend: str) -> str:
+    """The threads running ``model``'s library, each with its cell frames (innermost last)."""
+    parts = []
+    for thread in threads:
+        lines = []
+        for frame in reversed(thread.frames):
+            shown, users = display_file(frame.source, backend)
+            if users and frame.line and _in_model(frame, model, backend):
+                text = _line_text(frame.source, frame.line)
+                lines.append(f"    {shown}:{frame.line} in {frame.function}" + (f":  {text}" if text else ""))
+        if not lines:  # inside the library, but not in the cell's own lines (e.g. labkit's helpers)
+            inner = next(f for f in thread.frames if _in_model(f, model, backend))
+            lines.append(f"    in {inner.function} (libtriton_{backend}.so, outside the cell's lines)")
+        parts.append(f"  Triton thread {thread.tid} running {model!r} ({backend}), innermost last:\n" + "\n".join(lines))
+    return "\n".join(parts)
+
+
+def busy_threads(server: Server, model: str, backend: str) -> tuple[list[Thread], str]:
+    """Triton's threads inside ``model``'s library, and why none could be read ("" if they could)."""
+    tool = server.debug_tool(EU_STACK)
+    if tool is None:
+        return [], missing_text(server, EU_STACK)
+    if server.triton_pid is None:
+        return [], ""
+    code, out, err = server.run_beside([tool, "-p", str(server.triton_pid), "-i", "-m", "-s"], 30.0)
+    threads = parse_eu_stack(out)
+    if not threads:  # exit code 1 only means some frames could not be unwound
+        return [], f"(eu-stack could not read Triton's threads: {(err or out).strip()[:300]})"
+    return [t for t in threads if any(_in_model(f, model, backend) for f in t.frames)], ""
+
+
+def native_stack(server: Server, model: str, backend: str) -> str:
+    """Where Triton's threads are inside ``model``'s C++ backend, as text ("" if none is)."""
+    threads, problem = busy_threads(server, model, backend)
+    return problem or describe_threads(threads, model, backend)

@@ -1,0 +1,68 @@
+"""Words for a request that got no answer: where the model is stuck, and what to do next."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import LabkitError, RequestInterruptedError, RequestTimeoutError
+from .native_stack import native_stack
+from .python_stack import python_stack
+
+
+def is_python(server: Any, backend: str) -> bool:
+    """Whether ``backend`` runs model.py in a stub: the Python backend or a Python-based backend."""
+    return backend == "python" or (server.backend_dir / backend / "model.py").exists()
+
+
+def backend_of(server: Any, model: str) -> str:
+    try:
+        return server.repository.read_config(model).backend
+    except LabkitError:
+        return ""  # a model labkit has no config for: nothing to say about its code
+
+
+def where_stuck(server: Any, model: str) -> str:
+    """The live frames of ``model``'s code: model.py lines of its busy stubs, or the C++ cell lines
+    of Triton's threads in its backend ("" when its code is running nowhere)."""
+    backend = backend_of(server, model)
+    if not backend or not server.alive:
+        return ""
+    return python_stack(server, model) if is_python(server, backend) else native_stack(server, model, backend)
+
+
+def _next_steps(server: Any, model: str) -> str:
+    backend = backend_of(server, model)
+    if backend and not is_python(server, backend):
+        return (f"A thread inside Triton cannot be ended from outside: fix the backend, rebuild it, and call "
+                f"lab.restart() (same repository, same models loaded); lab.unstick({model!r}) says the same.")
+    return (f"The stuck request keeps its instance busy: fix the code, then lab.unstick({model!r}) ends the "
+            f"stuck request and reloads the model (other models keep serving).")
+
+
+def _where_text(stack: str) -> str:
+    if stack:
+        return f"It is here right now (live stack):\n{stack}"
+    return "Its code is not running right now (no stub or thread of it is inside the model's code)."
+
+
+def timeout_error(server: Any, model: str, limit_s: float, *, stack: str | None = None,
+                  extra: str = "") -> RequestTimeoutError:
+    """The error for a request to ``model`` unanswered after ``limit_s`` seconds (stack read now
+    unless given)."""
+    stack = where_stuck(server, model) if stack is None else stack
+    return RequestTimeoutError(
+        f"The request to {model!r} got no answer within {limit_s:g} s.{f' {extra}' if extra else ''}\n"
+        f"{_where_text(stack)}\n{_next_steps(server, model)}\n"
+        f"If it is only slow, raise the limit: timeout_s= on the call, or lab.request_timeout_s.",
+        model=model, limit_s=limit_s, stack=stack,
+    )
+
+
+def interrupted_error(server: Any, model: str, limit_s: float, waited_s: float) -> RequestInterruptedError:
+    """The error for a wait on ``model`` ended by a kernel interrupt after ``waited_s`` seconds."""
+    stack = where_stuck(server, model)
+    return RequestInterruptedError(
+        f"You interrupted the request to {model!r} after {waited_s:.1f} s (its limit: {limit_s:g} s).\n"
+        f"{_where_text(stack)}\n{_next_steps(server, model)}",
+        model=model, limit_s=limit_s, waited_s=waited_s, stack=stack,
+    )

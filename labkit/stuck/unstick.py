@@ -1,0 +1,86 @@
+"""One call to get unstuck: end what a Python model is stuck in and reload it, so the next request is
+served by fresh code from the model.py on disk, without restarting Triton or touching other models.
+
+A reload alone is not enough: Triton loads new instances at once but keeps the old ones until their
+requests finish, which a stuck request never does. Killing the stub is not safe either: Triton 2.41
+then restarts it from the executing thread and, seen here every time, crashes the whole server
+(SIGSEGV in libtriton_python.so). So labkit asks the stub (labkit_stub: SIGUSR2 raises ``Unstuck``
+inside model.py): the stuck ``execute`` ends, its requests fail, and the stub stays healthy. A stub
+stuck below Python (in a C extension), like a C++ backend's thread inside Triton, cannot be ended
+safely: labkit says so, with where it is, and offers ``lab.restart()``.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InferenceError, ModelLoadError
+from ..server.stubs import RECORDS_DIR
+from .native_stack import busy_threads, describe_threads
+from .python_stack import busy_stubs, python_stack, stub_processes
+from .report import backend_of, is_python
+
+UNSTICK_SIGNAL = signal.SIGUSR2  # labkit_stub.UNSTICK_SIGNAL, on the stub side
+_ANSWER_S = 3.0  # how long a stub gets to leave model.py after being asked
+
+
+def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
+    """End what ``model`` is stuck in and reload it; returns what was done."""
+    backend = backend_of(server, model)
+    if not backend:
+        raise ModelLoadError(f"Model {model!r} has no config in {server.repository.root}; nothing to unstick.",
+                             model=model, reason="no config")
+    if not is_python(server, backend):
+        return _unstick_cpp(server, model, backend)
+    busy = busy_stubs(server, model)
+    stuck = [stub for stub, _ in busy] if busy is not None else stub_processes(server, model)
+    for stub in stuck:
+        (server.backend_dir / "python" / RECORDS_DIR / f"{stub.instance}.unstick").touch()
+        server.signal_beside(stub.pid, UNSTICK_SIGNAL)
+    pids = {stub.pid for stub in stuck}
+    if not _wait(lambda: not _still_busy(server, model, pids), _ANSWER_S):
+        raise _cannot_end(model, "is stuck below Python, where labkit cannot interrupt it (e.g. inside a C "
+                                 "extension), and ending its stub would crash Triton 23.12", python_stack(server, model))
+    _reload(server, model)
+    ended = ", ".join(f"{s.instance} (pid {s.pid})" for s in stuck) or "none (nothing was stuck)"
+    return f"{model!r}: ended the stuck request(s) in {ended}; reloaded from {server.repository.model_dir(model)}."
+
+
+def _unstick_cpp(server: Any, model: str, backend: str) -> str:
+    threads, problem = busy_threads(server, model, backend)
+    if threads:
+        raise _cannot_end(model, f"is a C++ backend ({backend}) and a Triton thread is still running its code, "
+                                 f"which cannot be ended from outside", describe_threads(threads, model, backend))
+    _reload(server, model)
+    if problem:
+        return f"{model!r}: reloaded. {problem} If a request to it still hangs, call lab.restart()."
+    return f"{model!r}: no thread was in its C++ code; reloaded."
+
+
+def _cannot_end(model: str, why: str, stack: str) -> InferenceError:
+    return InferenceError(f"Model {model!r} {why}:\n{stack}\nFix the code and call lab.restart() (same repository, "
+                          f"same models loaded).", model=model)
+
+
+def _reload(server: Any, model: str) -> None:
+    server.repository.mark_changed(model)
+    server.load(model)
+
+
+def _still_busy(server: Any, model: str, pids: set[int]) -> set[int]:
+    busy = busy_stubs(server, model)
+    if busy is None:  # without py-spy, a stub that lives on may still be stuck: assume it left
+        return set()
+    return pids & {stub.pid for stub, _ in busy}
+
+
+def _wait(done: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
