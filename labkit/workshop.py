@@ -86,15 +86,17 @@ def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
         report = Path(tmp) / "verdicts.jsonl"
         os.environ["LABKIT_WORKSHOP_REPORT"] = str(report)  # the kernel inherits it
         stopped = ""
+        # ipc: the kernel talks over local sockets, not TCP ports (and says nothing about encryption)
+        kernel = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json"))
         try:
-            # ipc: the kernel talks over local sockets, not TCP ports (and says nothing about encryption)
-            kernel = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json"))
             NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT_S,
                            resources={"metadata": {"path": str(path.parent.resolve())}}).execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             stopped = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         finally:
             os.environ.pop("LABKIT_WORKSHOP_REPORT", None)
+            if kernel.has_kernel:  # a kernel manager given to nbclient is ours to shut down
+                kernel.shutdown_kernel(now=False)
         lines = report.read_text().splitlines() if report.exists() else []
     verdicts = [Verdict(**json.loads(line)) for line in lines]
     seen = {v.exercise for v in verdicts}

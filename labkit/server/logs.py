@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import time
 from pathlib import Path
 
 # Triton prints these on every CPU-only start; they are noise, not problems.
@@ -26,6 +27,19 @@ class LogView:
             return self.path.stat().st_size
         except FileNotFoundError:
             return 0
+
+    def settle(self, quiet_s: float = 0.15, limit_s: float = 2.0) -> None:
+        """Wait until the log stops growing (quiet for ``quiet_s``, at most ``limit_s``): what a process
+        prints about a failure can arrive just after the failure's answer."""
+        deadline = time.monotonic() + limit_s
+        size, since = self.mark(), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            now = self.mark()
+            if now != size:
+                size, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                return
 
     def since(self, mark: int) -> str:
         try:

@@ -79,7 +79,7 @@ class ModelControl:
 
     def _load_failure(self, name: str, exc: InferenceServerException, mark: int, since: float) -> ModelLoadError:
         reason = exc.message() or str(exc)
-        time.sleep(0.1)  # the stub's traceback can land in the log just after the HTTP answer
+        self.logs.settle()  # the stub's traceback can land in the log just after the HTTP answer
         lines = [
             line for line in self.logs.since(mark).splitlines()
             if _REASON.search(line) and "<frozen importlib" not in line
