@@ -5,17 +5,28 @@
     tl.plot()        # one row per model instance; each execution a box labelled with its batch size
     tl.table()       # the executions behind the picture
 
-While the block runs, Triton traces every request of that model (``v2/models/<m>/trace/setting``:
-TIMESTAMPS, and TENSORS for the rows each request carries) into a file in the server's trace
-folder; on leaving, the model's trace settings go back to the server's (tracing off), which also
+While the block runs, Triton traces every request of that model (``v2/models/<m>/trace/setting``,
+level TIMESTAMPS) into a file in the server's trace folder; on leaving, the model's trace settings go back to the server's (tracing off), which also
 makes Triton write the file out. Requests executed in one batch carry the same COMPUTE_START, which
 groups them into executions. Traces do not name the instance that ran an execution: executions that
 overlap in time are drawn on different rows ("instance lanes"), as many as the model has instances.
 Counts are checked against Triton's statistics for the same span (``counts()`` vs ``stats``).
+
+How many batch rows each request carried is not in a TIMESTAMPS trace. When every request of the span
+carried the same number (Triton's statistics count the inferences), that number is used; the TENSORS
+trace level would record each request's own shape, but Triton 23.12 crashes now and then (SIGSEGV in
+TRITONBACKEND_ResponseSend) with TENSORS traces under concurrent load, even for a backend written
+against the bare C API, so ``rows=True`` asks for it only on request.
+
+Tracing itself is fragile in Triton 23.12: under thousands of traced requests a second it now and then
+crashes the server (SIGSEGV or a heap abort in TRITONBACKEND_ResponseSend, seen here over HTTP and
+gRPC, for C++ and Python backends alike). A timeline is for seeing how a few dozen or hundred requests
+were batched; measure throughput without one (labkit.perf, run_load), where tracing is off.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -84,6 +95,15 @@ def _merge(fragments: list[dict], model: str, batching: bool) -> list[TracedRequ
     )
 
 
+def _uniform_rows(requests: list[TracedRequest], inferences: int) -> list[TracedRequest]:
+    """Each request's rows, when they must all have carried the same number (the statistics' inferences
+    divide evenly among the traced requests); else one each, as traced."""
+    if not requests or inferences % len(requests) or inferences == len(requests):
+        return requests
+    rows = inferences // len(requests)
+    return [dataclasses.replace(r, rows=rows) for r in requests]
+
+
 def _executions(requests: list[TracedRequest]) -> list[Execution]:
     """Group by COMPUTE_START; put each execution on the first lane free at its start."""
     groups: dict[int, list[TracedRequest]] = defaultdict(list)
@@ -106,7 +126,7 @@ class Timeline:
     """Records Triton's traces of ``model`` while its ``with`` block runs; then a picture and a table.
     ``last`` keeps only the last N requests in the picture and the table (counts cover them all)."""
 
-    def __init__(self, server: TritonServer, model: str, *, last: int | None = None, rows: bool = True) -> None:
+    def __init__(self, server: TritonServer, model: str, *, last: int | None = None, rows: bool = False) -> None:
         self.server, self.model, self.last = server, model, last
         self._levels = ["TIMESTAMPS", "TENSORS"] if rows else ["TIMESTAMPS"]
         self.requests: list[TracedRequest] = []
@@ -139,6 +159,8 @@ class Timeline:
         self.stats = model_stats(self.server, self.model, settle=True).since(self._before)
         fragments = self._read() if self.stats.execution_count else []
         self.requests = _merge(fragments, self.model, self._batching)
+        if self._batching and "TENSORS" not in self._levels:
+            self.requests = _uniform_rows(self.requests, self.stats.inference_count)
         self.executions = _executions(self.requests)
         self._path.unlink(missing_ok=True)
 
@@ -238,9 +260,10 @@ class Timeline:
                 "stats_inferences": self.stats.inference_count, "agrees": self.agrees_with_statistics()}
 
 
-def timeline(server: TritonServer, model: str, *, last: int | None = None, rows: bool = True) -> Timeline:
+def timeline(server: TritonServer, model: str, *, last: int | None = None, rows: bool = False) -> Timeline:
     """A context manager that records ``model``'s request timeline from Triton's traces around any load.
-    ``rows=False`` skips the tensor traces (then each request counts as one row)."""
+    ``rows=True`` also traces each request's input tensors, for loads whose requests carry different
+    numbers of rows; Triton 23.12 can crash with those traces under concurrent load (see the module)."""
     return Timeline(server, model, last=last, rows=rows)
 
 

@@ -124,7 +124,7 @@ def batching_section(server: TritonServer, out_dir: Path | None) -> dict[str, An
 
 def timeline_section(server: TritonServer, out_dir: Path | None) -> dict[str, Any]:
     """minimal_batching seen through Triton's traces: two concurrent requests (one execution of batch 2,
-    the first having waited for the second) and 400 requests from 8 clients; counts checked against
+    the first having waited for the second) and 96 requests from 8 clients; counts checked against
     Triton's statistics. Both drawn into timeline.png."""
     model = "minimal_batching"
     if model not in server.loaded_models():
@@ -132,7 +132,7 @@ def timeline_section(server: TritonServer, out_dir: Path | None) -> dict[str, An
     with timeline(server, model) as pair:
         check_passthrough(server, model, concurrent=2)
     with timeline(server, model, last=48) as busy:
-        run_load(server, model, reference.sample_inputs(model), requests=400, concurrency=8)
+        run_load(server, model, reference.sample_inputs(model), requests=96, concurrency=8)
     section: dict[str, Any] = {"two_requests": pair.summary(), "concurrency_8": busy.summary()}
     section["ok"] = (pair.counts()["executions"] == 1 and pair.counts()["largest_batch"] == 2
                      and pair.agrees_with_statistics() and busy.agrees_with_statistics())

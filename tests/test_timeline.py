@@ -35,11 +35,12 @@ def test_two_concurrent_requests_are_one_execution_of_batch_two(cpp):
 @pytest.mark.parametrize("model", ["add_sub_batching", "minimal_batching"])  # Python and C++ backends
 def test_counts_equal_statistics_under_load(cpp, model):
     with labkit.timeline(cpp, model) as tl:
-        result = labkit.run_load(cpp, model, reference.sample_inputs(model), requests=400, concurrency=8)
-    assert result.count == 400
+        # a few dozen traced requests: Triton 23.12's tracing can crash under thousands (see labkit.timeline)
+        result = labkit.run_load(cpp, model, reference.sample_inputs(model), requests=96, concurrency=8)
+    assert result.count == 96
     counts = tl.counts()
-    assert counts["requests"] == counts["inferences"] == tl.stats.inference_count == 400
-    assert counts["executions"] == tl.stats.execution_count < 400  # eight clients were batched
+    assert counts["requests"] == counts["inferences"] == tl.stats.inference_count == 96
+    assert counts["executions"] == tl.stats.execution_count < 96  # eight clients were batched
     assert counts["largest_batch"] > 1 and tl.agrees_with_statistics()
     # one instance: executions never overlap, so they all sit on one lane
     assert {e.lane for e in tl.executions} == {0}

@@ -84,6 +84,17 @@ def exercise(id: str, notebook: str, title: str, hint: str) -> Callable[[Callabl
     return register
 
 
+def reload_with(server: TritonServer, model: str, **parameters: object) -> None:
+    """Set string parameters in ``model``'s config and load it again with a new model state (the
+    backend's ModelInitialize runs again; a config-only change may be applied in place)."""
+    config = server.repository.read_config(model)
+    for key, value in parameters.items():
+        config.parameters[key].string_value = str(value)
+    server.repository.write_config(config)
+    server.repository.mark_changed(model)
+    server.load(model)
+
+
 def _cell(exercise_id: str, kind: str) -> str:
     return resources.files(__package__).joinpath("cells", f"{exercise_id}.{kind}").read_text()
 

@@ -8,7 +8,7 @@ from ..inference import infer
 from ..native.build import latest_build
 from ..server.base import TritonServer
 from ..stats import model_stats
-from .core import NotYet, exercise
+from .core import NotYet, exercise, reload_with
 
 SCALED_MODELS = ("scaled_a", "scaled_b")
 RAW_MODEL = "raw_double"
@@ -21,11 +21,7 @@ RAW_BACKEND = "rawdouble"
 def scale(server: TritonServer) -> None:
     x = np.array([1.0, -2.0, 0.25, 8.0], np.float32)
     for model, factor in zip(SCALED_MODELS, (2.5, -0.5)):
-        config = server.repository.read_config(model)
-        config.parameters["scale"].string_value = str(factor)
-        server.repository.write_config(config)
-        server.repository.mark_changed(model)  # a new model state, not an in-place config update
-        server.load(model)
+        reload_with(server, model, scale=factor)
         y = infer(server, model, {"X": x})["Y"]
         if not np.allclose(y, factor * x):
             raise NotYet(f"{model} with parameter scale {factor} answered {y.tolist()} for X={x.tolist()}; "

@@ -10,7 +10,7 @@ import numpy as np
 from ..inference import infer, infer_together
 from ..server.base import TritonServer
 from ..stats import model_stats
-from .core import NotYet, exercise
+from .core import NotYet, exercise, reload_with
 
 VECTOR_MODEL = "python_work_batched"
 STEPS_MODELS = ("cpp_steps_a", "cpp_steps_b")
@@ -71,11 +71,7 @@ def vectorize(server: TritonServer) -> None:
 def steps(server: TritonServer) -> None:
     x = np.random.default_rng(5).standard_normal((1, 2, 128)).astype(np.float32)
     for model, count in zip(STEPS_MODELS, (17, 1000)):
-        config = server.repository.read_config(model)
-        config.parameters["steps"].string_value = str(count)
-        server.repository.write_config(config)
-        server.repository.mark_changed(model)  # a new model state, not an in-place config update
-        server.load(model)
+        reload_with(server, model, steps=count)
         got = infer(server, model, {"INPUTTensor": x})["OUTPUTTensor"]
         if not np.allclose(got, recurrence(x, count), rtol=1e-3, atol=1e-6):
             ran = next((s for s in (300, 0, 1) if np.allclose(got, recurrence(x, s), rtol=1e-3, atol=1e-6)), None)

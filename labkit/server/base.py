@@ -165,6 +165,10 @@ class TritonServer(ModelControl, Beside, ABC):
         """The log lines that explain a failure."""
         return self.logs.tail(25)
 
+    def _after_death(self) -> None:
+        """Called once when Triton died on its own: end what it left running (its Python stubs hold
+        copies of its sockets, so a client waiting for an answer would otherwise wait on)."""
+
     def _retry_launch(self) -> bool:
         """After a failed launch (already ended): was it a passing failure worth another try?"""
         return False
@@ -253,6 +257,7 @@ class TritonServer(ModelControl, Beside, ABC):
             if not self.alive:
                 if self._stopped:
                     return
+                self._after_death()
                 self.died = self.exited_error("Triton stopped unexpectedly")
                 busy = ", ".join(sorted(m for m, n in self._in_flight.items() if n > 0))
                 where = f"\n{self.died.crash}" if self.died.crash else ""

@@ -42,6 +42,17 @@ def _folder_owner(folder: Path) -> Owner | None:
     return Owner(socket.gethostname(), pid, start)
 
 
+def _kill_started_from(folder: Path) -> None:
+    """SIGKILL every process whose command line names ``folder`` (a dead owner's work folder)."""
+    needle = str(folder).encode()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if needle in cmdline.read_bytes():
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue  # gone meanwhile, or not ours to kill
+
+
 def sweep() -> None:
     """Clean up after owners that are gone (a killed kernel cannot): end a Triton still running
     from their folder, then remove the folder. Only folders with our owner file are touched."""
@@ -60,5 +71,6 @@ def sweep() -> None:
                 os.killpg(server, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        _kill_started_from(folder)  # stubs that outlived a server that died: their command names the folder
         shutil.rmtree(folder, ignore_errors=True)
     _sweep_stale_shm()  # after the servers above are gone, so their stubs no longer hold regions

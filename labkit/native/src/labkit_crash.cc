@@ -1,7 +1,7 @@
 // A crash report a person can read: when the server process gets SIGSEGV, SIGABRT (abort(), an
 // uncaught C++ exception, a failed assert), SIGBUS, SIGFPE or SIGILL, this handler writes the stack
-// as library + offset lines to stderr (the server's log), then hands the signal on to the handler
-// that was there before (Triton's, which prints its own backtrace and ends the process).
+// as library + offset lines to stderr (the server's log), then ends the process with that signal
+// (Triton's own handler is not called: it can deadlock, see on_crash).
 //
 // Triton 2.41's own backtrace shows absolute addresses without the libraries' load addresses, so
 // it cannot be mapped to source lines afterwards; library + offset can (labkit.native.symbols runs
@@ -29,7 +29,6 @@ constexpr int kMaxFrames = 64;
 // no other handler blocks these two job-control signals, which a server never receives anyway.
 constexpr int kMarkers[] = {SIGTTIN, SIGTTOU};
 
-struct sigaction previous[NSIG];
 volatile sig_atomic_t reporting = 0;
 
 // Only write(2) from here on: the process is in an unknown state.
@@ -122,13 +121,10 @@ void on_crash(int sig, siginfo_t* info, void* context) {
     reporting = 1;
     report(sig, context);
   }
-  const struct sigaction& before = previous[sig];
-  if ((before.sa_flags & SA_SIGINFO) != 0 && before.sa_sigaction != nullptr) {
-    before.sa_sigaction(sig, info, context);
-  } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN && before.sa_handler != nullptr) {
-    before.sa_handler(sig);
-  }
-  // Nobody ended the process: end it the default way, with this signal.
+  // End the process the default way, with this signal, without chaining to Triton's own handler:
+  // Triton 2.41's prints its backtrace with code that is not async-signal-safe and was seen here to
+  // deadlock (a crash inside malloc or stdio), leaving a server that never answers again.
+  (void)info;
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -151,7 +147,7 @@ __attribute__((constructor)) void install_crash_handler() {
   action.sa_flags = SA_SIGINFO;
   sigemptyset(&action.sa_mask);
   for (int marker : kMarkers) sigaddset(&action.sa_mask, marker);
-  for (int sig : kSignals) sigaction(sig, &action, &previous[sig]);
+  for (int sig : kSignals) sigaction(sig, &action, nullptr);
 }
 
 }  // namespace

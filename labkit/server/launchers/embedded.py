@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -99,6 +100,13 @@ class EmbeddedServer(TritonServer):
 
     def _process_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def _after_death(self) -> None:
+        if self._proc is not None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)  # the stubs: Triton led their process group
+            except ProcessLookupError:
+                pass
 
     def _end_process(self) -> None:
         if self._proc is not None:
