@@ -117,7 +117,7 @@ def test_a_kernel_interrupt_ends_the_wait_with_the_same_report(fresh_server):
     assert labkit.check_add_sub(fresh_server).ok
 
 
-def test_a_cpp_endless_loop_shows_the_cell_line(fresh_server):
+def test_a_cpp_endless_loop_shows_the_cell_line(fresh_server, capfd):
     cfg = labkit.model_config("spinner", "spinny", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
     fresh_server.repository.write_config(cfg)
     fresh_server.cpp_backend("spinny", SPINNING, ["spinner"], progress=False)
@@ -131,8 +131,10 @@ def test_a_cpp_endless_loop_shows_the_cell_line(fresh_server):
     with pytest.raises(labkit.InferenceError, match=r"cannot be ended from outside") as refused:
         fresh_server.unstick("spinner")
     assert f"spinny.cc:{SPIN_LINE}" in str(refused.value)
+    capfd.readouterr()
     assert fresh_server.restart() == ["add_sub", "spinner"]  # what the error offers
     assert labkit.check_add_sub(fresh_server).ok
+    assert "exited" not in capfd.readouterr().err and fresh_server.died is None  # a wanted exit is no crash
 
 
 def test_os_exit_in_initialize_says_the_exit_code_and_where(fresh_server):

@@ -132,6 +132,7 @@ class TritonServer(ModelControl, Beside, ABC):
         self._clients_lock = threading.Lock()
         self._launched = False
         self._stopped = False
+        self._watchdog: threading.Thread | None = None
         self._toolchain: Toolchain | None = None
         #: Called with a model's name just before labkit (re)loads it, e.g. so a statistics
         #: collector can read the counters a reload is about to reset.
@@ -274,6 +275,11 @@ class TritonServer(ModelControl, Beside, ABC):
         """Start Triton again on the same repository and load the models that were loaded (e.g. after
         a backend crashed the server). Returns those models."""
         models = sorted(self._loaded)
+        # This exit is wanted: the watchdog of the launch that ends must not report it (or, seeing
+        # the process gone, end the stubs of the next one), so it goes first.
+        self._stopped = True
+        if self._watchdog is not None and self._watchdog is not threading.current_thread():
+            self._watchdog.join()
         self._end_process()
         self._close_clients()  # they talk to the old ports
         self._in_flight.clear()
