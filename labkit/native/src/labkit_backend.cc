@@ -140,11 +140,17 @@ TRITONSERVER_DataType config_dtype(const std::string& config_type) {
   return TRITONSERVER_StringToDataType(name.c_str());
 }
 
+namespace {
+int64_t json_int(const json& value, int64_t fallback) {
+  if (value.is_string()) return std::stoll(value.get<std::string>());  // Triton writes int64 as strings
+  return value.is_number() ? value.get<int64_t>() : fallback;
+}
+
+}  // namespace
+
 std::vector<int64_t> config_dims(const json& tensor) {
   std::vector<int64_t> dims;
-  for (const json& d : tensor.value("dims", json::array())) {
-    dims.push_back(d.is_string() ? std::stoll(d.get<std::string>()) : d.get<int64_t>());
-  }
+  for (const json& d : tensor.value("dims", json::array())) dims.push_back(json_int(d, 0));
   return dims;
 }
 
@@ -194,11 +200,6 @@ std::mutex& registry_mutex() {
 std::unordered_set<const void*>& registry() {
   static std::unordered_set<const void*> states;
   return states;
-}
-
-int64_t json_int(const json& value, int64_t fallback) {
-  if (value.is_string()) return std::stoll(value.get<std::string>());  // Triton writes int64 as strings
-  return value.is_number() ? value.get<int64_t>() : fallback;
 }
 
 std::vector<TensorSpec> tensor_specs(const json& list) {

@@ -147,10 +147,13 @@ Tensor Batch::input(const std::string& name) {
   for (uint32_t i : who) {
     TRITONBACKEND_Input* input = nullptr;
     uint64_t bytes = 0;
-    if (TRITONBACKEND_RequestInput(requests_[i], name.c_str(), &input) == nullptr &&
-        TRITONBACKEND_InputProperties(input, nullptr, nullptr, nullptr, nullptr, &bytes, nullptr) == nullptr) {
-      total += bytes;
-    }  // (an unreadable input is reported by append_input below)
+    TRITONSERVER_Error* err = TRITONBACKEND_RequestInput(requests_[i], name.c_str(), &input);
+    if (err == nullptr) err = TRITONBACKEND_InputProperties(input, nullptr, nullptr, nullptr, nullptr, &bytes, nullptr);
+    if (err != nullptr) {
+      TRITONSERVER_ErrorDelete(err);  // an unreadable input is reported by append_input below
+      continue;
+    }
+    total += bytes;
   }
   all.bytes.reserve(total);
   std::vector<int64_t> request_shape;
