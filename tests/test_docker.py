@@ -293,25 +293,13 @@ def test_container_killed_from_outside(cpu_image, tmp_path):
 
 def test_backend_crash_in_the_container_is_shown_at_its_line(cpu_image, tmp_path):
     """Built in the container, crashed in the container, mapped to the cell's line on the host."""
-    source = (
-        '#include "labkit/backend.hpp"\n'
-        "LABKIT_MODEL_STATE(labkit::ModelState)\n"
-        "TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(\n"
-        "    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {\n"
-        "  return labkit::execute(instance, requests, count, [](labkit::Batch&) {\n"
-        "    volatile int* nowhere = nullptr;\n"
-        "    *nowhere = 1;\n"
-        "  });\n"
-        "}\n"
-    )
+    from test_crash import SEGFAULT, _crash, _line_of
+
     server = DockerServer(workdir=tmp_path, image=cpu_image)
     with server.start(timeout_s=120):
-        cfg = labkit.model_config("crasher", "crashy", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
-        server.repository.write_config(cfg)
-        server.cpp_backend("crashy", source, ["crasher"], progress=False)
-        with pytest.raises(labkit.ServerNotRunningError) as info:
-            labkit.infer(server, "crasher", {"IN0": np.zeros(4, np.int32)})
-    assert info.value.crash.startswith("The backend crashed with SIGSEGV at crashy.cc:7."), str(info.value)
+        error = _crash(server, SEGFAULT)
+    line = _line_of(SEGFAULT, "*nowhere = 1;")
+    assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{line}."), str(error)
 
 
 def test_failed_start_carries_the_container_log(cpu_image, tmp_path):
@@ -386,7 +374,7 @@ def test_cleanup_removes_the_container_of_a_killed_kernel(dserver):
     assert container_id in {c.id for c in lk_leftovers.leftovers()}
     assert dserver.container.id not in {c.id for c in lk_leftovers.leftovers()}  # a live owner's container is not
     removed = lk_leftovers.cleanup()
-    assert client.containers.get  # (engine still fine)
+    assert client.ping()  # the engine is still fine
     assert _gone(client, container_id) and removed
     assert not Path(workdir).exists()  # its temporary work folder went too
     assert dserver.alive
