@@ -25,6 +25,14 @@ def say(text: str) -> None:
     print(f"labkit: {text}", file=sys.stderr, flush=True)
 
 
+def system_has(library: str) -> bool:
+    """Whether the system's loader already knows ``library`` (then nothing needs fetching or pointing at)."""
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    if not Path(ldconfig).exists():
+        return False
+    return library in subprocess.run([ldconfig, "-p"], capture_output=True, text=True).stdout
+
+
 def make_executable(path: Path) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 

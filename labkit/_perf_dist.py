@@ -16,7 +16,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._downloads import cache_dir, fill_once, make_executable, pip_download, say
+from ._downloads import cache_dir, fill_once, make_executable, pip_download, say, system_has
 from .errors import SetupError
 
 VERSION = "2.41.0"  # release 23.12
@@ -55,16 +55,9 @@ def _extract(wheel: Path, member: str, dest: Path) -> None:
         shutil.copyfileobj(src, out)
 
 
-def _system_has(library: str) -> bool:
-    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
-    if not Path(ldconfig).exists():
-        return False
-    return library in subprocess.run([ldconfig, "-p"], capture_output=True, text=True).stdout
-
-
 def _libb64(lib_dir: Path) -> None:
     """Put libb64.so.0d into ``lib_dir`` from Debian's package, unless the system has it already."""
-    if _system_has(LIBB64):
+    if system_has(LIBB64):
         return
     if not shutil.which("apt-get") or not shutil.which("dpkg-deb"):
         raise SetupError(
@@ -102,10 +95,14 @@ def _check(pa: PerfAnalyzer) -> None:
         )
 
 
+def _target() -> Path:
+    return cache_dir() / f"perf_analyzer-{VERSION}"
+
+
 def installed() -> PerfAnalyzer | None:
     """perf_analyzer if it is set up in the cache, checked to start (SetupError if it does not); None if
     it was never set up. Downloads nothing."""
-    target = cache_dir() / f"perf_analyzer-{VERSION}"
+    target = _target()
     if not target.exists():
         return None
     pa = PerfAnalyzer(target)
@@ -115,7 +112,7 @@ def installed() -> PerfAnalyzer | None:
 
 def locate(check: bool = False) -> PerfAnalyzer:
     """perf_analyzer 23.12, set up in the cache on first use (about 16 MB of downloads, with progress)."""
-    target = cache_dir() / f"perf_analyzer-{VERSION}"
+    target = _target()
     if target.exists():
         pa = PerfAnalyzer(target)
         if check:

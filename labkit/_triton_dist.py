@@ -10,10 +10,11 @@ from pathlib import Path
 from ._downloads import cache_dir, fill_once, make_executable, pip_download
 from .errors import SetupError
 
-__all__ = ["SERVER_VERSION", "WHEEL", "TritonDist", "cache_dir", "locate"]
+__all__ = ["SERVER_VERSION", "WHEEL", "TritonDist", "cache_dir", "locate", "present"]
 
 WHEEL = "nvidia-pytriton==0.5.0"
 SERVER_VERSION = "2.41.0"
+_CACHED = "nvidia-pytriton-0.5.0"  # the unpacked wheel's folder in labkit's cache
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,17 @@ def _download_and_unpack(target: Path) -> Path:
     return fill_once(target, unpack)
 
 
+def present() -> tuple[TritonDist, str] | None:
+    """The Triton files already on this machine and where they are ("installed wheel" or "labkit's
+    cache"), or None. Downloads nothing."""
+    root = _installed_root()
+    if root is not None:
+        return TritonDist(root), "installed wheel"
+    cached = cache_dir() / _CACHED
+    return (TritonDist(cached), "labkit's cache") if cached.exists() else None
+
+
 def locate() -> TritonDist:
     """The Triton files: the installed wheel if present, else a cached unpacked copy (downloaded once)."""
-    root = _installed_root()
-    if root is None:
-        target = cache_dir() / "nvidia-pytriton-0.5.0"
-        root = target if target.exists() else _download_and_unpack(target)
-    return TritonDist(root)
+    found = present()
+    return found[0] if found is not None else TritonDist(_download_and_unpack(cache_dir() / _CACHED))

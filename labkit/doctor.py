@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +17,10 @@ from . import _perf_dist, _triton_dist
 from .docker.cpu_image import IMAGE, image_recipe, recipe_hash
 from .docker.engine import engine_status
 from .errors import LabkitError, SetupError
+from .native.build import json_include
+from .native.toolchain import LocalToolchain
 from .server._ports import free_ports
+from .server.launchers.embedded import LIBPYTHON, libpython_dir
 from .stuck.tools import debug_tools
 
 _MIN_SHM_MB = 64  # Triton's Python backend moves tensors through /dev/shm; Docker's default is 64 MB
@@ -50,40 +51,34 @@ def _python() -> Finding:
 
 
 def _libpython() -> Finding:
-    name = f"libpython{sys.version_info.major}.{sys.version_info.minor}.so.1.0"
-    libdir = sysconfig.get_config_var("LIBDIR") or ""
-    if (Path(libdir) / name).exists():
-        return Finding("shared libpython", True, f"{Path(libdir) / name}")
     try:
-        listed = name in subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
-    except OSError:
-        listed = False
-    return Finding("shared libpython", listed, name + (" (system)" if listed else " not found"),
-                   f"the Python backend stub links {name}: install Debian's libpython{sys.version_info.major}."
+        folder = libpython_dir()
+        found, detail = True, str(Path(folder) / LIBPYTHON) if folder else f"{LIBPYTHON} (system)"
+    except SetupError:
+        found, detail = False, f"{LIBPYTHON} not found"
+    return Finding("shared libpython", found, detail,
+                   f"the Python backend stub links {LIBPYTHON}: install Debian's libpython{sys.version_info.major}."
                    f"{sys.version_info.minor} or use a Python built with --enable-shared")
 
 
 def _triton() -> Finding:
-    root = _triton_dist._installed_root()
-    where = "installed wheel"
-    if root is None:
-        cached = _triton_dist.cache_dir() / "nvidia-pytriton-0.5.0"
-        root, where = (cached, "labkit's cache") if cached.exists() else (None, "")
-    if root is None:
-        return Finding("Triton 23.12 (tritonserver 2.41.0)", False, f"{_triton_dist.WHEEL} is not installed",
+    item = f"Triton 23.12 (tritonserver {_triton_dist.SERVER_VERSION})"
+    found = _triton_dist.present()
+    if found is None:
+        return Finding(item, False, f"{_triton_dist.WHEEL} is not installed",
                        f"`pip install --no-deps {_triton_dist.WHEEL}` (or let labkit.start() download it once, about 40 MB)")
-    dist = _triton_dist.TritonDist(root)
+    dist, where = found
     if not os.access(dist.binary, os.X_OK):
-        return Finding("Triton 23.12 (tritonserver 2.41.0)", False, f"{dist.binary} is not executable",
+        return Finding(item, False, f"{dist.binary} is not executable",
                        f"reinstall it: `pip install --force-reinstall --no-deps {_triton_dist.WHEEL}`")
-    return Finding("Triton 23.12 (tritonserver 2.41.0)", True, f"{where}: {dist.binary}")
+    return Finding(item, True, f"{where}: {dist.binary}")
 
 
 def _stub() -> Finding:
-    root = _triton_dist._installed_root() or _triton_dist.cache_dir() / "nvidia-pytriton-0.5.0"
-    stubs = _triton_dist.TritonDist(root).server_dir / "python_backend_stubs"
+    found = _triton_dist.present()
+    stubs = found[0].server_dir / "python_backend_stubs" if found is not None else None
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    have = sorted((p.name for p in stubs.iterdir()), key=lambda v: tuple(map(int, v.split(".")))) if stubs.is_dir() else []
+    have = sorted((p.name for p in stubs.iterdir()), key=lambda v: tuple(map(int, v.split(".")))) if stubs and stubs.is_dir() else []
     ok = version in have
     return Finding(f"Python backend stub for Python {version}", ok,
                    f"the wheel ships {', '.join(have) or 'none (wheel missing)'}",
@@ -91,21 +86,19 @@ def _stub() -> Finding:
 
 
 def _compiler() -> Finding:
-    wanted = os.environ.get("CXX")
-    cxx = shutil.which(wanted) if wanted else shutil.which("g++") or shutil.which("c++")
-    if not cxx:
-        return Finding("C++ compiler", False, f"{wanted or 'g++'} not found",
+    try:
+        version = LocalToolchain().version()
+    except SetupError:
+        return Finding("C++ compiler", False, f"{os.environ.get('CXX') or 'g++'} not found",
                        "`apt-get install g++` (or set CXX to a compiler); needed for C++ backends")
-    out = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
-    return Finding("C++ compiler", True, out.splitlines()[0] if out else cxx)
+    return Finding("C++ compiler", True, version)
 
 
 def _json_headers() -> Finding:
     try:
-        import nlohmann_json
-    except ImportError:
+        return Finding("nlohmann-json headers", True, str(json_include()))
+    except SetupError:
         return Finding("nlohmann-json headers", False, "not installed", "`pip install nlohmann-json`")
-    return Finding("nlohmann-json headers", True, str(Path(nlohmann_json.__file__).resolve().parent / "include"))
 
 
 def _ports() -> Finding:

@@ -98,11 +98,13 @@ class InferenceError(LabkitError):
 
 
 class ModelNotFoundError(InferenceError):
-    """The request named a model that is not loaded; ``loaded`` lists those that are."""
+    """The request named a model that is not loaded; ``loaded`` lists those that are. Without a
+    message, it says which are loaded and how to load this one."""
 
-    def __init__(self, message: str, *, model: str, loaded: Sequence[str] = ()) -> None:
+    def __init__(self, message: str = "", *, model: str, loaded: Sequence[str] = ()) -> None:
         self.loaded = list(loaded)
-        super().__init__(message, model=model)
+        super().__init__(message or f"Model {model!r} is not loaded (loaded: {', '.join(self.loaded) or 'none'}). "
+                                    f"Load it with server.load({model!r}).", model=model)
 
 
 class RequestError(InferenceError):

@@ -71,10 +71,7 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
     except LabkitError:
         return InferenceError(f"The request to {model!r} failed: {text}", model=model)
     if config is None:
-        return ModelNotFoundError(
-            f"Model {model!r} is not loaded (loaded: {', '.join(loaded) or 'none'}). Load it with server.load({model!r}).",
-            model=model, loaded=loaded,
-        )
+        return ModelNotFoundError(model=model, loaded=loaded)
     sent = [(t.name(), t.datatype(), t.shape()) for t in tensors]
     problems = request_fit.mismatches(config, sent)
     if not problems:  # the request fits: the backend (or the model's kind) refused it

@@ -135,6 +135,11 @@ def _shape_args(server: TritonServer, model: str, shapes: Mapping[str, Sequence[
     return args
 
 
+def _not_loaded(server: TritonServer, model: str) -> ModelNotFoundError | None:
+    loaded = server.loaded_models()
+    return None if model in loaded else ModelNotFoundError(model=model, loaded=loaded)
+
+
 def _failure(server: TritonServer, model: str, code: int, output: str, what: str) -> Exception:
     if code == _UNSTABLE:
         return UnstableMeasurementError(
@@ -144,12 +149,9 @@ def _failure(server: TritonServer, model: str, code: int, output: str, what: str
         )
     if not server.alive:
         return server.exited_error(f"perf_analyzer on {model!r} failed")
-    loaded = server.loaded_models()
-    if model not in loaded:
-        return ModelNotFoundError(
-            f"Model {model!r} is not loaded (loaded: {', '.join(loaded) or 'none'}). Load it with "
-            f"server.load({model!r}).\n--- perf_analyzer said ---\n{output}", model=model, loaded=loaded,
-        )
+    missing = _not_loaded(server, model)
+    if missing is not None:
+        return ModelNotFoundError(f"{missing}\n--- perf_analyzer said ---\n{output}", model=model, loaded=missing.loaded)
     hint = "its options were refused" if code == _BAD_OPTION else f"it exited with status {code}"
     return PerfAnalyzerError(f"perf_analyzer on {model!r} at {what} failed: {hint}.", exit_code=code, output=output)
 
@@ -190,12 +192,9 @@ def perf(
         raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
     mode, values = ("request_rate", list(request_rate)) if request_rate is not None else (
         "concurrency", list(concurrency or [1, 2, 4, 8]))
-    loaded = server.loaded_models()
-    if model not in loaded:
-        raise ModelNotFoundError(
-            f"Model {model!r} is not loaded (loaded: {', '.join(loaded) or 'none'}). Load it with server.load({model!r}).",
-            model=model, loaded=loaded,
-        )
+    missing = _not_loaded(server, model)
+    if missing is not None:
+        raise missing
     tool = _perf_dist.locate()
     base = [
         str(tool.binary), "-m", model, "-i", protocol, "-u", server.http_url if protocol == "http" else server.grpc_url,

@@ -14,6 +14,8 @@ from .mounts import container_path
 
 #: Runs argv in the container (in a working folder as the container sees it): exit code, stdout, stderr.
 Exec = Callable[[list[str], str | None, dict[str, str]], tuple[int, str, str]]
+#: Where the build cache appears in the container when its host path cannot be used there.
+BUILDS = "/labkit/builds"
 #: Where NGC's image keeps Triton's C headers.
 IMAGE_HEADERS = "/opt/tritonserver/include"
 #: The server library backends call into, in NGC's image and in labkit's CPU image.
@@ -59,10 +61,10 @@ class ContainerToolchain(Toolchain):
             shutil.rmtree(partial, ignore_errors=True)
             shutil.copytree(folder, partial)
             partial.rename(target)
-        return container_path(target, f"/labkit/builds/include/{digest}")
+        return self.path(target)
 
     def path(self, host_path: Path) -> str:
-        return container_path(host_path, "/labkit/builds/" + host_path.relative_to(self.build_root).as_posix())
+        return container_path(host_path, f"{BUILDS}/{host_path.relative_to(self.build_root).as_posix()}")
 
     def triton_headers(self) -> list[str]:
         return [IMAGE_HEADERS]

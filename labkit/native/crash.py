@@ -2,7 +2,7 @@
 exception if one ended it, and the frames inside backend libraries at the cell's source lines.
 
 Every library built by labkit installs a handler (src/labkit_crash.cc) that writes the stack as
-``labkit-frame:`` lines (library + offset) before Triton's own handler ends the process; an
+``labkit-frame:`` lines (library + offset), then ends the process with that signal; an
 uncaught exception first makes the C++ runtime print "terminate called after throwing an instance
 of 'T'" and its what(). labkit.native.symbols maps the frames to source lines.
 """

@@ -76,8 +76,8 @@ def install(server: Server, build: Build, model: str) -> int:
 
 
 def load_models(server: Server, models: list[str]) -> None:
-    """Load models, first building the C++ backend of each that names a reference backend
-    (minimal, recommended, custom) and lacks its library."""
+    """Load models, first building (or taking from the build cache) the C++ backend of each that
+    names a reference backend (minimal, recommended, custom) and installing it at a new path."""
     repo = server.repository
     builds: dict[str, Build] = {}
     for model in models:

@@ -62,10 +62,13 @@ class Toolchain(ABC):
         """Run a tool (``argv[0]`` "c++" means the compiler); its exit code and its output."""
 
 
-def _compiler() -> str:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+def compiler() -> str:
+    """The C++ compiler builds here use: $CXX, else g++ or c++ on PATH (SetupError when there is none)."""
+    wanted = os.environ.get("CXX")
+    cxx = shutil.which(wanted) if wanted else shutil.which("g++") or shutil.which("c++")
     if not cxx:
-        raise SetupError("No C++ compiler found; install g++ (Debian: `apt-get install g++`) or set CXX.")
+        named = f"CXX={wanted!r} names no compiler found here" if wanted else "No C++ compiler found"
+        raise SetupError(f"{named}; install g++ (Debian: `apt-get install g++`) or set CXX to one.")
     return cxx
 
 
@@ -73,7 +76,7 @@ class LocalToolchain(Toolchain):
     """g++ (or $CXX) on this machine."""
 
     def __init__(self) -> None:
-        self._cxx = _compiler()
+        self._cxx = compiler()
         self._version: str | None = None
 
     @property

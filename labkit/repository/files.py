@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader (Triton, mid-load) never sees half a file."""
+"""Files labkit writes and reads: atomic writes (a reader, Triton mid-load, never sees half a file),
+and one line of a source file for reports."""
 
 from __future__ import annotations
 
@@ -23,3 +24,12 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def source_line(path: str | Path, line: int) -> str:
+    """Line ``line`` (from 1) of a text file, stripped; "" where it cannot be read (e.g. a path that
+    exists only inside a container)."""
+    try:
+        return Path(path).read_text().splitlines()[line - 1].strip()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return ""

@@ -16,7 +16,7 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..repository.files import write_atomic
+from ..repository.files import source_line, write_atomic
 from ..stub_side import FOLDER, PLACED
 
 STUB = "triton_python_backend_stub"
@@ -101,15 +101,10 @@ def exits(python_dir: Path, model: str, since: float) -> list[StubExit]:
 
 
 def _frame_text(frame: dict) -> str:
-    line = _source_line(frame["file"], frame["line"])
+    line = source_line(frame["file"], frame["line"])
     return f"model.py:{frame['line']} in {frame['function']}" + (f"\n    {line}" if line else "")
 
 
-def _source_line(path: str, line: int) -> str:
-    try:
-        return Path(path).read_text().splitlines()[line - 1].strip()
-    except (OSError, IndexError):
-        return ""
 
 
 def describe(ended: list[StubExit], lines: int = 8) -> str:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from ..native.symbols import display_file
+from ..repository.files import source_line
 from .python_stack import Server
 from .tools import EU_STACK, missing_text
 
@@ -53,13 +54,6 @@ def _in_model(frame: Frame, model: str, backend: str) -> bool:
     return path.name == f"libtriton_{backend}.so" and model in path.parts
 
 
-def _line_text(source: str, line: int) -> str:
-    try:
-        return Path(source).read_text().splitlines()[line - 1].strip()
-    except (OSError, IndexError, UnicodeDecodeError):
-        return ""
-
-
 def describe_threads(threads: list[Thread], model: str, backend: str) -> str:
     """The threads running ``model``'s library, each with its cell frames (innermost last)."""
     parts = []
@@ -68,7 +62,7 @@ def describe_threads(threads: list[Thread], model: str, backend: str) -> str:
         for frame in reversed(thread.frames):
             shown, users = display_file(frame.source, backend)
             if users and frame.line and _in_model(frame, model, backend):
-                text = _line_text(frame.source, frame.line)
+                text = source_line(frame.source, frame.line)
                 lines.append(f"    {shown}:{frame.line} in {frame.function}" + (f":  {text}" if text else ""))
         if not lines:  # inside the library, but not in the cell's own lines (e.g. labkit's helpers)
             inner = next(f for f in thread.frames if _in_model(f, model, backend))

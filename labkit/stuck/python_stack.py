@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..repository.files import source_line
 from .tools import PY_SPY, missing_text
 
 REAL_STUB_SUFFIX = "/stub/triton_python_backend_stub"
@@ -74,13 +75,6 @@ def stub_processes(server: Server, model: str) -> list[Stub]:
     return sorted(stubs, key=lambda s: s.pid)
 
 
-def _line_text(path: str, line: int) -> str:
-    try:
-        return Path(path).read_text().splitlines()[line - 1].strip()
-    except (OSError, IndexError, UnicodeDecodeError):
-        return ""  # a container path the host does not have
-
-
 def _user_frames(dump: list[dict]) -> list[dict]:
     """model.py frames of every thread, innermost first."""
     return [f for thread in dump for f in thread.get("frames", []) if Path(f.get("filename", "")).name == "model.py"]
@@ -90,7 +84,7 @@ def describe_frames(frames: list[dict]) -> str:
     """model.py frames (py-spy's, innermost first) as lines, innermost last, like a traceback."""
     lines = []
     for frame in reversed(frames):
-        text = _line_text(frame["filename"], frame["line"])
+        text = source_line(frame["filename"], frame["line"])
         lines.append(f"    model.py:{frame['line']} in {frame['name']}" + (f":  {text}" if text else ""))
     return "\n".join(lines)
 

@@ -43,7 +43,7 @@ from ... import _triton_dist
 from ...docker import engine, images
 from ...docker.leftovers import LABEL_KIND, LABEL_MANAGED, LABEL_WORKDIR, cleanup, owner_labels
 from ...docker.mounts import container_path
-from ...docker.toolchain import ContainerToolchain
+from ...docker.toolchain import BUILDS, ContainerToolchain
 from ...errors import EngineError, ServerNotRunningError, ServerStartError, SetupError
 from ...stuck.tools import PY_SPY as PY_SPY_NAME
 from ...stuck.tools import host_tool
@@ -147,24 +147,23 @@ class DockerServer(TritonServer):
     def container_backends(self) -> str:
         return container_path(self.backend_dir, "/labkit/backends")
 
-    def _host_path(self, path: str) -> str:
-        for host, inside in ((self.repository.root, self.container_repository), (self.backend_dir, self.container_backends),
-                             (self.build_root, container_path(self.build_root, "/labkit/builds"))):
-            if path == inside or path.startswith(inside + "/"):
-                return str(host) + path[len(inside):]
-        return path
-
     def trace_folder(self) -> tuple[Path, str]:
         folder = self.workdir / "traces"
         return folder, container_path(folder, "/labkit/traces")
 
+    def _shared_folders(self) -> list[tuple[Path, str]]:
+        """The host folders Triton reads and writes, each with its path in the container."""
+        return [(self.repository.root, self.container_repository), (self.backend_dir, self.container_backends),
+                (self.build_root, container_path(self.build_root, BUILDS)), self.trace_folder()]
+
+    def _host_path(self, path: str) -> str:
+        for host, inside in self._shared_folders():
+            if path == inside or path.startswith(inside + "/"):
+                return str(host) + path[len(inside):]
+        return path
+
     def _mounts(self) -> list[Mount]:
-        wanted: list[tuple[Path, str, bool]] = [
-            (self.repository.root, self.container_repository, False),
-            (self.backend_dir, self.container_backends, False),
-            (self.build_root, container_path(self.build_root, "/labkit/builds"), False),
-            (self.trace_folder()[0], self.trace_folder()[1], False),
-        ]
+        wanted = [(host, inside, False) for host, inside in self._shared_folders()]
         py_spy = host_tool(PY_SPY_NAME)
         if py_spy is not None:
             wanted.append((Path(py_spy).resolve(), PY_SPY, True))
@@ -413,7 +412,8 @@ class DockerServer(TritonServer):
 
     def run_beside(self, argv: list[str], timeout_s: float = 30.0) -> tuple[int, str, str]:
         argv = ["python3" if argv[0] == "python" else argv[0], *argv[1:]]
-        return self._exec(argv, None, {})
+        # docker exec has no time limit; coreutils' timeout (in every Triton image) exits 124 like ours.
+        return self._exec(["timeout", f"{timeout_s:g}", *argv], None, {})
 
     def debug_tool(self, name: str) -> str | None:
         if name == PY_SPY_NAME:

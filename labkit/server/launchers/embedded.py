@@ -11,24 +11,24 @@ import sysconfig
 from pathlib import Path
 
 from ... import _triton_dist
+from ..._downloads import system_has
 from ...errors import SetupError
 from .. import _process, leftovers, stubs
 from .._ports import free_ports, ports_taken
 from ..base import SERVER_FILE, TritonServer
 
-_LIBPYTHON = f"libpython{sys.version_info.major}.{sys.version_info.minor}.so.1.0"
+LIBPYTHON = f"libpython{sys.version_info.major}.{sys.version_info.minor}.so.1.0"
 
 
-def _libpython_dir() -> str | None:
+def libpython_dir() -> str | None:
     """The folder of this Python's shared libpython, which the stub links; None if the system one serves."""
     libdir = sysconfig.get_config_var("LIBDIR") or ""
-    if (Path(libdir) / _LIBPYTHON).exists():
+    if (Path(libdir) / LIBPYTHON).exists():
         return libdir
-    ldconfig = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
-    if _LIBPYTHON in ldconfig:
+    if system_has(LIBPYTHON):
         return None
     raise SetupError(
-        f"This Python ({sys.executable}) has no shared {_LIBPYTHON}, which Triton's Python backend stub needs. "
+        f"This Python ({sys.executable}) has no shared {LIBPYTHON}, which Triton's Python backend stub needs. "
         f"Use a Python built with --enable-shared, or install Debian's libpython{sys.version_info.major}."
         f"{sys.version_info.minor} package."
     )
@@ -70,7 +70,7 @@ class EmbeddedServer(TritonServer):
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
         libs = [str(self.dist.lib_dir)]
-        libpython = _libpython_dir()
+        libpython = libpython_dir()
         if libpython:
             libs.append(libpython)
         if env.get("LD_LIBRARY_PATH"):
