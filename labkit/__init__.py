@@ -36,6 +36,7 @@ from .errors import (
     ServerStartError,
     SetupError,
     TraceError,
+    UnknownExerciseError,
     UnstableMeasurementError,
 )
 from .inference import infer, infer_with_parameters, stream_infer
@@ -111,6 +112,7 @@ __all__ = [
     "Timeline",
     "TraceError",
     "TritonServer",
+    "UnknownExerciseError",
     "UnstableMeasurementError",
     "check_add_sub",
     "check_passthrough",

@@ -21,7 +21,8 @@ handles an error reads its fields, never its text.
     ├── BuildError                  .backend .compiler_output
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
     │   └── UnstableMeasurementError
-    └── TraceError                  Triton's request traces could not be recorded or read
+    ├── TraceError                  Triton's request traces could not be recorded or read
+    └── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
 """
 
 from __future__ import annotations
@@ -174,3 +175,15 @@ class UnstableMeasurementError(PerfAnalyzerError):
 
 class TraceError(LabkitError):
     """Triton's request traces could not be switched on, or their file did not appear."""
+
+
+class UnknownExerciseError(LabkitError):
+    """A notebook cell is tagged ``exercise:<id>`` with an ``exercise`` id labkit does not know;
+    ``notebook`` is the file, ``known`` the ids that exist. Nothing was changed."""
+
+    def __init__(self, *, exercise: str, notebook: str, known: Sequence[str]) -> None:
+        self.exercise = exercise
+        self.notebook = notebook
+        self.known = list(known)
+        super().__init__(f"{notebook}: a cell is tagged 'exercise:{exercise}', and there is no exercise {exercise!r} "
+                         f"(nothing was changed). Fix the cell's tag; the exercises are: {', '.join(self.known)}.")

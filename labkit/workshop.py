@@ -5,7 +5,10 @@
 
 ``check`` executes each notebook (a copy; the file is not changed) with a real kernel and collects the
 verdict of every check cell; ``--solutions`` first fills each exercise cell with its reference solution.
-``reset`` puts a participant's notebook back to its starters, keeping a timestamped backup.
+``reset`` puts a participant's notebook back to its starters, keeping a timestamped backup in
+``.labkit-backups/`` beside it (out of the notebooks' pattern, so ``check --all`` does not run it).
+A cell that raises does not stop ``check``: the notebook runs on, and an exercise cell's error becomes
+that exercise's verdict.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -25,10 +28,12 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-from .errors import LabkitError
-from .exercises import REGISTRY, TAG_PREFIX, Verdict
+from .errors import LabkitError, UnknownExerciseError
+from .exercises import REGISTRY, TAG_PREFIX, Exercise, Verdict
 
 CELL_TIMEOUT_S = 600
+BACKUP_FOLDER = ".labkit-backups"
+_PATTERN = "[0-9][0-9]_*.ipynb"
 
 
 def exercise_of(cell: nbformat.NotebookNode) -> str | None:
@@ -39,9 +44,25 @@ def exercise_of(cell: nbformat.NotebookNode) -> str | None:
     return None
 
 
+def _registered(exercise_id: str, notebook: Path) -> Exercise:
+    """The exercise a cell's tag names; UnknownExerciseError (nothing changed) when labkit has none by that id."""
+    if exercise_id not in REGISTRY:
+        raise UnknownExerciseError(exercise=exercise_id, notebook=str(notebook), known=sorted(REGISTRY))
+    return REGISTRY[exercise_id]
+
+
+def default_folder(cwd: Path | None = None) -> Path:
+    """Where the notebooks are: ``notebooks/`` under the working directory, or the working directory
+    itself when it holds them (``make lab`` opens JupyterLab in ``notebooks/``)."""
+    cwd = cwd or Path.cwd()
+    if (cwd / "notebooks").is_dir() or not any(cwd.glob(_PATTERN)):
+        return cwd / "notebooks"
+    return cwd
+
+
 def find_notebooks(names: list[str], folder: Path) -> list[Path]:
     """Notebooks by path, file name or number prefix ("01"); all of ``folder``'s when ``names`` is empty."""
-    every = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    every = sorted(folder.glob(_PATTERN))
     if not names:
         return every
     found = []
@@ -58,22 +79,60 @@ def find_notebooks(names: list[str], folder: Path) -> list[Path]:
     return found
 
 
+@dataclass(frozen=True)
+class CellFailure:
+    """A cell that raised while ``check`` ran on: ``cell`` counts every cell from 1 (markdown too), as
+    JupyterLab's list shows them; ``exercise`` is the id of an exercise cell, else ""."""
+
+    cell: int
+    ename: str
+    evalue: str
+    exercise: str = ""
+
+    def line(self) -> str:
+        return f"{self.ename}: {self.evalue}, cell {self.cell}"
+
+
 @dataclass
 class NotebookRun:
     notebook: Path
     verdicts: list[Verdict]
     stopped: str = ""  # why execution stopped early, if it did
+    failures: list[CellFailure] = field(default_factory=list)  # cells that raised (the run went on)
 
     @property
     def passed(self) -> bool:
-        return not self.stopped and all(v.passed for v in self.verdicts)
+        return not self.stopped and not self.failures and all(v.passed for v in self.verdicts)
 
 
-def _fill_solutions(nb: nbformat.NotebookNode) -> None:
+def _fill_solutions(nb: nbformat.NotebookNode, path: Path) -> None:
     for cell in nb.cells:
         exercise_id = exercise_of(cell)
         if exercise_id is not None:
-            cell.source = REGISTRY[exercise_id].solution()
+            cell.source = _registered(exercise_id, path).solution()
+
+
+def _failures(nb: nbformat.NotebookNode) -> list[CellFailure]:
+    """The cells whose execution ended in an error, from the outputs nbclient recorded."""
+    found = []
+    for number, cell in enumerate(nb.cells, 1):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.get("output_type") == "error":
+                evalue = str(output.get("evalue", "")).strip()
+                found.append(CellFailure(number, str(output.get("ename", "Error")),
+                                         evalue.splitlines()[0] if evalue else "", exercise_of(cell) or ""))
+    return found
+
+
+def _with_cell_errors(verdicts: list[Verdict], failures: list[CellFailure]) -> list[Verdict]:
+    """An exercise whose own cell raised gets that error as its verdict (the check after it only sees
+    the consequence, e.g. a model that is not loaded)."""
+    raised = {f.exercise: f for f in failures if f.exercise}
+    out = [v for v in verdicts if v.exercise not in raised]
+    for exercise_id, failure in raised.items():
+        hint = REGISTRY[exercise_id].hint if exercise_id in REGISTRY else ""
+        out.append(Verdict(exercise_id, False, f"the exercise cell raised an error ({failure.line()}).", hint))
+    return out
 
 
 def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
@@ -81,7 +140,7 @@ def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
     nb = nbformat.read(path, as_version=4)
     expected = [e for e in (exercise_of(c) for c in nb.cells) if e is not None]
     if solutions:
-        _fill_solutions(nb)
+        _fill_solutions(nb, path)
     with tempfile.TemporaryDirectory(prefix="labkit-workshop-") as tmp:
         report = Path(tmp) / "verdicts.jsonl"
         os.environ["LABKIT_WORKSHOP_REPORT"] = str(report)  # the kernel inherits it
@@ -89,7 +148,8 @@ def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
         # ipc: the kernel talks over local sockets, not TCP ports (and says nothing about encryption)
         kernel = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json"))
         try:
-            NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT_S,
+            # allow_errors: one broken cell must not hide the verdicts of the exercises after it
+            NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT_S, allow_errors=True,
                            resources={"metadata": {"path": str(path.parent.resolve())}}).execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             stopped = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
@@ -98,12 +158,13 @@ def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
             if kernel.has_kernel:  # a kernel manager given to nbclient is ours to shut down
                 kernel.shutdown_kernel(now=False)
         lines = report.read_text().splitlines() if report.exists() else []
-    verdicts = [Verdict(**json.loads(line)) for line in lines]
+    failures = _failures(nb)
+    verdicts = _with_cell_errors([Verdict(**json.loads(line)) for line in lines], failures)
     seen = {v.exercise for v in verdicts}
     for missing in (e for e in expected if e not in seen):
         verdicts.append(Verdict(missing, False, f"not checked: the notebook stopped before its check ({stopped or 'no check cell ran'}).",
                                 "run the notebook top to bottom in JupyterLab to see the failing cell."))
-    return NotebookRun(path, verdicts, stopped)
+    return NotebookRun(path, verdicts, stopped, failures)
 
 
 def check(names: list[str], folder: Path, solutions: bool = False) -> int:
@@ -115,6 +176,8 @@ def check(names: list[str], folder: Path, solutions: bool = False) -> int:
         run = run_notebook(path, solutions)
         for verdict in run.verdicts:
             print(f"  {verdict.line()}", flush=True)
+        for failure in (f for f in run.failures if not f.exercise):
+            print(f"  a cell raised an error ({failure.line()}); the notebook ran on", flush=True)
         if run.stopped:
             print(f"  the notebook stopped early: {run.stopped}", flush=True)
         if not run.verdicts:
@@ -131,14 +194,17 @@ def reset(names: list[str], folder: Path) -> int:
     for path in find_notebooks(names, folder):
         nb = nbformat.read(path, as_version=4)
         cells = [c for c in nb.cells if exercise_of(c) is not None]
-        backup = path.with_name(f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}.bak.ipynb")
+        starters = [_registered(exercise_of(c), path).starter() for c in cells]  # all known before a write
+        backup = path.parent / BACKUP_FOLDER / f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}.bak.ipynb"
+        backup.parent.mkdir(exist_ok=True)
         shutil.copy2(path, backup)
-        for cell in cells:
-            cell.source = REGISTRY[exercise_of(cell)].starter()
+        for cell, starter in zip(cells, starters):
+            cell.source = starter
             cell.outputs = []
             cell.execution_count = None
         nbformat.write(nb, path)
-        print(f"{path}: {len(cells)} exercise cell(s) back to their starters; your version is in {backup.name}")
+        print(f"{path}: {len(cells)} exercise cell(s) back to their starters; your version is in "
+              f"{backup.relative_to(path.parent)}")
     return 0
 
 
@@ -152,7 +218,8 @@ def main(args: list[str] | None = None, folder: Path | None = None) -> int:
     r = sub.add_parser("reset", help="restore notebooks' exercise cells to their starters (keeps a backup)")
     r.add_argument("notebooks", nargs="+")
     for p in (c, r):
-        p.add_argument("--dir", type=Path, default=folder or Path("notebooks"), help="the notebooks folder")
+        p.add_argument("--dir", type=Path, default=folder or default_folder(),
+                       help="the notebooks folder (default: ./notebooks, or . when it holds the notebooks)")
     parsed = parser.parse_args(args)
     if parsed.command == "check":
         if not parsed.notebooks and not parsed.all:

@@ -88,8 +88,68 @@ def test_reset_restores_the_starters_and_keeps_a_backup(tmp_path):
     restored = nbformat.read(copy, as_version=4)
     for cell in (c for c in restored.cells if workshop.exercise_of(c)):
         assert cell.source == REGISTRY[workshop.exercise_of(cell)].starter() and cell.outputs == []
-    (backup,) = tmp_path.glob("06_python_based_backend.*.bak.ipynb")
+    (backup,) = (tmp_path / workshop.BACKUP_FOLDER).glob("06_python_based_backend.*.bak.ipynb")
     assert "# my work in progress" in backup.read_text()
+    # the backup is not a notebook that check runs, nor a second match for "06"
+    assert workshop.find_notebooks([], tmp_path) == [copy]
+    assert workshop.find_notebooks(["06"], tmp_path) == [copy]
+
+
+def _tagged(source: str, exercise_id: str | None = None) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source)
+    if exercise_id:
+        cell.metadata["tags"] = [f"exercise:{exercise_id}"]
+    return cell
+
+
+def test_an_unknown_exercise_tag_is_a_labkit_error_and_changes_nothing(tmp_path):
+    path = tmp_path / "01_mine.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[_tagged("x = 1", "01-output2"), _tagged("y = 2", "01-nosuch")])
+    nbformat.write(nb, path)
+    before = path.read_text()
+    with pytest.raises(labkit.UnknownExerciseError) as reset:
+        workshop.main(["reset", "01", "--dir", str(tmp_path)])
+    assert reset.value.exercise == "01-nosuch" and reset.value.notebook == str(path)
+    assert "01-output2" in reset.value.known and "01-nosuch" not in reset.value.known
+    assert path.read_text() == before and not (tmp_path / workshop.BACKUP_FOLDER).exists()
+    with pytest.raises(labkit.UnknownExerciseError) as solutions:
+        workshop.run_notebook(path, solutions=True)
+    assert solutions.value.exercise == "01-nosuch"
+
+
+def test_check_works_from_inside_the_notebooks_folder(tmp_path):
+    """`make lab` opens JupyterLab in notebooks/: a terminal there runs `labkit workshop check 01`."""
+    nbformat.write(nbformat.v4.new_notebook(cells=[_tagged("print('hello')")]), tmp_path / "01_tiny.ipynb")
+    run = subprocess.run([sys.executable, "-m", "labkit.cli", "workshop", "check", "01"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.startswith("01_tiny:") and "(no exercises)" in run.stdout
+    assert workshop.default_folder(tmp_path) == tmp_path
+    assert workshop.default_folder(NOTEBOOKS.parent) == NOTEBOOKS
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_broken_exercise_cell_does_not_hide_the_other_verdicts(tmp_path):
+    copy = tmp_path / "01_python_backend.ipynb"
+    nb = nbformat.read(NOTEBOOKS / copy.name, as_version=4)
+    numbers = {}
+    for number, cell in enumerate(nb.cells, 1):
+        if workshop.exercise_of(cell) == "01-output2":
+            cell.source = "raise ValueError('half-finished')"
+            numbers["broken"] = number
+        elif workshop.exercise_of(cell) == "01-batch":
+            cell.source = REGISTRY["01-batch"].solution()
+    nbformat.write(nb, copy)
+    run = workshop.run_notebook(copy)
+    assert run.stopped == "" and not run.passed
+    assert run.failures == [workshop.CellFailure(numbers["broken"], "ValueError", "half-finished", "01-output2")]
+    verdicts = {v.exercise: v for v in run.verdicts}
+    assert set(verdicts) == {"01-output2", "01-batch"}
+    assert verdicts["01-batch"].passed
+    broken = verdicts["01-output2"]
+    assert not broken.passed and broken.hint == REGISTRY["01-output2"].hint
+    assert f"(ValueError: half-finished, cell {numbers['broken']})" in broken.line()
 
 
 def _workshop(*args: str) -> subprocess.CompletedProcess:
