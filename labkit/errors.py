@@ -15,6 +15,7 @@ handles an error reads its fields, never its text.
     ├── InferenceError              .model
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent
+    │   ├── OutputNameError         .missing .outputs .produced
     │   ├── RequestTimeoutError     .limit_s .stack
     │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
@@ -118,6 +119,19 @@ class RequestError(InferenceError):
         self.reason = reason
         self.expected = expected
         self.sent = sent
+        super().__init__(message, model=model)
+
+
+class OutputNameError(InferenceError):
+    """An output was asked for, or declared in the config, and the answer lacks it: a misspelled name in
+    the request or in the model's ``pb_utils.Tensor(NAME, ...)``. ``missing``: those names; ``outputs``:
+    the model's outputs by its config; ``produced``: what the answer carried."""
+
+    def __init__(self, message: str, *, model: str, missing: Sequence[str], outputs: Sequence[str],
+                 produced: Sequence[str] = ()) -> None:
+        self.missing = list(missing)
+        self.outputs = list(outputs)
+        self.produced = list(produced)
         super().__init__(message, model=model)
 
 

@@ -22,7 +22,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from . import breakpoints, request_fit, waiting
-from .errors import InferenceError, LabkitError, ModelNotFoundError, RequestError
+from .errors import InferenceError, LabkitError, ModelNotFoundError, OutputNameError, RequestError
 from .server import stubs
 from .server.base import CONNECTION_ERRORS, TritonServer
 
@@ -48,10 +48,27 @@ def prepare(protocol: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[s
     return tensors, ([mod.InferRequestedOutput(n) for n in outputs] if outputs else None)
 
 
-def translate(exc: BaseException, server: TritonServer, model: str, tensors: list, since: float | None = None) -> LabkitError:
+def _output_names(config: dict) -> list[str]:
+    return [o["name"] for o in config.get("output", [])]
+
+
+def _output_error(model: str, missing: Sequence[str], config: dict, produced: Sequence[str], asked: bool) -> OutputNameError:
+    outputs = _output_names(config)
+    where = ("the request asked for" if asked else "the config declares")
+    return OutputNameError(
+        f"{where.capitalize()} output(s) {', '.join(map(repr, missing))} of {model!r}, and the answer has "
+        f"{'none by that name' if len(missing) == 1 else 'none by those names'}. {model!r}'s outputs are: "
+        f"{', '.join(outputs) or 'none'} (the answer carried: {', '.join(produced) or 'nothing'}). Check the "
+        f"spelling in the request and in model.py's pb_utils.Tensor(NAME, ...).",
+        model=model, missing=missing, outputs=outputs, produced=produced,
+    )
+
+
+def translate(exc: BaseException, server: TritonServer, model: str, tensors: list, since: float | None = None,
+              outputs: Sequence[str] = ()) -> LabkitError:
     """The labkit error for a failed request (tritonclient's error or a broken connection);
-    ``tensors`` are what was sent; ``since`` (time.time() when it was sent) lets the error say how a
-    Python stub of the model ended meanwhile."""
+    ``tensors`` are what was sent, ``outputs`` the names it asked for; ``since`` (time.time() when
+    it was sent) lets the error say how a Python stub of the model ended meanwhile."""
     dead = server.dead_server_error(exc, f"The request to {model!r} failed")
     if dead is not None:
         return dead
@@ -74,6 +91,9 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
         return ModelNotFoundError(model=model, loaded=loaded)
     sent = [(t.name(), t.datatype(), t.shape()) for t in tensors]
     problems = request_fit.mismatches(config, sent)
+    unknown = [n for n in outputs if n not in _output_names(config)]
+    if not problems and unknown:
+        return _output_error(model, unknown, config, [], asked=True)
     if not problems:  # the request fits: the backend (or the model's kind) refused it
         return InferenceError(f"The request to {model!r} failed: {text}", model=model)
     expected, sent_text = request_fit.describe_inputs(config), request_fit.describe_sent(sent)
@@ -103,8 +123,25 @@ def infer(
     waits forever); then RequestTimeoutError shows where the model is stuck.
     """
     result = _send(server, client, model, inputs, outputs, protocol, timeout_s)
-    names = outputs or [o["name"] for o in _output_meta(result, protocol)]
-    return {n: result.as_numpy(n) for n in names}
+    return _answer(server, model, result, protocol, outputs)
+
+
+def _answer(server: TritonServer, model: str, result: Any, protocol: str, outputs: Sequence[str] | None) -> dict[str, np.ndarray]:
+    """The outputs by name. Triton drops a tensor whose name the config does not know, so a misspelled
+    name would come back as nothing: OutputNameError when an output asked for is not in the answer, or
+    (none asked for) when the answer is empty and the config declares outputs. An answer with some of
+    the declared outputs is returned as it is (a model may leave one out; the exercises say which)."""
+    produced = [o["name"] for o in _output_meta(result, protocol)]
+    if outputs:
+        missing = [n for n in outputs if n not in produced]
+        if missing:
+            raise _output_error(model, missing, server.model_config(model), produced, asked=True)
+        return {n: result.as_numpy(n) for n in outputs}
+    if not produced:
+        config = server.model_config(model)
+        if _output_names(config):
+            raise _output_error(model, _output_names(config), config, produced, asked=False)
+    return {n: result.as_numpy(n) for n in produced}
 
 
 def _send(
@@ -138,7 +175,7 @@ def _send(
                     f"The request to {model!r} failed because you quit the debugger (q) at its breakpoint; "
                     f"the model keeps serving. Continue with c to let a request finish.", model=model,
                 ) from None
-            raise translate(exc, server, model, tensors, since) from None
+            raise translate(exc, server, model, tensors, since, outputs or ()) from None
     finally:
         server.track_request(model, -1)
         if own:
@@ -268,9 +305,8 @@ def infer_with_parameters(
     ``timeout_s`` as for ``infer``."""
     result = _send(server, None, model, inputs, outputs, protocol, timeout_s)
     response = result.get_response()
-    names = outputs or [o["name"] for o in _output_meta(result, protocol)]
     if protocol == "http":  # JSON already gives str / int / bool
         params = dict(response.get("parameters", {}))
     else:
         params = {k: _parameter_value(v) for k, v in response.parameters.items()}
-    return {n: result.as_numpy(n) for n in names}, params
+    return _answer(server, model, result, protocol, outputs), params

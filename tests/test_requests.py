@@ -52,3 +52,34 @@ def test_bad_requests_are_request_errors(server, protocol, inputs, phrase):
 def test_batch_over_max_is_refused(server):
     with pytest.raises(labkit.RequestError, match="batch"):
         labkit.check_add_sub(server, "add_sub_batching", batch=9)
+
+
+MISSPELLED = '''
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
+                for r in requests]
+'''
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_a_misspelled_output_name_is_an_error_listing_the_outputs(server, protocol):
+    # the request misspells it
+    with pytest.raises(labkit.OutputNameError) as asked:
+        labkit.infer(server, "add_sub", {"INPUT0": GOOD, "INPUT1": GOOD}, ["OUTPUT0", "OUTPT1"], protocol=protocol)
+    assert asked.value.model == "add_sub" and asked.value.missing == ["OUTPT1"]
+    assert asked.value.outputs == ["OUTPUT0", "OUTPUT1"]
+    # the model misspells it: Triton drops the tensor, and the answer would be empty
+    server.repository.write_config(labkit.model_config("misspelled", "python", [("INPUT0", "FP32", [4])],
+                                                       [("OUTPUT0", "FP32", [4])]))
+    server.python_model("misspelled", MISSPELLED)
+    with pytest.raises(labkit.OutputNameError) as declared:
+        labkit.infer(server, "misspelled", {"INPUT0": GOOD}, protocol=protocol)
+    assert declared.value.missing == ["OUTPUT0"] and declared.value.outputs == ["OUTPUT0"] and declared.value.produced == []
+    with pytest.raises(labkit.OutputNameError) as requested:
+        labkit.infer(server, "misspelled", {"INPUT0": GOOD}, ["OUTPUT0"], protocol=protocol)
+    assert requested.value.missing == ["OUTPUT0"]
+    assert labkit.check_add_sub(server, protocol=protocol).ok
