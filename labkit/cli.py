@@ -16,6 +16,7 @@ from .docker import cpu_image
 from .docker.leftovers import cleanup
 from .errors import LabkitError
 from .native import deploy, export_backend
+from .perf import check_steps
 from .perf import perf as sweep_with_perf_analyzer
 from .server import create, kinds
 
@@ -107,6 +108,7 @@ def _numbers(text: str, kind: type = int) -> list:
 
 
 def _perf(args: argparse.Namespace) -> int:
+    check_steps(args.concurrency, args.request_rate)  # before a server starts
     source = Path(args.repository) if args.repository else reference.repository()
     if not (source / args.model / "config.pbtxt").is_file():
         raise LabkitError(f"No model {args.model!r} in {source}; give --repository holding <model>/config.pbtxt.")

@@ -5,7 +5,10 @@
     sweep.plot()       # throughput against p95 latency across the sweep
 
 Each step is one perf_analyzer run (so progress shows per step) that writes its CSV report; the
-table is read from that report. perf_analyzer makes the inputs itself from the model's metadata
+table is read from that report. A step whose windows do not agree (a busy machine) is measured again
+with windows twice as long; if they still disagree, it is measured once more accepting any spread and
+kept marked ``stable=False`` (a ``*`` in the table): one restless step never fails the sweep.
+perf_analyzer makes the inputs itself from the model's metadata
 (random values); an input with a variable dimension (-1) needs its size in ``shapes``. Failures are
 told apart by perf_analyzer's exit status and the server's state, never by its words.
 """
@@ -17,7 +20,7 @@ import json
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,8 @@ from .server.base import TritonServer
 # perf_analyzer's exit statuses (perf_analyzer/constants.h, 23.12)
 _UNSTABLE = 2
 _BAD_OPTION = 3
+#: A stability percentage that any measurement meets: the last try of an unstable step.
+_ANY_SPREAD = 1_000_000
 _COLUMNS = {  # our field -> its CSV column (µs, or inferences per second)
     "throughput": "Inferences/Second",
     "p50_us": "p50 latency", "p90_us": "p90 latency", "p95_us": "p95 latency", "p99_us": "p99 latency",
@@ -60,10 +65,13 @@ class PerfStep:
     compute_infer_us: float
     compute_output_us: float
     client_recv_us: float
+    stable: bool = True  # False: its windows disagreed beyond stability_percent, even twice as long
+    measurement_ms: int = 0  # the window length of the run kept
 
     @property
     def label(self) -> str:
-        return f"c{self.value:g}" if self.mode == "concurrency" else f"{self.value:g}/s"
+        mark = "" if self.stable else "*"
+        return (f"c{self.value:g}" if self.mode == "concurrency" else f"{self.value:g}/s") + mark
 
 
 @dataclass
@@ -92,7 +100,11 @@ class PerfSweep:
              *(f"{v:.0f}" for v in (s.queue_us, s.compute_input_us, s.compute_infer_us, s.compute_output_us)))
             for s in self.steps
         ]
-        return "\n".join("".join(f"{cell:>10s}" for cell in row) for row in rows)
+        table = "\n".join("".join(f"{cell:>10s}" for cell in row) for row in rows)
+        if any(not s.stable for s in self.steps):
+            table += ("\n* unstable: its measurement windows disagreed beyond the stability percentage, also "
+                      "twice as long (a busy machine?); the numbers are one run's, read them as rough.")
+        return table
 
     def __repr__(self) -> str:
         return f"perf_analyzer sweep of {self.model!r} ({self.protocol}):\n{self.table()}"
@@ -156,6 +168,19 @@ def _failure(server: TritonServer, model: str, code: int, output: str, what: str
     return PerfAnalyzerError(f"perf_analyzer on {model!r} at {what} failed: {hint}.", exit_code=code, output=output)
 
 
+def check_steps(concurrency: Sequence[int] | None = None, request_rate: Sequence[float] | None = None) -> None:
+    """PerfAnalyzerError (exit_code None: nothing was started) for a step perf_analyzer would refuse
+    with only its usage text: a concurrency below 1 or not whole, a request rate not above 0."""
+    bad = [c for c in concurrency or [] if c < 1 or int(c) != c]
+    if bad:
+        raise PerfAnalyzerError(f"A concurrency is a whole number of requests in flight, at least 1, not "
+                                f"{', '.join(f'{c:g}' for c in bad)}; e.g. concurrency=[1, 2, 4, 8].", exit_code=None)
+    bad = [r for r in request_rate or [] if not r > 0]
+    if bad:
+        raise PerfAnalyzerError(f"A request rate is requests per second above 0, not "
+                                f"{', '.join(f'{r:g}' for r in bad)}; e.g. request_rate=[100, 200].", exit_code=None)
+
+
 def _read_step(report: Path, mode: str) -> PerfStep:
     with open(report, newline="") as f:
         row = next(csv.DictReader(f))
@@ -183,7 +208,8 @@ def perf(
     """Measure ``model`` with perf_analyzer 23.12 at each concurrency (default 1, 2, 4, 8) or each
     request rate (``distribution``: "constant" or "poisson" arrivals). A step's measurement windows
     last ``measurement_ms``; a step is kept when the last three agree within ``stability_percent``,
-    within ``max_trials`` windows (else UnstableMeasurementError). ``batch`` rows per request."""
+    within ``max_trials`` windows; else it is measured again (see the module's docstring) and kept
+    with ``stable=False``. ``batch`` rows per request."""
     if concurrency is not None and request_rate is not None:
         raise ValueError("give concurrency or request_rate, not both")
     if distribution not in ("constant", "poisson"):
@@ -192,13 +218,14 @@ def perf(
         raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
     mode, values = ("request_rate", list(request_rate)) if request_rate is not None else (
         "concurrency", list(concurrency or [1, 2, 4, 8]))
+    check_steps(concurrency, request_rate)
     missing = _not_loaded(server, model)
     if missing is not None:
         raise missing
     tool = _perf_dist.locate()
     base = [
         str(tool.binary), "-m", model, "-i", protocol, "-u", server.http_url if protocol == "http" else server.grpc_url,
-        "-b", str(batch), "-p", str(measurement_ms), "-s", f"{stability_percent:g}", "-r", str(max_trials),
+        "-b", str(batch), "-r", str(max_trials),
         "--percentile", "95", "--verbose-csv", *_shape_args(server, model, shapes or {}), *extra_args,
     ]
     if mode == "request_rate":
@@ -209,18 +236,26 @@ def perf(
             what = f"{mode.replace('_', ' ')} {value:g}"
             if progress:
                 print(f"perf_analyzer {model} [{n}/{len(values)}] {what} ...", end="", flush=True)
-            report = Path(tmp) / f"step{n}.csv"
-            try:
-                proc = subprocess.run([*base, _MODES[mode][0], f"{value:g}", "-f", str(report)],
-                                      env=tool.env(), capture_output=True, text=True, timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                raise PerfAnalyzerError(
-                    f"perf_analyzer on {model!r} at {what} did not finish within {timeout_s:g} s (timeout_s); "
-                    f"is the model stuck? Try labkit.infer on it.", exit_code=None) from None
+            # as asked; then windows twice as long; then any spread accepted, the step marked unstable
+            tries = [(measurement_ms, stability_percent), (2 * measurement_ms, stability_percent),
+                     (2 * measurement_ms, _ANY_SPREAD)]
+            for attempt, (window_ms, percent) in enumerate(tries):
+                report = Path(tmp) / f"step{n}.{attempt}.csv"
+                args = ["-p", str(window_ms), "-s", f"{percent:g}", _MODES[mode][0], f"{value:g}", "-f", str(report)]
+                try:
+                    proc = subprocess.run([*base, *args], env=tool.env(), capture_output=True, text=True, timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    raise PerfAnalyzerError(
+                        f"perf_analyzer on {model!r} at {what} did not finish within {timeout_s:g} s (timeout_s); "
+                        f"is the model stuck? Try labkit.infer on it.", exit_code=None) from None
+                if proc.returncode == _UNSTABLE and attempt < len(tries) - 1 and server.alive:
+                    continue
+                break
+            stable = percent == stability_percent
             if progress:
-                print(" done" if proc.returncode == 0 else " failed", flush=True)
+                print((" done" if stable else " unstable (kept, marked *)") if proc.returncode == 0 else " failed", flush=True)
             if proc.returncode != 0 or not report.exists():
                 output = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
                 raise _failure(server, model, proc.returncode, output, what)
-            steps.append(_read_step(report, mode))
+            steps.append(replace(_read_step(report, mode), stable=stable, measurement_ms=window_ms))
     return PerfSweep(model, protocol, steps, distribution if mode == "request_rate" else "constant")
