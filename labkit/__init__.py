@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import errors, exercises, native, plots, reference
+from . import _cells, errors, exercises, native, plots, reference
 from .checks import AddSubResult, PassthroughResult, check_add_sub, check_passthrough
 from .dashboard import Dashboard
 from .errors import (
@@ -64,8 +64,15 @@ def start(
     ``server="embedded"`` (default) runs the wheel's tritonserver here; ``server="docker"`` runs a
     container (``image=`` chooses it, e.g. ``"labkit/tritonserver:23.12-cpu"``, the offline CPU image that
     ``labkit image build`` makes).
+
+    Re-running the notebook cell that called it stops the server that cell started before (one line
+    says so): one working server, nothing left running. Servers started in other cells keep running.
     """
-    return create_server(server, repository, **options).start(timeout_s)
+    cell = _cells.cell_key(1)
+    _cells.replace_earlier(cell)
+    started = create_server(server, repository, **options).start(timeout_s)
+    _cells.remember(cell, started)
+    return started
 
 
 def reference_repository() -> Path:

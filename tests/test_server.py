@@ -11,6 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import labkit
@@ -53,8 +54,10 @@ def test_start_ready_and_stop():
     assert not server.alive
     assert _gone(pid)
     assert not server.workdir.exists()  # its own temporary folder is cleaned up
-    with pytest.raises(labkit.ServerNotRunningError):
-        labkit.current()
+    try:  # another test's server may still run: then current() is that one
+        assert labkit.current() is not server
+    except labkit.ServerNotRunningError:
+        pass
     with pytest.raises(labkit.ServerNotRunningError, match="stopped"):
         server.index()
 
@@ -188,3 +191,48 @@ def test_next_launch_ends_an_orphaned_server_and_frees_its_shared_memory():
         time.sleep(0.2)
     assert _group_members(pid) == [], "its Python stubs are still running"
     assert not set(os.listdir("/dev/shm")) & shm_server, "its shared-memory regions were not freed"
+
+
+ADD_ONE = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy() + 1)])
+                for r in requests]
+"""
+
+
+def test_after_the_latest_server_stops_the_magics_use_the_one_still_running():
+    from labkit import magics
+
+    with labkit.EmbeddedServer() as lab, labkit.EmbeddedServer() as lab2:
+        lab.start()
+        lab2.start()
+        assert labkit.current() is lab2
+        lab2.stop()
+        assert labkit.current() is lab
+        lab.repository.write_config(labkit.model_config("plus_one", "python", [("X", "FP32", [2])], [("Y", "FP32", [2])]))
+        magics.triton_python("plus_one", ADD_ONE)
+        assert labkit.infer(lab, "plus_one", {"X": np.zeros(2, np.float32)})["Y"].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.timeout(600)
+def test_rerunning_the_start_cell_leaves_one_server(tmp_path):
+    """In a notebook, running `lab = labkit.start()` again stops the server the cell started before;
+    a server started by another cell keeps running."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    start = "import labkit\nlab = labkit.start()"
+    cells = [start, "first = lab", start, "other = labkit.start()",
+             "print(first.alive, lab.alive, other.alive, len({id(first), id(lab), id(other)}))\n"
+             "pids = [first.pid, lab.pid]\nlab.stop(); other.stop()"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    outputs = [[o.get("text", "") for o in cell.outputs] for cell in nb.cells]
+    assert outputs[0] == [] and outputs[3] == []  # a first start, and another cell's, say nothing
+    (line,) = outputs[2]
+    assert line.startswith("labkit: stopped the server this cell started before (127.0.0.1:") and line.count("\n") == 1
+    assert outputs[4] == ["False True True 3\n"]

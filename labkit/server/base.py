@@ -63,10 +63,14 @@ def _stop_all() -> None:
 
 
 def current() -> "TritonServer":
-    """The server started last in this process (what the notebook magics talk to)."""
-    if _current is None or not _current.alive:
+    """The server started last in this process that still runs (what the notebook magics talk to):
+    after ``lab2.stop()``, ``lab`` again."""
+    if _current is not None and _current.alive:
+        return _current
+    running = [s for s in list(_LIVE) if s.alive]
+    if not running:
         raise ServerNotRunningError("No labkit server is running; start one with `lab = labkit.start()`.")
-    return _current
+    return max(running, key=lambda s: s.started_seq)
 
 
 def _unreachable(exc: BaseException) -> bool:
@@ -122,6 +126,7 @@ class TritonServer(ModelControl, Beside, ABC):
         self.extra_args = list(extra_args or [])
         self.request_timeout_s = request_timeout_s
         self.shm_prefix = f"labkit_{os.getpid()}_{next(_servers_started)}_"
+        self.started_seq = 0  # set by each start(): which server current() falls back to
         self.http_port = self.grpc_port = self.metrics_port = 0
         #: Changes at every launch: Triton state that lives as long as one process (e.g. the backend
         #: libraries it has opened) is keyed by it.
@@ -231,6 +236,7 @@ class TritonServer(ModelControl, Beside, ABC):
                 self.stop()
                 raise
         _current = self
+        self.started_seq = next(_servers_started)  # current() falls back to the latest one still running
         self._watchdog = threading.Thread(target=self._watch, name="labkit-watchdog", daemon=True)
         self._watchdog.start()
         return self
