@@ -9,7 +9,8 @@ handles an error reads its fields, never its text.
     │   ├── ServerStartError
     │   └── ServerNotRunningError  .crash
     ├── RepositoryError
-    │   ├── InvalidNameError        (also a ValueError)
+    │   ├── InvalidNameError        .name .what (also a ValueError)
+    │   ├── RepositoryWriteError    .path .errno: the file system refused a write
     │   └── ConfigError
     ├── ModelLoadError              .model .reason
     ├── InferenceError              .model
@@ -75,7 +76,23 @@ class RepositoryError(LabkitError):
 
 
 class InvalidNameError(RepositoryError, ValueError):
-    """A model, backend or file name could escape the repository or is not allowed."""
+    """A model, backend or file name could escape the repository or is not allowed (``what`` says
+    which kind of name, ``name`` is the name refused)."""
+
+    def __init__(self, message: str, *, name: str = "", what: str = "") -> None:
+        self.name = name
+        self.what = what
+        super().__init__(message)
+
+
+class RepositoryWriteError(RepositoryError):
+    """The file system refused to write ``path`` (read-only, full, no permission, name too long);
+    ``errno`` is its error number (errno.EROFS, ...). Nothing was half-written."""
+
+    def __init__(self, message: str, *, path: str, errno: int = 0) -> None:
+        self.path = path
+        self.errno = errno
+        super().__init__(message)
 
 
 class ConfigError(RepositoryError):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import linecache
 import os
+import subprocess
 
 import pytest
 
@@ -134,3 +136,56 @@ def test_model_source_without_triton_class_refused():
 
 
 ADD_SUB = labkit.reference.add_sub_source()
+
+
+def test_a_name_too_long_for_the_file_system_is_refused_before_writing(tmp_path):
+    repo = labkit.ModelRepository(tmp_path)
+    long = "m" * 300
+    with pytest.raises(labkit.InvalidNameError) as info:
+        repo.write_config(labkit.model_config(long, "python", [("X", "FP32", [1])], [("Y", "FP32", [1])]))
+    assert info.value.name == long and info.value.what == "model"
+    with pytest.raises(labkit.InvalidNameError) as info:
+        repo.write_file("m", "f" * 300, "x")
+    assert info.value.what == "file"
+    assert list(tmp_path.iterdir()) == []
+    # the longest name allowed still fits with the atomic write's temporary name
+    edge = "e" * labkit.repository.names.MAX_NAME
+    repo.write_file("m", edge, "x")
+    assert (tmp_path / "m" / "1" / edge).read_text() == "x"
+
+
+@pytest.fixture()
+def read_only(tmp_path):
+    """A folder holding add_sub on a file system mounted read-only (root ignores file modes, not this)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "labkit-test", str(folder)], check=True)
+    try:
+        labkit.ModelRepository(folder).copy_model_from(labkit.reference_repository(), "add_sub")
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_read_only_repository_gives_a_labkit_error(read_only):
+    repo = labkit.ModelRepository(read_only)
+    assert repo.models() == ["add_sub"]  # reading works
+    calls = [
+        lambda: repo.write_config(labkit.model_config("new", "python", [("X", "FP32", [1])], [("Y", "FP32", [1])])),
+        lambda: repo.write_file("add_sub", "model.py", "# edited"),
+        lambda: repo.mark_changed("add_sub"),
+        lambda: repo.copy_model_from(labkit.reference_repository(), "add_sub"),
+    ]
+    for call in calls:
+        with pytest.raises(labkit.RepositoryWriteError) as info:
+            call()
+        assert info.value.errno == errno.EROFS and info.value.path.startswith(str(read_only))
+    assert (read_only / "add_sub" / "config.pbtxt").exists()  # nothing removed
+    with labkit.EmbeddedServer(read_only) as lab:  # a server serves it; editing a model says why it cannot
+        lab.start()
+        lab.load("add_sub")
+        with pytest.raises(labkit.RepositoryWriteError) as info:
+            lab.python_model("add_sub", (read_only / "add_sub" / "1" / "model.py").read_text())
+        assert info.value.errno == errno.EROFS
+        assert labkit.check_add_sub(lab).ok

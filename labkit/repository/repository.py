@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, RepositoryError
 from . import config as _config
-from .files import write_atomic
+from .files import write_atomic, writing
 from .names import check_name, check_relpath
 from .python_source import model_source
 
@@ -19,7 +19,8 @@ class ModelRepository:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+        with writing(self.root):
+            self.root.mkdir(parents=True, exist_ok=True)
 
     def __repr__(self) -> str:
         return f"ModelRepository({str(self.root)!r})"
@@ -37,7 +38,8 @@ class ModelRepository:
         path = self.write_file(cfg.name, "config.pbtxt", _config.to_text(cfg), version=None)
         if not self.versions(cfg.name):
             # Triton serves no model without a version folder, even when the backend needs no files in it.
-            (path.parent / "1").mkdir()
+            with writing(path.parent / "1"):
+                (path.parent / "1").mkdir()
         return path
 
     def read_config(self, name: str) -> _config.ModelConfig:
@@ -66,7 +68,8 @@ class ModelRepository:
             folder = folder / str(version)
         stamp = self._next_stamp(name)  # before the write, which erases the file's previous stamp
         path = write_atomic(folder / check_relpath(relpath), data)
-        os.utime(path, (stamp, stamp))
+        with writing(path):
+            os.utime(path, (stamp, stamp))
         return path
 
     def _next_stamp(self, name: str) -> int:
@@ -84,7 +87,8 @@ class ModelRepository:
         """
         stamp = self._next_stamp(name)
         for version in self.versions(name):
-            os.utime(self.model_dir(name) / str(version), (stamp, stamp))
+            with writing(self.model_dir(name) / str(version)):
+                os.utime(self.model_dir(name) / str(version), (stamp, stamp))
 
     def write_python_model(self, name: str, source: str | Path | type, version: int = 1) -> Path:
         """Write ``<name>/<version>/model.py`` from a string, a .py path, or a class."""
@@ -96,9 +100,10 @@ class ModelRepository:
         if not (src / "config.pbtxt").exists():
             raise RepositoryError(f"{src} holds no model (no config.pbtxt).")
         dst = self.model_dir(name)
-        if dst.exists():
-            shutil.rmtree(dst)
-        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        with writing(dst):
+            if dst.exists():
+                shutil.rmtree(dst)
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
         self.mark_changed(name)  # copies keep old times; a model loaded earlier under this name must reload
         return dst
 
