@@ -6,7 +6,8 @@
     %%triton_cpp minimal               -> compiles libtriton_minimal.so, (re)loads the models using it
     %%triton_cpp --debug minimal       -> the same, built -O0 -g for stepping with gdb
 
-Line numbers in compiler messages and crash reports are the editor's: the magic line is line 1.
+Line numbers in compiler messages, tracebacks and crash reports are the editor's: the magic line is
+line 1 (a %%triton_python cell's model.py keeps it as a comment, so its lines are the cell's).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def triton_python(line: str, cell: str) -> None:
     except (argparse.ArgumentError, SystemExit):
         raise ConfigError("Usage: %%triton_python [--backend] [--no-load] NAME") from None
     server = current()
+    cell = f"# %%triton_python {line.strip()}\n{cell}"  # model.py line N is the cell's line N
     if args.backend:
         users = server.python_backend(args.name, cell, reload=not args.no_load)
         print(f"wrote model.py for backend {args.name!r}" + (f"; reloaded {', '.join(users)}" if users else ""))

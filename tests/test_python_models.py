@@ -111,3 +111,41 @@ def test_cell_magic_writes_and_reloads(fresh_server):
         shell.run_cell_magic("triton_python", "nothing_here", ADD_SUB_SOURCE)
     with pytest.raises(labkit.ModelLoadError, match="SyntaxError"):
         shell.run_cell_magic("triton_python", "add_sub", "class TritonPythonModel:\n    def execute(self, r)\n")
+
+
+RAISES_IN = '''import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.fail_at_start = args["model_name"] == "fails_at_start"
+        if self.fail_at_start:
+            raise ValueError("no weights")
+
+    def execute(self, requests):
+        raise ValueError("boom")
+'''
+
+
+def _cell_line(cell: str, text: str) -> int:
+    """The line of ``text`` as the notebook's editor numbers a magic cell: the magic line is line 1."""
+    return 1 + next(i for i, line in enumerate(cell.splitlines(), 1) if text in line)
+
+
+def test_a_magic_cells_traceback_names_the_cells_own_line(fresh_server):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "labkit")
+    for name in ("fails_in_execute", "fails_at_start"):
+        fresh_server.repository.write_config(labkit.model_config(name, "python", [("X", "FP32", [2])], [("Y", "FP32", [2])]))
+    shell.run_cell_magic("triton_python", "fails_in_execute", RAISES_IN)
+    with pytest.raises(labkit.InferenceError) as info:
+        labkit.infer(fresh_server, "fails_in_execute", {"X": np.zeros(2, np.float32)})
+    line = _cell_line(RAISES_IN, 'raise ValueError("boom")')
+    assert f"model.py({line}): execute" in str(info.value)
+    model_py = (fresh_server.repository.model_dir("fails_in_execute") / "1" / "model.py").read_text().splitlines()
+    assert model_py[line - 1].strip() == 'raise ValueError("boom")'
+    with pytest.raises(labkit.ModelLoadError) as info:
+        shell.run_cell_magic("triton_python", "fails_at_start", RAISES_IN)
+    assert f"model.py({_cell_line(RAISES_IN, 'no weights')}): initialize" in info.value.reason
