@@ -99,10 +99,11 @@ class NotebookRun:
     verdicts: list[Verdict]
     stopped: str = ""  # why execution stopped early, if it did
     failures: list[CellFailure] = field(default_factory=list)  # cells that raised (the run went on)
+    skipped: str = ""  # why the notebook was not run (this machine lacks what it needs), if so
 
     @property
     def passed(self) -> bool:
-        return not self.stopped and not self.failures and all(v.passed for v in self.verdicts)
+        return not (self.stopped or self.skipped or self.failures) and all(v.passed for v in self.verdicts)
 
 
 def _fill_solutions(nb: nbformat.NotebookNode, path: Path) -> None:
@@ -135,12 +136,25 @@ def _with_cell_errors(verdicts: list[Verdict], failures: list[CellFailure]) -> l
     return out
 
 
+def _missing_for(path: Path) -> str:
+    """What this machine lacks for the notebook, or "": the Docker lesson needs an engine and the image."""
+    if not path.stem.startswith("05_docker"):
+        return ""
+    from .docker.cpu_image import lesson_status  # docker-py only when that lesson is asked for
+
+    ok, why = lesson_status()
+    return "" if ok else why
+
+
 def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
     """Execute a copy of the notebook and collect its checks' verdicts (in the order they ran)."""
     nb = nbformat.read(path, as_version=4)
     expected = [e for e in (exercise_of(c) for c in nb.cells) if e is not None]
     if solutions:
         _fill_solutions(nb, path)
+    missing = _missing_for(path)
+    if missing:  # as nbval does: skip the notebook, and say what to do for its exercises
+        return NotebookRun(path, [Verdict(e, False, f"not checked: {missing}.") for e in expected], skipped=missing)
     with tempfile.TemporaryDirectory(prefix="labkit-workshop-") as tmp:
         report = Path(tmp) / "verdicts.jsonl"
         os.environ["LABKIT_WORKSHOP_REPORT"] = str(report)  # the kernel inherits it
@@ -180,6 +194,8 @@ def check(names: list[str], folder: Path, solutions: bool = False) -> int:
             print(f"  a cell raised an error ({failure.line()}); the notebook ran on", flush=True)
         if run.stopped:
             print(f"  the notebook stopped early: {run.stopped}", flush=True)
+        if run.skipped:
+            print(f"  skipped: {run.skipped}", flush=True)
         if not run.verdicts:
             print("  (no exercises)", flush=True)
         print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)

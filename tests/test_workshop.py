@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import nbformat
 import pytest
@@ -177,3 +179,26 @@ def test_as_shipped_every_exercise_is_not_yet_with_a_hint():
     for line in lines:
         assert line.startswith("not yet:") and " Hint: " in line, line
     assert "stopped early" not in run.stdout
+
+
+def test_without_the_image_the_docker_lesson_is_skipped_saying_how_to_build_it(tmp_path):
+    """An engine runs here; an image tag that is not built stands for a machine that never ran `labkit image build`."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}  # in CI the lesson must run, never skip
+    env["LABKIT_CPU_IMAGE"] = "labkit/tritonserver:never-built"
+    report = tmp_path / "nbval.xml"
+    run = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
+                          f"--junitxml={report}", str(NOTEBOOKS / "05_docker.ipynb")],
+                         cwd=NOTEBOOKS.parent, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:]
+    cases = ElementTree.parse(report).getroot().iter("testcase")
+    skips = [case.find("skipped") for case in cases]
+    assert skips and all(s is not None for s in skips)
+    assert {s.get("message").removeprefix("Skipped: ") for s in skips} == {
+        "the image labkit/tritonserver:never-built is not built; build the image: `labkit image build`"}
+    # `labkit workshop check 05` says the same for each of the lesson's exercises, and runs nothing
+    check = subprocess.run([sys.executable, "-m", "labkit.cli", "workshop", "check", "05", "--dir", str(NOTEBOOKS)],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert check.returncode == 1
+    lines = [line.strip() for line in check.stdout.splitlines()]
+    assert sorted(line.split(": ")[1] for line in lines if line.startswith("not yet:")) == ["05-plus-one", "05-scale-file"]
+    assert "skipped: the image labkit/tritonserver:never-built is not built; build the image: `labkit image build`" in lines

@@ -43,7 +43,8 @@ from .. import _triton_dist
 from ..errors import EngineError, SetupError
 from .engine import connect
 
-IMAGE = "labkit/tritonserver:23.12-cpu"
+#: Its tag; LABKIT_CPU_IMAGE names another (a workshop's own tag, or a test's image that is not built).
+IMAGE = os.environ.get("LABKIT_CPU_IMAGE", "labkit/tritonserver:23.12-cpu")
 SUITE = "bookworm"
 MIRROR = os.environ.get("LABKIT_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # python3-numpy is 1.24 in bookworm (numpy 2 breaks the 23.12 Python backend).
@@ -152,6 +153,21 @@ def image_recipe(tag: str = IMAGE, client: docker.DockerClient | None = None) ->
     except docker.errors.ImageNotFound:
         return None
     return (image.labels or {}).get("labkit.recipe", "")
+
+
+def lesson_status(tag: str = IMAGE) -> tuple[bool, str]:
+    """Whether the Docker lesson can run here: (True, "") when an engine answers and holds ``tag``;
+    else (False, what to do: start an engine, or build the image)."""
+    try:
+        client = connect(timeout=10)
+    except SetupError as exc:
+        return False, f"no Docker engine ({exc}); start one with .ci/docker-engine.sh"
+    try:
+        if image_recipe(tag, client) is None:
+            return False, f"the image {tag} is not built; build the image: `labkit image build`"
+        return True, ""
+    finally:
+        client.close()
 
 
 # -- the root file system -------------------------------------------------------------------------
