@@ -16,6 +16,7 @@ handles an error reads its fields, never its text.
     ├── InferenceError              .model
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent
+    │   │   └── InputSizeError      .input .needed .carried .unit: refused before sending
     │   ├── OutputNameError         .missing .outputs .produced
     │   ├── RequestTimeoutError     .limit_s .stack
     │   │   └── RequestInterruptedError   .waited_s
@@ -137,6 +138,20 @@ class RequestError(InferenceError):
         self.expected = expected
         self.sent = sent
         super().__init__(message, model=model)
+
+
+class InputSizeError(RequestError):
+    """An input's data does not fill the shape it declares (``needed`` vs ``carried`` ``unit``: bytes,
+    or strings for BYTES); refused before it was sent, since Triton 23.12 passes such a request to the
+    backend, and a Python stub asked for more bytes than came can die of it."""
+
+    def __init__(self, message: str, *, model: str, input: str, needed: int, carried: int, unit: str) -> None:
+        self.input = input
+        self.needed = needed
+        self.carried = carried
+        self.unit = unit
+        super().__init__(message, model=model, reason="", expected=f"{input}: {needed} {unit}",
+                         sent=f"{input}: {carried} {unit}")
 
 
 class OutputNameError(InferenceError):

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype, triton_to_np_dtype
 
 from . import breakpoints, request_fit, waiting
-from .errors import InferenceError, LabkitError, ModelNotFoundError, OutputNameError, RequestError
+from .errors import InferenceError, InputSizeError, LabkitError, ModelNotFoundError, OutputNameError, RequestError
 from .server import stubs
 from .server.base import CONNECTION_ERRORS, TritonServer
 
@@ -36,11 +36,15 @@ def _module(protocol: str) -> Any:
         raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}") from None
 
 
-def prepare(protocol: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None) -> tuple[list, list | None]:
-    """tritonclient input and requested-output objects for one request (reusable across requests)."""
+def prepare(protocol: str, inputs: Mapping[str, Any], outputs: Sequence[str] | None = None) -> tuple[list, list | None]:
+    """tritonclient input and requested-output objects for one request (reusable across requests).
+    An input may also be a tritonclient ``InferInput`` of that protocol, built by hand: it is sent as it is."""
     mod = _module(protocol)
     tensors = []
     for name, value in inputs.items():
+        if isinstance(value, mod.InferInput):
+            tensors.append(value)
+            continue
         array = np.asarray(value)
         tensor = mod.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
         tensor.set_data_from_numpy(array)
@@ -62,6 +66,38 @@ def _output_error(model: str, missing: Sequence[str], config: dict, produced: Se
         f"spelling in the request and in model.py's pb_utils.Tensor(NAME, ...).",
         model=model, missing=missing, outputs=outputs, produced=produced,
     )
+
+
+def _strings_in(raw: bytes) -> int:
+    """How many length-prefixed strings a BYTES tensor's data holds (4-byte little-endian lengths)."""
+    count, at = 0, 0
+    while at + 4 <= len(raw):
+        at += 4 + int.from_bytes(raw[at:at + 4], "little")
+        count += 1
+    return count if at == len(raw) else -1  # -1: the last string is cut short
+
+
+def check_sizes(model: str, tensors: list) -> None:
+    """InputSizeError for an input whose data does not fill its declared shape, before anything is
+    sent (Triton 23.12 does not check; a Python stub asked for 1 GiB that never came dies)."""
+    for tensor in tensors:
+        getter = getattr(tensor, "_get_binary_data", None) or getattr(tensor, "_get_content", None)
+        raw = getter() if getter is not None else None
+        if raw is None:
+            continue  # JSON values or shared memory: tritonclient sizes those itself
+        count = int(np.prod(tensor.shape(), dtype=np.int64))
+        if tensor.datatype() == "BYTES":
+            unit, needed, carried = "strings", count, _strings_in(raw)
+        else:
+            itemsize = 2 if tensor.datatype() == "BF16" else np.dtype(triton_to_np_dtype(tensor.datatype())).itemsize
+            unit, needed, carried = "bytes", count * itemsize, len(raw)
+        if needed != carried:
+            raise InputSizeError(
+                f"Input {tensor.name()!r} of the request to {model!r} declares shape {list(tensor.shape())} "
+                f"{tensor.datatype()}, which needs {needed} {unit}, and carries {carried if carried >= 0 else 'a cut-off list of'} "
+                f"{unit}; nothing was sent. Build the input from the numpy array you mean to send.",
+                model=model, input=tensor.name(), needed=needed, carried=carried, unit=unit,
+            )
 
 
 def translate(exc: BaseException, server: TritonServer, model: str, tensors: list, since: float | None = None,
@@ -110,7 +146,7 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
 def infer(
     server: TritonServer,
     model: str,
-    inputs: Mapping[str, np.ndarray],
+    inputs: Mapping[str, Any],
     outputs: Sequence[str] | None = None,
     *,
     protocol: str = "http",
@@ -118,6 +154,8 @@ def infer(
     timeout_s: float | None = None,
 ) -> dict[str, np.ndarray]:
     """Send one request; returns the outputs by name. Pass ``client`` to reuse one (one per thread).
+    ``inputs``: numpy arrays (or tritonclient InferInputs) by name; one whose data does not fill its
+    shape is refused before sending (InputSizeError).
 
     ``timeout_s``: how long to wait for the answer (default ``server.request_timeout_s``; ``math.inf``
     waits forever); then RequestTimeoutError shows where the model is stuck.
@@ -151,6 +189,7 @@ def _send(
     """One request on ``client`` (a new one if None), waited for within its time limit; Triton's
     refusals and a dead server become labkit errors."""
     tensors, wanted = prepare(protocol, inputs, outputs)
+    check_sizes(model, tensors)
     limit = waiting.limit_of(server, timeout_s)
     own = client is None
     if own:
@@ -242,8 +281,9 @@ def stream_infer(
     server is asked for an empty final response, so the end is known even after zero responses.
     ``timeout_s`` (default ``server.request_timeout_s``) limits the wait for each next response.
     """
-    client = server.client("grpc")
     tensors, wanted = prepare("grpc", inputs, outputs)
+    check_sizes(model, tensors)
+    client = server.client("grpc")
     limit = waiting.limit_of(server, timeout_s)
     request_id = breakpoints.request_id() if waiting.interactive() else ""
     pending = waiting.CallbackPending()

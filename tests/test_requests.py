@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 
 import labkit
 
@@ -83,3 +85,41 @@ def test_a_misspelled_output_name_is_an_error_listing_the_outputs(server, protoc
         labkit.infer(server, "misspelled", {"INPUT0": GOOD}, ["OUTPUT0"], protocol=protocol)
     assert requested.value.missing == ["OUTPUT0"]
     assert labkit.check_add_sub(server, protocol=protocol).ok
+
+
+ECHO = '''
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())])
+                for r in requests]
+'''
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_an_input_declaring_more_than_it_carries_is_refused_before_sending(server, protocol):
+    """1 GiB declared, 16 bytes carried: Triton 23.12 would hand it to the Python stub, which dies of it."""
+    module = httpclient if protocol == "http" else grpcclient
+    for dtype, triton in ((np.float32, "FP32"), (object, "BYTES")):
+        name = f"echo_{triton.lower()}"
+        server.repository.write_config(labkit.model_config(name, "python", [("IN", triton, [-1])], [("OUT", triton, [-1])]))
+        server.python_model(name, ECHO)
+        data = np.array([1, 2, 3, 4], np.float32) if dtype is np.float32 else np.array([b"ab", b"cd"], dtype=object)
+        tensor = module.InferInput("IN", list(data.shape), triton)
+        tensor.set_data_from_numpy(data)
+        tensor.set_shape([1 << 28])
+        before = labkit.model_stats(server, name, settle=True)
+        with pytest.raises(labkit.InputSizeError) as info:
+            labkit.infer(server, name, {"IN": tensor}, protocol=protocol)
+        assert info.value.model == name and info.value.input == "IN"
+        if triton == "FP32":
+            assert (info.value.needed, info.value.carried, info.value.unit) == (1 << 30, 16, "bytes")
+        else:
+            assert (info.value.needed, info.value.carried, info.value.unit) == (1 << 28, 2, "strings")
+        delta = labkit.model_stats(server, name, settle=True).since(before)
+        assert delta.success_count == 0 and delta.fail_count == 0  # nothing reached Triton
+        right = module.InferInput("IN", list(data.shape), triton)
+        right.set_data_from_numpy(data)
+        assert labkit.infer(server, name, {"IN": right}, protocol=protocol)["OUT"].tolist() == data.tolist()
