@@ -114,10 +114,13 @@ def _fill_solutions(nb: nbformat.NotebookNode, path: Path) -> None:
 
 
 def _failures(nb: nbformat.NotebookNode) -> list[CellFailure]:
-    """The cells whose execution ended in an error, from the outputs nbclient recorded."""
+    """The cells whose execution ended in an error, from the outputs nbclient recorded (not those
+    tagged ``raises-exception``: a lesson may show an error on purpose)."""
     found = []
     for number, cell in enumerate(nb.cells, 1):
-        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+        if cell.cell_type != "code" or "raises-exception" in cell.get("metadata", {}).get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 evalue = str(output.get("evalue", "")).strip()
                 found.append(CellFailure(number, str(output.get("ename", "Error")),
