@@ -88,6 +88,8 @@ class TritonServer(ModelControl, Beside, ABC):
         log_verbose, extra_args: Triton's ``--log-verbose`` and any further command-line options.
         request_timeout_s: how long labkit's requests to this server wait for an answer by default
             (each call can override it); then they raise RequestTimeoutError.
+        load_timeout_s: how long a model load may take by default (``load(timeout_s=)`` overrides it);
+            then it raises LoadTimeoutError, after ending a stuck Python ``initialize``.
     """
 
     host = "127.0.0.1"
@@ -104,6 +106,7 @@ class TritonServer(ModelControl, Beside, ABC):
         log_verbose: int = 0,
         extra_args: list[str] | None = None,
         request_timeout_s: float = 30.0,
+        load_timeout_s: float = 120.0,
     ) -> None:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.kind}-")).resolve()
@@ -121,6 +124,7 @@ class TritonServer(ModelControl, Beside, ABC):
         self.log_verbose = log_verbose
         self.extra_args = list(extra_args or [])
         self.request_timeout_s = request_timeout_s
+        self.load_timeout_s = load_timeout_s
         self.shm_prefix = f"labkit_{os.getpid()}_{next(_servers_started)}_"
         self.http_port = self.grpc_port = self.metrics_port = 0
         #: Changes at every launch: Triton state that lives as long as one process (e.g. the backend
