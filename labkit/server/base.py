@@ -52,6 +52,10 @@ OWNER_FILE = "owner.pid"
 OWNER_START_FILE = "owner.start"
 SERVER_FILE = "server.pid"
 
+#: How long stop() waits for the models to unload (a Python model takes about 1 s in 23.12) before it
+#: ends the server anyway: a stuck model never finishes, and Triton's own exit would wait for it.
+STOP_UNLOAD_S = 1.5
+
 _current: "TritonServer | None" = None
 _servers_started = itertools.count(1)
 
@@ -304,6 +308,8 @@ class TritonServer(ModelControl, Beside, ABC):
         if _current is self:
             _current = None
         died_on_its_own = self._launched and not self._process_running()
+        if self._launched and not died_on_its_own:
+            self._unload_all(STOP_UNLOAD_S)  # the models' finalize; then ending the process loses nothing
         self._end_process()
         self._close_clients()
         if self._own_workdir and not died_on_its_own:  # keep the log of a crash for reading

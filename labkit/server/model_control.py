@@ -6,6 +6,7 @@ TritonServer inherits it; it relies on the server's ``_call``, ``repository``, `
 
 from __future__ import annotations
 
+import http.client
 import math
 import re
 import time
@@ -60,6 +61,9 @@ class ModelControl:
     def client(self, protocol: str = "http", *, network_timeout_s: float = 60.0) -> Any:
         raise NotImplementedError
 
+    def _close_clients(self) -> None:
+        raise NotImplementedError
+
     # -- models --------------------------------------------------------------------------------------------
 
     def index(self) -> list[dict]:
@@ -99,6 +103,9 @@ class ModelControl:
             started = time.monotonic()
             while not pending.wait(waiting.POLL_S):
                 if time.monotonic() - started > limit_s:
+                    # The stuck load holds one of Triton's HTTP threads, and keep-alive connections that
+                    # thread serves wait with it (seen with a C++ ModelInitialize): connect afresh.
+                    self._close_clients()
                     raise load_timeout(self, name, limit_s, pending.wait, lambda: _refusal(pending))
             pending.result()
         finally:
@@ -138,6 +145,25 @@ class ModelControl:
             f"Model {name!r} was still unloading after {timeout_s:.0f} s; see server.logs.tail().",
             model=name, reason="still unloading",
         )
+
+    def _unload_all(self, within_s: float) -> None:
+        """Ask Triton to unload every ready model and wait up to ``within_s`` for it, so that each
+        model's finalize runs before stop() ends the process. Best effort: a server that does not
+        answer, or a model that does not finish, is ended with the process anyway."""
+        deadline = time.monotonic() + within_s
+        client = self.client("http", network_timeout_s=within_s)
+        try:
+            for model in client.get_model_repository_index():
+                if model.get("state") == "READY":
+                    client.unload_model(model["name"])
+            while time.monotonic() < deadline:
+                if not any(m.get("state") in ("READY", "UNLOADING") for m in client.get_model_repository_index()):
+                    return
+                time.sleep(0.02)
+        except (InferenceServerException, OSError, http.client.HTTPException):
+            pass  # the process is ended next, whatever Triton says now
+        finally:
+            client.close()
 
     def unstick(self, name: str) -> str:
         """Get a stuck model serving again without restarting Triton: a Python model is reloaded from
