@@ -12,7 +12,7 @@ handles an error reads its fields, never its text.
     │   ├── InvalidNameError        (also a ValueError)
     │   └── ConfigError
     ├── ModelLoadError              .model .reason
-    │   └── LoadTimeoutError        .timeout_s .stack .location .ended
+    │   └── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
     ├── InferenceError              .model
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent
@@ -95,11 +95,13 @@ class LoadTimeoutError(ModelLoadError):
     ``ModelInitialize`` did not return). ``stack``: where its code was (frames, innermost last), when
     labkit could read it; ``location``: the innermost of them as ``file:line`` ("" if unknown);
     ``ended``: whether labkit ended the stuck load (a Python stub can be; a thread inside Triton
-    cannot, and the model then stays LOADING until the server restarts)."""
+    cannot, and the model then stays LOADING until the server restarts); ``interrupted``: a kernel
+    interrupt ended the wait before ``timeout_s``."""
 
     def __init__(self, message: str, *, model: str, timeout_s: float, stack: str = "", location: str = "",
-                 ended: bool = False, reason: str = "") -> None:
+                 ended: bool = False, interrupted: bool = False, reason: str = "") -> None:
         self.timeout_s = timeout_s
+        self.interrupted = interrupted
         self.stack = stack
         self.location = location
         self.ended = ended

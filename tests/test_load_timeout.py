@@ -4,6 +4,9 @@ loads in the same server; stop() ends whatever is still stuck."""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +71,7 @@ def test_a_sleeping_initialize_times_out_at_its_line_and_the_fix_loads_in_the_sa
             lab.python_model("hang", _initializing(SLEEPS))
         err = info.value
         assert isinstance(err, labkit.ModelLoadError)
-        assert err.model == "hang" and err.timeout_s == 2 and err.ended
+        assert err.model == "hang" and err.timeout_s == 2 and err.ended and not err.interrupted
         assert err.location == f"model.py:{STUCK_LINE}"
         assert f"model.py:{STUCK_LINE} in TritonPythonModel.initialize:  {SLEEPS}" in err.stack
         assert "labkit ended this load after load_timeout_s=2 s" in err.reason  # Triton's words for the failed load
@@ -94,6 +97,18 @@ def test_the_limit_can_be_set_per_call_and_a_stub_stuck_below_python_is_ended(fr
     with pytest.raises(labkit.LoadTimeoutError) as info:
         fresh_server.load("hang", timeout_s=1)
     assert info.value.timeout_s == 1 and info.value.ended
+    _serves_the_fix(fresh_server)
+
+
+def test_a_kernel_interrupt_ends_the_stuck_load_the_same_way(fresh_server):
+    fresh_server.repository.write_config(CONFIG)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(labkit.LoadTimeoutError) as info:
+        fresh_server.python_model("hang", _initializing(SLEEPS))  # the default limit, 120 s
+    timer.join()
+    assert info.value.interrupted and info.value.ended and info.value.timeout_s == 120
+    assert info.value.location == f"model.py:{STUCK_LINE}"
     _serves_the_fix(fresh_server)
 
 

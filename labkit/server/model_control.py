@@ -78,7 +78,8 @@ class ModelControl:
 
         ``timeout_s``: how long the load may take (default: the server's ``load_timeout_s``; ``math.inf``
         or 0 for no limit). Past it, LoadTimeoutError says where the model's initialization is stuck;
-        a stuck Python ``initialize`` is ended first, so the fixed model.py loads in the same server."""
+        a stuck Python ``initialize`` is ended first, so the fixed model.py loads in the same server.
+        A kernel interrupt while waiting does the same (the error's ``interrupted`` is then True)."""
         check_name(name)
         if not (self.repository.model_dir(name) / "config.pbtxt").exists():
             raise RepositoryError(f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first.")
@@ -100,14 +101,21 @@ class ModelControl:
         client = self.client("http", network_timeout_s=waiting.SOCKET_TIMEOUT_S)
         pending = waiting.HttpPending(lambda: client.load_model(name))
         try:
-            started = time.monotonic()
-            while not pending.wait(waiting.POLL_S):
-                if time.monotonic() - started > limit_s:
-                    # The stuck load holds one of Triton's HTTP threads, and keep-alive connections that
-                    # thread serves wait with it (seen with a C++ ModelInitialize): connect afresh.
-                    self._close_clients()
-                    raise load_timeout(self, name, limit_s, pending.wait, lambda: _refusal(pending))
-            pending.result()
+            started, interrupted = time.monotonic(), False
+            try:
+                while not pending.wait(waiting.POLL_S):
+                    if time.monotonic() - started > limit_s:
+                        break
+                else:
+                    pending.result()
+                    return
+            except KeyboardInterrupt:  # the person gave up waiting: end the load as at its limit
+                interrupted = True
+            # The stuck load holds one of Triton's HTTP threads, and keep-alive connections that
+            # thread serves wait with it (seen with a C++ ModelInitialize): connect afresh.
+            self._close_clients()
+            raise load_timeout(self, name, limit_s, pending.wait, lambda: _refusal(pending),
+                               interrupted_after=time.monotonic() - started if interrupted else None)
         finally:
             pending.cancel()
             client.close()

@@ -43,7 +43,7 @@ def loading_stubs(server: Any, model: str) -> list[tuple[Stub, list[dict]]] | No
             if any(f["name"].rsplit(".", 1)[-1] in _LOAD_FRAMES for f in frames)]
 
 
-def _end_python(server: Any, model: str, limit_s: float, answered: Answered) -> tuple[str, str, bool]:
+def _end_python(server: Any, model: str, why: str, answered: Answered) -> tuple[str, str, bool]:
     """End the stubs stuck loading ``model``: (their stack, the innermost line, whether the load ended)."""
     loading = loading_stubs(server, model)
     if loading is None:
@@ -53,7 +53,6 @@ def _end_python(server: Any, model: str, limit_s: float, answered: Answered) -> 
     stack = "\n".join(f"  stub of instance {stub.instance} (pid {stub.pid}), innermost last:\n{describe_frames(frames)}"
                       for stub, frames in loading)
     location = f"model.py:{loading[0][1][0]['line']}"
-    why = f"labkit ended this load after load_timeout_s={limit_s:g} s"
     for stub, _ in loading:
         (server.backend_dir / "python" / RECORDS_DIR / f"{stub.instance}.unstick").write_text(why)
         server.signal_beside(stub.pid, UNSTICK_SIGNAL)
@@ -71,14 +70,21 @@ def _native(server: Any, model: str, backend: str) -> tuple[str, str]:
     return (describe_threads(threads, model, backend), innermost_line(threads, model, backend)) if threads else ("", "")
 
 
-def load_timeout(server: Any, model: str, limit_s: float, answered: Answered,
-                 reason: Callable[[], str]) -> LoadTimeoutError:
-    """The error for loading ``model`` past ``limit_s`` seconds, after ending the load where it can be
-    ended. ``reason()``: Triton's words for the failed load, once it answered."""
+def load_timeout(server: Any, model: str, limit_s: float, answered: Answered, reason: Callable[[], str],
+                 interrupted_after: float | None = None) -> LoadTimeoutError:
+    """The error for loading ``model`` past ``limit_s`` seconds (or interrupted by the person after
+    ``interrupted_after`` seconds), after ending the load where it can be ended. ``reason()``:
+    Triton's words for the failed load, once it answered."""
     backend = backend_of(server, model)
     python = bool(backend) and is_python(server, backend)
+    if interrupted_after is None:
+        why = f"labkit ended this load after load_timeout_s={limit_s:g} s"
+        head = f"Loading {model!r} did not finish within {limit_s:g} s: its initialization did not return."
+    else:
+        why = f"labkit ended this load: it was interrupted after {interrupted_after:.1f} s"
+        head = f"You interrupted loading {model!r} after {interrupted_after:.1f} s (its limit: {limit_s:g} s)."
     if python:
-        stack, location, ended = _end_python(server, model, limit_s, answered)
+        stack, location, ended = _end_python(server, model, why, answered)
     elif backend and server.alive:
         (stack, location), ended = _native(server, model, backend), False
     else:
@@ -96,8 +102,8 @@ def load_timeout(server: Any, model: str, limit_s: float, answered: Answered,
                 f"keep serving ({still}). Fix the backend and call lab.restart() (same repository, same models "
                 f"loaded).")
     return LoadTimeoutError(
-        f"Loading {model!r} did not finish within {limit_s:g} s: its initialization did not return.\n{where}\n"
+        f"{head}\n{where}\n"
         f"{then}\nIf it is only slow, raise the limit: timeout_s= on load(), or lab.load_timeout_s.",
         model=model, timeout_s=limit_s, stack=stack, location=location, ended=ended,
-        reason=reason() if ended else "",
+        interrupted=interrupted_after is not None, reason=reason() if ended else "",
     )
