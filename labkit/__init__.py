@@ -62,7 +62,9 @@ def start(
 
     ``server="embedded"`` (default) runs the wheel's tritonserver here; ``server="docker"`` runs a
     container (``image=`` chooses it, e.g. ``"labkit/tritonserver:23.12-cpu"``, the offline CPU image that
-    ``labkit image build`` makes).
+    ``labkit image build`` makes). ``options`` go to the server, e.g. ``request_timeout_s`` (30 s) and
+    ``load_timeout_s`` (120 s): how long requests and model loads may take before labkit shows where
+    the model is stuck (RequestTimeoutError, LoadTimeoutError).
     """
     return create_server(server, repository, **options).start(timeout_s)
 
