@@ -24,8 +24,9 @@ from .report import backend_of, is_python
 from .tools import PY_SPY, missing_text
 from .unstick import UNSTICK_SIGNAL
 
-#: py-spy's names of the model.py frames a load runs: ``TritonPythonModel.initialize``, the module.
-_LOAD_FRAMES = ("initialize", "<module>")
+#: py-spy's names of the model.py frames a load runs: ``TritonPythonModel.initialize``, the module,
+#: ``auto_complete_config`` (when the server runs with auto_complete).
+_LOAD_FRAMES = ("initialize", "<module>", "auto_complete_config")
 _LEAVE_S = 2.0  # how long a stub gets to leave model.py after being asked, before it is killed
 _ANSWER_S = 10.0  # how long Triton gets to fail the load once its stub is gone
 
