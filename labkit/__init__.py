@@ -25,6 +25,7 @@ from .errors import (
     InputSizeError,
     InvalidNameError,
     LabkitError,
+    LoadTimeoutError,
     ModelLoadError,
     ModelNotFoundError,
     OutputNameError,
@@ -65,7 +66,9 @@ def start(
 
     ``server="embedded"`` (default) runs the wheel's tritonserver here; ``server="docker"`` runs a
     container (``image=`` chooses it, e.g. ``"labkit/tritonserver:23.12-cpu"``, the offline CPU image that
-    ``labkit image build`` makes).
+    ``labkit image build`` makes). ``options`` go to the server, e.g. ``request_timeout_s`` (30 s) and
+    ``load_timeout_s`` (120 s): how long requests and model loads may take before labkit shows where
+    the model is stuck (RequestTimeoutError, LoadTimeoutError).
 
     Re-running the notebook cell that called it stops the server that cell started before (one line
     says so): one working server, nothing left running. Servers started in other cells keep running.
@@ -101,6 +104,7 @@ __all__ = [
     "LabkitError",
     "Load",
     "LoadResult",
+    "LoadTimeoutError",
     "LogView",
     "ModelConfig",
     "ModelLoadError",

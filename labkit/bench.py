@@ -14,11 +14,12 @@ import numpy as np
 from . import reference
 from .checks import check_add_sub
 from .dashboard import Dashboard
-from .errors import UnstableMeasurementError
+from .errors import LoadTimeoutError, RequestTimeoutError, UnstableMeasurementError
 from .inference import infer
 from .load import run_load
 from .native import deploy, reference_source
 from .perf import perf
+from .repository import model_config
 from .server import EmbeddedServer
 from .server.base import TritonServer
 
@@ -142,6 +143,72 @@ def crash_and_restart(factory: Factory) -> dict[str, float]:
     return {"crash_detect_s": statistics.median(detect), "restart_reload_s": statistics.median(restart)}
 
 
+_STUCK_INIT = """import time
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        time.sleep(100000)
+"""
+_STUCK_EXECUTE = """import time
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        time.sleep(100000)
+"""
+_STUCK_CPP_INIT = """#include <unistd.h>
+#include "labkit/backend.hpp"
+struct Stuck : labkit::ModelState {
+  explicit Stuck(TRITONBACKEND_Model* model) : labkit::ModelState(model) { while (true) sleep(1); }
+};
+LABKIT_MODEL_STATE(Stuck)
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
+  return labkit::execute(instance, requests, count, [](labkit::Batch&) {});
+}
+"""
+
+
+def _get_stuck(server: TritonServer) -> None:
+    """A Python initialize past its load time limit (labkit ends it), a Python request stuck in
+    execute, and a C++ ModelInitialize that never returns (a Triton thread nothing can end)."""
+    server.load_timeout_s = 1.0
+    for name, backend in (("stuck_init", "python"), ("stuck_execute", "python"), ("stuck_cpp", "stuck_cpp")):
+        server.repository.write_config(model_config(name, backend, [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])]))
+    for call in (lambda: server.python_model("stuck_init", _STUCK_INIT),
+                 lambda: server.cpp_backend("stuck_cpp", _STUCK_CPP_INIT, ["stuck_cpp"], progress=False)):
+        try:
+            call()
+        except LoadTimeoutError:
+            pass
+    server.python_model("stuck_execute", _STUCK_EXECUTE)
+    try:
+        infer(server, "stuck_execute", {"IN0": np.zeros(4, np.float32)}, timeout_s=1.0)
+    except RequestTimeoutError:
+        pass
+
+
+def stop_times(factory: Factory) -> dict[str, float]:
+    """stop_s: stop() of a server serving add_sub (its model finalizes first); stop_after_hang_s: stop()
+    after the loads and the request of _get_stuck. Median of 3 each."""
+    plain, stuck = [], []
+    for _ in range(3):
+        server = _server_with(factory, "add_sub")
+        check_add_sub(server)
+        t0 = time.perf_counter()
+        server.stop()
+        plain.append(time.perf_counter() - t0)
+        server = _server_with(factory, "add_sub")
+        try:
+            _get_stuck(server)
+        finally:
+            t0 = time.perf_counter()
+            server.stop()
+            stuck.append(time.perf_counter() - t0)
+    return {"stop_s": statistics.median(plain), "stop_after_hang_s": statistics.median(stuck)}
+
+
 REFERENCE_MODELS = (
     "add_sub", "add_sub_batching", "minimal_nonbatching", "minimal_batching", "recommended_batching", "custom_passthrough",
 )
@@ -228,6 +295,7 @@ BENCHMARKS: dict[str, Callable[[Factory], Any]] = {
     "crash_and_restart": crash_and_restart,
     "memory": memory,
     "dashboard_overhead": dashboard_overhead,
+    "stop_times": stop_times,
 }
 # name -> (target, "<" or ">"): what "met" means for each number
 TARGETS: dict[str, tuple[float, str]] = {
@@ -241,6 +309,8 @@ TARGETS: dict[str, tuple[float, str]] = {
     "crash_and_restart.restart_reload_s": (5.0, "<"),
     "memory.server_rss_mb": (600.0, "<"),
     "memory.soak_rss_growth": (1.05, "<"),
+    "stop_times.stop_s": (3.0, "<"),
+    "stop_times.stop_after_hang_s": (3.0, "<"),
 }
 
 

@@ -13,6 +13,7 @@ handles an error reads its fields, never its text.
     │   ├── RepositoryWriteError    .path .errno: the file system refused a write
     │   └── ConfigError
     ├── ModelLoadError              .model .reason
+    │   └── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
     ├── InferenceError              .model
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent
@@ -107,6 +108,24 @@ class ModelLoadError(LabkitError):
         self.model = model
         self.reason = reason
         super().__init__(message)
+
+
+class LoadTimeoutError(ModelLoadError):
+    """Loading ``model`` took longer than ``timeout_s`` seconds (its ``initialize`` or
+    ``ModelInitialize`` did not return). ``stack``: where its code was (frames, innermost last), when
+    labkit could read it; ``location``: the innermost of them as ``file:line`` ("" if unknown);
+    ``ended``: whether labkit ended the stuck load (a Python stub can be; a thread inside Triton
+    cannot, and the model then stays LOADING until the server restarts); ``interrupted``: a kernel
+    interrupt ended the wait before ``timeout_s``."""
+
+    def __init__(self, message: str, *, model: str, timeout_s: float, stack: str = "", location: str = "",
+                 ended: bool = False, interrupted: bool = False, reason: str = "") -> None:
+        self.timeout_s = timeout_s
+        self.interrupted = interrupted
+        self.stack = stack
+        self.location = location
+        self.ended = ended
+        super().__init__(message, model=model, reason=reason)
 
 
 class InferenceError(LabkitError):

@@ -93,6 +93,33 @@ def test_segfaulting_backend_names_the_model_and_the_line(fresh_server, capfd):
     assert labkit.check_add_sub(fresh_server).ok
 
 
+INLINED = """
+#include "labkit/backend.hpp"
+LABKIT_MODEL_STATE(labkit::ModelState)
+static void poke(int value) {
+  volatile int* nowhere = nullptr;
+  *nowhere = value;  // the crash, inside poke
+}
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
+  return labkit::execute(instance, requests, count, [](labkit::Batch&) {
+    poke(1);  // -O2 inlines poke here
+  });
+}
+"""
+
+
+def test_a_crash_in_an_inlined_function_names_it_and_the_function_it_was_inlined_into(fresh_server):
+    error = _crash(fresh_server, INLINED)
+    inner, call = _line_of(INLINED, "*nowhere = value;"), _line_of(INLINED, "poke(1);")
+    assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{inner}."), error.crash
+    crash = fresh_server.crash()
+    assert crash is not None
+    innermost = [(s.function, s.file, s.line, s.inlined) for s in crash.lines[0][1][:2]]
+    assert innermost == [("poke", "crashy.cc", inner, True), ("operator()", "crashy.cc", call, True)], crash.lines[0]
+    assert f"crashy.cc:{inner} in poke\n    (inlined by) crashy.cc:{call} in operator()" in error.crash
+
+
 ABORTS = """#include <cstdlib>
 #include "labkit/backend.hpp"
 LABKIT_MODEL_STATE(labkit::ModelState)

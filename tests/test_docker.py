@@ -491,6 +491,19 @@ def test_stuck_models_in_the_container_show_their_lines(dserver):
     dserver.restart()  # the spinning thread cannot be ended otherwise; the module's other tests go on
 
 
+def test_a_stuck_initialize_in_the_container_times_out_and_the_fix_loads(dserver):
+    from test_load_timeout import CONFIG, SLEEPS, STUCK_LINE, X, _initializing
+
+    dserver.repository.write_config(CONFIG)
+    with pytest.raises(labkit.LoadTimeoutError) as info:
+        dserver.python_model("hang", _initializing(SLEEPS), load_timeout_s=2)
+    assert info.value.ended and info.value.location == f"model.py:{STUCK_LINE}"
+    assert f"model.py:{STUCK_LINE} in TritonPythonModel.initialize" in info.value.stack
+    assert labkit.check_add_sub(dserver).ok
+    dserver.python_model("hang", _initializing("pass"))
+    assert labkit.infer(dserver, "hang", X)["OUT0"].tolist() == [7.0] * 4
+
+
 def test_a_breakpoint_in_the_container_opens_pdb_here(cpu_image, tmp_path):
     from test_breakpoints import CHILD, MODEL, Terminal
 

@@ -4,7 +4,8 @@ exception if one ended it, and the frames inside backend libraries at the cell's
 Every library built by labkit installs a handler (src/labkit_crash.cc) that writes the stack as
 ``labkit-frame:`` lines (library + offset), then ends the process with that signal; an
 uncaught exception first makes the C++ runtime print "terminate called after throwing an instance
-of 'T'" and its what(). labkit.native.symbols maps the frames to source lines.
+of 'T'" and its what(). labkit.native.symbols maps the frames to source lines, inlined functions
+included (``poke`` at its line, then "(inlined by)" the function that called it, at the call).
 """
 
 from __future__ import annotations
@@ -52,14 +53,19 @@ class Crash:
         else:
             head = f"The backend crashed with {self.signal}{at}."
         rows: list[str] = []
+        in_helper = False
         for frame, found in self.lines:
             if not found:
                 rows.append(f"  {frame.library.rsplit('/', 1)[-1]}+{frame.offset:#x} (no line information)")
-            for s in found:
+                in_helper = False
+            for k, s in enumerate(found):
                 helper = s.file.startswith("labkit/")
-                if helper and rows and rows[-1].startswith("  (labkit's helper layer"):
+                if helper and in_helper:
                     continue  # one line for a run of helper frames: they are not the person's code
-                rows.append(f"  (labkit's helper layer: {s.file}:{s.line})" if helper else f"  {s}")
+                in_helper = helper
+                shown = f"(labkit's helper layer: {s.file}:{s.line})" if helper else str(s)
+                # as addr2line -i: the function that the one above was inlined into, at the call
+                rows.append(f"    (inlined by) {shown}" if k > 0 and found[k - 1].inlined else f"  {shown}")
         return "\n".join([head, *rows[:_SHOWN]])
 
 

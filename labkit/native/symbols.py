@@ -2,16 +2,20 @@
 
 Backends are built with line tables (``-g1``; ``-g`` in debug builds), and a cell's line numbers are
 its editor lines (build_backend's ``first_line``), so the line found here is the one the person
-sees in the notebook. The mapping is addr2line's (GNU binutils, which the compiler needs anyway),
-run on this machine on the library file itself: the build cache and the model repository are on
-this machine even when Triton runs in a container.
+sees in the notebook. The mapping is addr2line's, run on this machine on the library file itself
+(the build cache and the model repository are on this machine even when Triton runs in a container).
+Inlined functions are listed the way ``addr2line -i`` lists them: the inlined function at its line,
+then the function it was inlined into at the line of the call. elfutils' ``eu-addr2line`` (or
+LLVM's) is preferred: GNU binutils' 2.40 names the innermost inlined function after the symbol that
+holds its code (a crash in ``poke()`` inlined into a lambda was "in a lambda"); it is the fallback.
 
 Anything that has frames as (library, offset) can use it: the crash handler's report
 (labkit.native.crash), or the frames of a live thread that is stuck (a gdb backtrace gives absolute
 addresses; subtract the library's load address from ``info sharedlibrary`` or /proc/PID/maps).
 
     >>> locate("/repo/m/3/libtriton_m.so", [0x1a2b], returns=False)
-    [[SourceLine(function='...lambda...', file='m.cc', line=9, user=True), SourceLine(...)]]
+    [[SourceLine(function='poke', file='m.cc', line=4, user=True, inlined=True),
+      SourceLine(function='operator()', file='m.cc', line=10, user=True), ...]]
 """
 
 from __future__ import annotations
@@ -20,12 +24,16 @@ import re
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 #: The helper layer's sources (labkit/native/src): shown as labkit's, never as the user's.
 HELPER_SOURCES = ("labkit_backend.cc", "labkit_batch.cc", "labkit_crash.cc", "backend.hpp", "json.hpp")
 _LIBRARY = re.compile(r"libtriton_(?P<backend>[A-Za-z0-9_.-]+)\.so$")
+#: addr2line programs, best first; each prints addr2line's -a -f -i format (elfutils' with columns,
+#: and "f inlined at file:line:column in symbol" for an inlined function).
+ADDR2LINE = ("eu-addr2line", "llvm-addr2line", "addr2line")
+_POSITION = re.compile(r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)?(?:\s.*)?$")
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class SourceLine:
     file: str
     line: int
     user: bool
+    inlined: bool = False  # this function was inlined into the next position's function, at its line
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line} in {short_function(self.function)}"
@@ -46,6 +55,10 @@ def short_function(name: str) -> str:
     """A demangled name without template arguments and parameters; "a lambda" for a lambda."""
     if "{lambda" in name:
         return "a lambda"
+    if name.startswith("operator") and "(" in name[len("operator") + 2:]:
+        name = name[: name.index("(", len("operator") + 2)]  # operator()(int) -> operator()
+    if name.startswith("operator"):
+        return name
     out, depth = [], 0
     for char in name:
         depth += char in "<(["
@@ -76,7 +89,7 @@ def locate(library: str, offsets: Sequence[int], *, returns: bool = True) -> lis
     first (an inlined function, then the function it was inlined into). ``returns``: the offsets are
     return addresses (frames of a backtrace other than the innermost), so the call itself is one
     byte earlier. An empty list where nothing is known (no line tables, no addr2line, no file)."""
-    tool = shutil.which("addr2line")
+    tool = next((found for name in ADDR2LINE if (found := shutil.which(name))), None)
     if tool is None or not offsets:
         return [[] for _ in offsets]
     wanted = [max(0, o - 1) if returns else o for o in offsets]
@@ -104,10 +117,12 @@ def _parse(output: str, count: int, backend: str | None) -> list[list[SourceLine
     for group in groups[:count]:
         lines = []
         for function, position in zip(group[0::2], group[1::2]):
-            path, _, number = position.partition(" ")[0].rpartition(":")
-            if path in ("??", "") or not number.isdigit() or number == "0":
+            match = _POSITION.match(position)
+            if match is None or match["path"] == "??" or match["line"] == "0":
                 continue
-            shown, user = display_file(path, backend)
-            lines.append(SourceLine(function if function != "??" else "?", shown, int(number), user))
-        found.append(lines)
+            shown, user = display_file(match["path"], backend)
+            function = function.split(" inlined at ", 1)[0]  # elfutils names the caller there too
+            lines.append(SourceLine(function if function != "??" else "?", shown, int(match["line"]), user))
+        # every position but the last is a function inlined into the next one
+        found.append([replace(s, inlined=True) for s in lines[:-1]] + lines[-1:])
     return found + [[] for _ in range(count - len(found))]

@@ -52,6 +52,10 @@ OWNER_FILE = "owner.pid"
 OWNER_START_FILE = "owner.start"
 SERVER_FILE = "server.pid"
 
+#: How long stop() waits for the models to unload (a Python model takes about 1 s in 23.12) before it
+#: ends the server anyway: a stuck model never finishes, and Triton's own exit would wait for it.
+STOP_UNLOAD_S = 1.5
+
 _current: "TritonServer | None" = None
 _servers_started = itertools.count(1)
 
@@ -92,6 +96,8 @@ class TritonServer(ModelControl, Beside, ABC):
         log_verbose, extra_args: Triton's ``--log-verbose`` and any further command-line options.
         request_timeout_s: how long labkit's requests to this server wait for an answer by default
             (each call can override it); then they raise RequestTimeoutError.
+        load_timeout_s: how long a model load may take by default (``load(timeout_s=)`` overrides it);
+            then it raises LoadTimeoutError, after ending a stuck Python ``initialize``.
     """
 
     host = "127.0.0.1"
@@ -108,6 +114,7 @@ class TritonServer(ModelControl, Beside, ABC):
         log_verbose: int = 0,
         extra_args: list[str] | None = None,
         request_timeout_s: float = 30.0,
+        load_timeout_s: float = 120.0,
     ) -> None:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.kind}-")).resolve()
@@ -125,6 +132,7 @@ class TritonServer(ModelControl, Beside, ABC):
         self.log_verbose = log_verbose
         self.extra_args = list(extra_args or [])
         self.request_timeout_s = request_timeout_s
+        self.load_timeout_s = load_timeout_s
         self.shm_prefix = f"labkit_{os.getpid()}_{next(_servers_started)}_"
         self.started_seq = 0  # set by each start(): which server current() falls back to
         self.http_port = self.grpc_port = self.metrics_port = 0
@@ -306,6 +314,8 @@ class TritonServer(ModelControl, Beside, ABC):
         if _current is self:
             _current = None
         died_on_its_own = self._launched and not self._process_running()
+        if self._launched and not died_on_its_own:
+            self._unload_all(STOP_UNLOAD_S)  # the models' finalize; then ending the process loses nothing
         self._end_process()
         self._close_clients()
         if self._own_workdir and not died_on_its_own:  # keep the log of a crash for reading

@@ -6,6 +6,8 @@ TritonServer inherits it; it relies on the server's ``_call``, ``repository``, `
 
 from __future__ import annotations
 
+import http.client
+import math
 import re
 import time
 import urllib.error
@@ -24,7 +26,9 @@ from ..native.toolchain import Toolchain
 from ..repository import ModelConfig, ModelRepository, check_name
 from ..repository.files import write_atomic
 from ..repository.python_source import model_source
+from .. import waiting
 from ..stuck import unstick as _unstick
+from ..stuck.stuck_load import load_timeout
 from . import stubs
 from .logs import LogView
 
@@ -40,6 +44,7 @@ class ModelControl:
     logs: LogView
     backend_dir: Path
     metrics_url: str
+    load_timeout_s: float
     before_load: list[Callable[[str], None]]
     _loaded: set[str]
 
@@ -53,6 +58,12 @@ class ModelControl:
     def toolchain(self) -> Toolchain:
         raise NotImplementedError
 
+    def client(self, protocol: str = "http", *, network_timeout_s: float = 60.0) -> Any:
+        raise NotImplementedError
+
+    def _close_clients(self) -> None:
+        raise NotImplementedError
+
     # -- models --------------------------------------------------------------------------------------------
 
     def index(self) -> list[dict]:
@@ -62,20 +73,52 @@ class ModelControl:
     def loaded_models(self) -> list[str]:
         return sorted({m["name"] for m in self.index() if m.get("state") == "READY"})
 
-    def load(self, name: str) -> None:
-        """Load (or reload) a model from the repository. A failure raises ModelLoadError with Triton's reason."""
+    def load(self, name: str, *, timeout_s: float | None = None) -> None:
+        """Load (or reload) a model from the repository. A failure raises ModelLoadError with Triton's reason.
+
+        ``timeout_s``: how long the load may take (default: the server's ``load_timeout_s``; ``math.inf``
+        or 0 for no limit). Past it, LoadTimeoutError says where the model's initialization is stuck;
+        a stuck Python ``initialize`` is ended first, so the fixed model.py loads in the same server.
+        A kernel interrupt while waiting does the same (the error's ``interrupted`` is then True)."""
         check_name(name)
         if not (self.repository.model_dir(name) / "config.pbtxt").exists():
             raise RepositoryError(f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first.")
         self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
         for listener in list(self.before_load):
             listener(name)
+        limit = self.load_timeout_s if timeout_s is None else timeout_s
+        limit = math.inf if not limit or limit <= 0 else float(limit)
         mark, since = self.logs.mark(), time.time()
         self._call(
-            f"load model {name!r}", lambda c: c.load_model(name),
+            f"load model {name!r}", lambda _: self._load_within(name, limit),
             refused=lambda exc: self._load_failure(name, exc, mark, since),
         )
         self._loaded.add(name)
+
+    def _load_within(self, name: str, limit_s: float) -> None:
+        """Triton's load call, waited for in short steps on a client of its own (a stuck load is then
+        ended while the call is under way, and its answer read)."""
+        client = self.client("http", network_timeout_s=waiting.SOCKET_TIMEOUT_S)
+        pending = waiting.HttpPending(lambda: client.load_model(name))
+        try:
+            started, interrupted = time.monotonic(), False
+            try:
+                while not pending.wait(waiting.POLL_S):
+                    if time.monotonic() - started > limit_s:
+                        break
+                else:
+                    pending.result()
+                    return
+            except KeyboardInterrupt:  # the person gave up waiting: end the load as at its limit
+                interrupted = True
+            # The stuck load holds one of Triton's HTTP threads, and keep-alive connections that
+            # thread serves wait with it (seen with a C++ ModelInitialize): connect afresh.
+            self._close_clients()
+            raise load_timeout(self, name, limit_s, pending.wait, lambda: _refusal(pending),
+                               interrupted_after=time.monotonic() - started if interrupted else None)
+        finally:
+            pending.cancel()
+            client.close()
 
     def _load_failure(self, name: str, exc: InferenceServerException, mark: int, since: float) -> ModelLoadError:
         reason = exc.message() or str(exc)
@@ -110,6 +153,25 @@ class ModelControl:
             f"Model {name!r} was still unloading after {timeout_s:.0f} s; see server.logs.tail().",
             model=name, reason="still unloading",
         )
+
+    def _unload_all(self, within_s: float) -> None:
+        """Ask Triton to unload every ready model and wait up to ``within_s`` for it, so that each
+        model's finalize runs before stop() ends the process. Best effort: a server that does not
+        answer, or a model that does not finish, is ended with the process anyway."""
+        deadline = time.monotonic() + within_s
+        client = self.client("http", network_timeout_s=within_s)
+        try:
+            for model in client.get_model_repository_index():
+                if model.get("state") == "READY":
+                    client.unload_model(model["name"])
+            while time.monotonic() < deadline:
+                if not any(m.get("state") in ("READY", "UNLOADING") for m in client.get_model_repository_index()):
+                    return
+                time.sleep(0.02)
+        except (InferenceServerException, OSError, http.client.HTTPException):
+            pass  # the process is ended next, whatever Triton says now
+        finally:
+            client.close()
 
     def unstick(self, name: str) -> str:
         """Get a stuck model serving again without restarting Triton: a Python model is reloaded from
@@ -164,8 +226,10 @@ class ModelControl:
         config: ModelConfig | None = None,
         *,
         load: bool = True,
+        load_timeout_s: float | None = None,
     ) -> Path:
-        """Write ``name/1/model.py`` (and the config, if given), then load or reload it.
+        """Write ``name/1/model.py`` (and the config, if given), then load or reload it (within
+        ``load_timeout_s``, default the server's; see ``load``).
 
         Reloading replaces the model's Python stub, so the new code serves without restarting Triton.
         """
@@ -176,7 +240,7 @@ class ModelControl:
             self.repository.write_config(config)
         path = self.repository.write_python_model(name, source)
         if load:
-            self.load(name)
+            self.load(name, timeout_s=load_timeout_s)
         return path
 
     def python_backend(self, backend: str, source: str | Path | type, *, reload: bool = True) -> list[str]:
@@ -218,3 +282,14 @@ class ModelControl:
         """A standalone CMake project for a backend built here, with this repository's models that use
         it (see ``labkit.native.export_backend``)."""
         return export_backend(backend, directory, repository=self.repository, toolchain=self.toolchain(), **options)
+
+
+def _refusal(pending: waiting.Pending) -> str:
+    """Triton's reason for a load that it answered with a failure ("" if it answered otherwise)."""
+    try:
+        pending.result()
+    except InferenceServerException as exc:
+        return exc.message() or str(exc)
+    except Exception:  # noqa: BLE001 - a broken connection: no reason to quote
+        return ""
+    return ""

@@ -5,7 +5,8 @@ never imported by labkit itself). Standalone on purpose: the stub may run anothe
   ``labkit-stubs/<instance>.where.json`` first, and faulthandler prints the Python stack of a crash
   (SIGSEGV, SIGABRT, ...) into the log; the launcher beside it records the exit code or signal.
 * ``lab.unstick()``: SIGUSR2 raises Unstuck in the stub's main thread when it is inside model.py, so
-  a stuck ``execute`` ends (its requests fail) while the stub stays healthy.
+  a stuck ``execute`` ends (its requests fail) while the stub stays healthy; a load past its time
+  limit ends a stuck ``initialize`` the same way (Triton then fails the load).
 * Breakpoints: ``breakpoint()`` and ``pdb.set_trace()`` in model.py stop the request and wait for
   labkit to attach a pdb session through a unix socket in ``labkit-debug/`` (nothing listens
   otherwise). Only a request sent by an interactive labkit call (its request id starts with
@@ -90,16 +91,21 @@ class Unstuck(BaseException):
 def _unstick(signum, frame) -> None:
     # Only when labkit asked just now (it writes <instance>.unstick first): a signal that reaches an
     # idle stub runs this at its next request, which must not fail for it.
+    # The flag may say why (a load past its time limit); empty, it is lab.unstick() ending a request.
     flag = os.path.join(RECORDS, f"{INSTANCE}.unstick")
     try:
         asked = time.time() - os.stat(flag).st_mtime < 5.0
+        with open(flag) as handle:
+            why = handle.read().strip()
         os.unlink(flag)
     except OSError:
         return
     frames = _user_frames(frame)
     if asked and frames:
-        raise Unstuck(f"lab.unstick() ended this request, stuck at model.py:{frames[0]['line']} in "
-                      f"{frames[0]['function']}; the model reloads with the code on disk")
+        where = f"model.py:{frames[0]['line']} in {frames[0]['function']}"
+        if why:
+            raise Unstuck(f"{why} (stuck at {where})")
+        raise Unstuck(f"lab.unstick() ended this request, stuck at {where}; the model reloads with the code on disk")
 
 
 # -- breakpoints -------------------------------------------------------------------------------------------

@@ -71,6 +71,16 @@ def describe_threads(threads: list[Thread], model: str, backend: str) -> str:
     return "\n".join(parts)
 
 
+def innermost_line(threads: list[Thread], model: str, backend: str) -> str:
+    """The innermost cell line any of ``threads`` is at, as ``<backend>.cc:<line>`` ("" if none)."""
+    for thread in threads:
+        for frame in thread.frames:  # eu-stack lists the innermost frame first
+            shown, users = display_file(frame.source, backend)
+            if users and frame.line and _in_model(frame, model, backend):
+                return f"{shown}:{frame.line}"
+    return ""
+
+
 def busy_threads(server: Server, model: str, backend: str) -> tuple[list[Thread], str]:
     """Triton's threads inside ``model``'s library, and why none could be read ("" if they could)."""
     tool = server.debug_tool(EU_STACK)

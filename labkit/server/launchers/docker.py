@@ -381,7 +381,9 @@ class DockerServer(TritonServer):
     def _end_process(self) -> None:
         if self._container is not None:
             try:
-                self._container.stop(timeout=10)  # SIGTERM; Triton exits within --exit-timeout-secs
+                # No grace: stop() has unloaded the models already, and Triton's own exit would take another
+                # second or more (its exit loop polls once a second; --exit-timeout-secs with a stuck model).
+                self._container.stop(timeout=0)
             except _DOCKER_ERRORS:
                 pass
             self._drain_logs()

@@ -110,7 +110,9 @@ class EmbeddedServer(TritonServer):
 
     def _end_process(self) -> None:
         if self._proc is not None:
-            _process.stop_group(self._proc)
+            # No grace: stop() has unloaded the models already, and Triton's own exit would take another
+            # second or more (its exit loop polls once a second; --exit-timeout-secs with a stuck model).
+            _process.stop_group(self._proc, grace_s=0.0)
         leftovers.free_shm(self.shm_prefix)  # a killed stub cannot unlink its regions
 
     def _exit_summary(self) -> str:
