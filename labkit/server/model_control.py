@@ -168,15 +168,25 @@ class ModelControl:
         """Write ``name/1/model.py`` (and the config, if given), then load or reload it.
 
         Reloading replaces the model's Python stub, so the new code serves without restarting Triton.
+        A model Triton refuses raises ModelLoadError and keeps its previous code serving; its previous
+        model.py and config go back on disk, so a restart or a plain ``load`` serves that code again.
         """
         check_name(name)
+        if config is not None and config.name != name:
+            raise RepositoryError(f"The config is for model {config.name!r}, not {name!r}.")
+        folder = self.repository.model_dir(name)
+        before = {relpath: (folder / relpath).read_bytes() for relpath in ("config.pbtxt", "1/model.py")
+                  if (folder / relpath).is_file()}
         if config is not None:
-            if config.name != name:
-                raise RepositoryError(f"The config is for model {config.name!r}, not {name!r}.")
             self.repository.write_config(config)
         path = self.repository.write_python_model(name, source)
         if load:
-            self.load(name)
+            try:
+                self.load(name)
+            except ModelLoadError:
+                for relpath, data in before.items():
+                    self.repository.write_file(name, relpath, data, version=None)
+                raise
         return path
 
     def python_backend(self, backend: str, source: str | Path | type, *, reload: bool = True) -> list[str]:
