@@ -25,7 +25,7 @@ from ..repository import ModelConfig, ModelRepository, check_name
 from ..repository.files import write_atomic
 from ..repository.python_source import model_source
 from ..stuck import unstick as _unstick
-from . import stubs
+from . import idle, stubs
 from .logs import LogView
 
 # Lines worth showing when a load fails: Python tracebacks, errors, and the model's own lines.
@@ -53,6 +53,15 @@ class ModelControl:
     def toolchain(self) -> Toolchain:
         raise NotImplementedError
 
+    def _triton_threads(self) -> Path | None:
+        raise NotImplementedError
+
+    def _let_backend_threads_settle(self) -> None:
+        """Before Triton deletes a model (unload, or a reload replacing it): see labkit.server.idle."""
+        threads = self._triton_threads()
+        if threads is not None:
+            idle.wait_idle(threads)
+
     # -- models --------------------------------------------------------------------------------------------
 
     def index(self) -> list[dict]:
@@ -71,6 +80,7 @@ class ModelControl:
         for listener in list(self.before_load):
             listener(name)
         mark, since = self.logs.mark(), time.time()
+        self._let_backend_threads_settle()  # a reload deletes the model it replaces
         self._call(
             f"load model {name!r}", lambda c: c.load_model(name),
             refused=lambda exc: self._load_failure(name, exc, mark, since),
@@ -98,6 +108,7 @@ class ModelControl:
     def unload(self, name: str, timeout_s: float = 30.0) -> None:
         """Unload and wait until Triton has finished (its unload call returns before that)."""
         check_name(name)
+        self._let_backend_threads_settle()
         self._call(f"unload model {name!r}", lambda c: c.unload_model(name))
         self._loaded.discard(name)
         deadline = time.monotonic() + timeout_s
