@@ -1,15 +1,17 @@
 """Wait until Triton's threads are idle before a model is unloaded or replaced (a Triton 2.41 race).
 
-When a model is unloaded (or replaced by a reload), a thread Triton starts for the purpose deletes
-it; ``TritonModelInstance::TritonBackendThread::StopBackendThread()`` then reads the deque of
-instances of each backend thread, unlocked, while that backend thread may still be putting its
-instance back after its last payload: the warm-up that ends a load, or the inference whose response
-was just sent. Triton answers the load (or the request) before that bookkeeping, so an unload sent
-right after it can read the deque mid-update, and the server dies with SIGSEGV (seen once in about a
-hundred unloads right after a load on a busy two-core machine; the crash is in StopBackendThread,
-called from ~TritonModelInstance in the model deleter's thread). The bookkeeping takes microseconds
-unless the backend thread is preempted in it, and a preempted thread is runnable: so labkit waits
-until no thread of the Triton process is runnable before it asks for an unload or a reload.
+When a model is unloaded (or replaced by a reload), Triton deletes it in a thread of its own;
+``TritonModelInstance::TritonBackendThread::StopBackendThread()`` then reads ``model_instances_.back()``
+of each instance's backend thread, unlocked. While a backend thread runs a payload that names its
+instance (the init and the warm-up of a load) that deque is empty, until the thread puts the instance
+back after the payload. Triton answers the load before that, so an unload sent right after can read
+the empty deque: ``back()`` then follows a map slot that holds no node and the server dies with
+SIGSEGV (a core dump here: a read at 0x1f8 in StopBackendThread, from ~TritonModelInstance in the
+model deleter's thread; about one unload in a hundred right after a load on a busy two-core machine,
+the intermittent crash of tests/test_bad_backends.py's finalize test). Putting the instance back
+takes a few instructions unless the backend thread is preempted there, and a preempted thread is
+runnable: so labkit waits until no thread of the Triton process is runnable before it asks for an
+unload or a reload.
 """
 
 from __future__ import annotations
