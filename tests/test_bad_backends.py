@@ -94,3 +94,74 @@ def test_demo_writes_only_in_its_working_and_temporary_folders(tmp_path):
     written = {p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*") if p.is_file()}
     assert written <= {"home", "tmp", "work"}
     assert any((home / ".cache" / "labkit" / "builds").rglob("libtriton_minimal.so"))  # builds went to the cache
+
+
+# Stands in for a preemption at the worst moment: after Triton's backend thread reports a payload done
+# (the promise in Payload::Execute), it keeps the CPU busy for half a second before it goes on to put
+# its instance back. Preloaded into tritonserver; acts only while the flag file exists.
+PREEMPTED_CC = r"""
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+extern "C" void _ZNSt28__atomic_futex_unsigned_base19_M_futex_notify_allEPj(unsigned* word) {
+  using Notify = void (*)(unsigned*);
+  static Notify real = reinterpret_cast<Notify>(
+      dlvsym(RTLD_NEXT, "_ZNSt28__atomic_futex_unsigned_base19_M_futex_notify_allEPj", "GLIBCXX_3.4.21"));
+  real(word);
+  const char* flag = getenv("PREEMPTED_FLAG");
+  const char* range = getenv("PREEMPTED_RANGE");
+  Dl_info info;
+  void* caller = __builtin_return_address(0);
+  if (!flag || !range || access(flag, F_OK) != 0 || !dladdr(caller, &info) || !strstr(info.dli_fname, "libtritonserver")) return;
+  unsigned long offset = (unsigned long)caller - (unsigned long)info.dli_fbase;
+  if (offset < strtoul(range, nullptr, 16) || offset >= strtoul(strchr(range, ',') + 1, nullptr, 16)) return;
+  close(open(getenv("PREEMPTED_SEEN"), O_CREAT | O_WRONLY, 0644));
+  for (double end = now() + 0.5; now() < end;) {
+  }
+}
+"""
+
+
+def _payload_execute_range() -> str:
+    """Where Payload::Execute lies in the server library (from its symbol table), as "start,end" in hex."""
+    library = next(labkit._triton_dist.locate().lib_dir.glob("libtritonserver*.so*"))
+    out = subprocess.run(["nm", "-S", str(library)], capture_output=True, text=True, check=True).stdout
+    start, size = next(line.split()[:2] for line in out.splitlines() if line.endswith(" _ZN6triton4core7Payload7ExecuteEPb"))
+    return f"{start},{int(start, 16) + int(size, 16):x}"
+
+
+def test_unload_right_after_load_while_the_backend_thread_is_busy(tmp_path):
+    """Triton 2.41 deletes an unloaded model in a thread of its own, whose StopBackendThread() reads the
+    backend thread's deque of instances unlocked. Right after a load that backend thread may not yet have
+    put its instance back after the warm-up (preempted there on a busy machine): the deque is empty and
+    the server died with SIGSEGV (the intermittent crash of the finalize test above). labkit waits until
+    no Triton thread is runnable before it unloads; here the backend thread is kept busy in that window."""
+    shim = tmp_path / "preempted.so"
+    (tmp_path / "preempted.cc").write_text(PREEMPTED_CC)
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(shim), str(tmp_path / "preempted.cc"), "-ldl"], check=True)
+    flag, seen = tmp_path / "flag", tmp_path / "seen"
+    env = {"LD_PRELOAD": str(shim), "PREEMPTED_FLAG": str(flag), "PREEMPTED_SEEN": str(seen),
+           "PREEMPTED_RANGE": _payload_execute_range()}
+    with labkit.EmbeddedServer(env=env) as server:
+        server.start()
+        server.repository.write_config(labkit.model_config("m", "prompt", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])]))
+        server.cpp_backend("prompt", FAILING_CPP, progress=False)
+        server.unload("m")
+        flag.touch()
+        server.load("m")
+        server.unload("m")  # the backend thread is still busy after the load's warm-up
+        flag.unlink()
+        assert seen.exists(), "the backend thread never reached the moment this test is about"
+        assert server.alive and server.died is None
+        server.load("m")
+        assert labkit.infer(server, "m", {"IN0": np.arange(4, dtype=np.int32)})["OUT0"].tolist() == [0, 1, 2, 3]

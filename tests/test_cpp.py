@@ -178,3 +178,84 @@ def test_official_headers_option_needs_a_real_folder(tmp_path):
     shutil.copytree(INCLUDE_DIR / "triton" / "core", official / "triton" / "core")
     build = build_backend("minimal", MINIMAL, headers=official, cache=tmp_path / "c", progress=False)
     assert build.library.exists()
+
+
+def scaling_source(factor: int, *, refuse_load: bool = False) -> str:
+    """A backend whose OUT0 is IN0 * factor (INT32); with ``refuse_load`` its model state throws at
+    load, so Triton refuses the model (ModelLoadError) although the library compiled."""
+    refuse = 'throw labkit::Error("this model refuses to load");' if refuse_load else ""
+    return f"""#include "labkit/backend.hpp"
+struct Scaled : labkit::ModelState {{
+  explicit Scaled(TRITONBACKEND_Model* model) : labkit::ModelState(model) {{ {refuse} }}
+}};
+LABKIT_MODEL_STATE(Scaled)
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {{
+  return labkit::execute(instance, requests, count, [](labkit::Batch& batch) {{
+    labkit::Tensor in = batch.input("IN0");
+    for (size_t k = 0; k < in.count<int32_t>(); ++k) in.data<int32_t>()[k] *= {factor};
+    batch.output("OUT0", in);
+  }});
+}}
+"""
+
+
+SCALING_INPUT = np.array([1, 2, 3, 4], np.int32)
+
+
+def scaling_model(server, name: str, backend: str) -> None:
+    server.repository.write_config(labkit.model_config(name, backend, [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])]))
+
+
+def scaled_by(server, name: str) -> int:
+    """The factor the model serves now."""
+    out = labkit.infer(server, name, {"IN0": SCALING_INPUT})["OUT0"]
+    assert (out % SCALING_INPUT == 0).all() and len(set((out // SCALING_INPUT).tolist())) == 1, out
+    return int(out[0])
+
+
+def test_a_fix_after_a_load_error_serves(cpp_server):
+    """A (serving), then a source Triton refuses at load, then a correct B: B serves; going back to A
+    (a build-cache hit) serves A. The refused library's path was dlopened by Triton: never reused."""
+    scaling_model(cpp_server, "edited", "editloop")
+    cpp_server.cpp_backend("editloop", scaling_source(2), progress=False)
+    assert scaled_by(cpp_server, "edited") == 2
+    with pytest.raises(labkit.ModelLoadError) as info:
+        cpp_server.cpp_backend("editloop", scaling_source(5, refuse_load=True), progress=False)
+    assert info.value.model == "edited"
+    assert scaled_by(cpp_server, "edited") == 2  # the previous build keeps serving
+    cpp_server.cpp_backend("editloop", scaling_source(3), progress=False)
+    assert scaled_by(cpp_server, "edited") == 3
+    cpp_server.cpp_backend("editloop", scaling_source(2), progress=False)  # from the build cache
+    assert scaled_by(cpp_server, "edited") == 2
+    with pytest.raises(labkit.ModelLoadError):
+        cpp_server.cpp_backend("editloop", scaling_source(5, refuse_load=True), progress=False)
+    cpp_server.cpp_backend("editloop", scaling_source(3), progress=False)  # cached too
+    assert scaled_by(cpp_server, "edited") == 3
+    assert len(cpp_server.repository.versions("edited")) == 1
+
+
+def test_a_new_source_after_restart_serves(fresh_server):
+    """restart() loads the library in the model's version folder into a new Triton process; the next
+    build must not be copied over it (that overwrote a mapped library: SIGSEGV)."""
+    scaling_model(fresh_server, "edited", "editloop")
+    fresh_server.cpp_backend("editloop", scaling_source(2), progress=False)
+    fresh_server.cpp_backend("editloop", scaling_source(3), progress=False)
+    assert fresh_server.restart() == ["add_sub", "edited"]
+    assert scaled_by(fresh_server, "edited") == 3
+    pid = fresh_server.pid
+    fresh_server.cpp_backend("editloop", scaling_source(7), progress=False)
+    assert scaled_by(fresh_server, "edited") == 7
+    fresh_server.cpp_backend("editloop", scaling_source(3), progress=False)  # back to the one restart loaded
+    assert scaled_by(fresh_server, "edited") == 3
+    assert fresh_server.alive and fresh_server.pid == pid and fresh_server.died is None
+
+
+def test_a_load_error_on_the_first_install_leaves_the_version_folder_empty(fresh_server):
+    scaling_model(fresh_server, "edited", "editloop")
+    with pytest.raises(labkit.ModelLoadError):
+        fresh_server.cpp_backend("editloop", scaling_source(5, refuse_load=True), progress=False)
+    assert not list(fresh_server.repository.model_dir("edited").rglob("*.so"))
+    fresh_server.cpp_backend("editloop", scaling_source(4), progress=False)
+    assert scaled_by(fresh_server, "edited") == 4
+    assert fresh_server.restart() == ["add_sub", "edited"] and scaled_by(fresh_server, "edited") == 4

@@ -11,6 +11,7 @@ import pytest
 
 import labkit
 from labkit import reference
+from labkit.native import reference_source
 
 SEGFAULT = """
 #include "labkit/backend.hpp"
@@ -172,3 +173,16 @@ def test_crash_in_a_magic_cell_is_shown_at_the_editor_line(fresh_server):
         labkit.infer(fresh_server, "crasher", {"IN0": reference.np.zeros(4, reference.np.int32)})
     editor_line = _line_of(SEGFAULT, "*nowhere = 1;") + 1
     assert f"SIGSEGV at crashy.cc:{editor_line}." in info.value.crash, info.value.crash
+
+
+def test_a_crash_after_restart_and_a_rebuild_is_reported_at_its_line(fresh_server):
+    """restart() loads the model's library into a new process; the next build goes to a new path (it
+    was copied over the mapped library: the server died at the load, and the crash handler, whose code
+    lay in that file, reported nothing)."""
+    cfg = labkit.model_config("crasher", "crashy", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
+    fresh_server.repository.write_config(cfg)
+    fresh_server.cpp_backend("crashy", reference_source("minimal"), ["crasher"], progress=False)
+    assert fresh_server.restart() == ["add_sub", "crasher"]
+    error = _crash(fresh_server, SEGFAULT)
+    line = _line_of(SEGFAULT, "*nowhere = 1;")
+    assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{line}."), error.crash

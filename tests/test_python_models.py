@@ -149,3 +149,17 @@ def test_a_magic_cells_traceback_names_the_cells_own_line(fresh_server):
     with pytest.raises(labkit.ModelLoadError) as info:
         shell.run_cell_magic("triton_python", "fails_at_start", RAISES_IN)
     assert f"model.py({_cell_line(RAISES_IN, 'no weights')}): initialize" in info.value.reason
+
+
+def test_a_refused_edit_puts_the_serving_model_py_back(fresh_server):
+    """After a model.py Triton refuses, the previous one keeps serving and is back on disk, so a
+    restart (or a plain load) serves it again instead of failing on the refused one."""
+    path = fresh_server.repository.model_dir("add_sub") / "1" / "model.py"
+    serving = path.read_text()
+    raising = ADD_SUB_SOURCE.replace('self.model_name = args["model_name"]', 'raise ValueError("not today")')
+    for broken in (raising, ADD_SUB_SOURCE.replace("def execute(self, requests):", "def execute(self, requests)")):
+        with pytest.raises(labkit.ModelLoadError):
+            fresh_server.python_model("add_sub", broken)
+        assert path.read_text() == serving
+    assert fresh_server.restart() == ["add_sub"]
+    assert labkit.check_add_sub(fresh_server).ok

@@ -1,11 +1,14 @@
 """Put a built backend in front of Triton at a new path, so a rebuild really reloads.
 
-Triton 2.41 dlopens a backend library once per path and never closes it: rebuilding in place keeps
-the old code running. Each build therefore goes into a new version folder of every model that uses
-it (Triton looks for libtriton_<backend>.so in <model>/<version>/ first); the default version
-policy serves the newest, and older version folders are removed once the new one is serving.
-A path the running Triton process has never loaded is safe to fill in place, so a first install
-keeps the repository's own version folder (a checked-in `1/` stays `1/`).
+Triton 2.41 dlopens a backend library once per path and never closes it: a path it has opened
+keeps the code it had then, whatever is copied there later, and overwriting a library the server
+has mapped crashes the server. So a library is only ever copied to a path that holds no file and
+that the running Triton process has not opened: a new version folder of every model that uses it
+(Triton looks for libtriton_<backend>.so in <model>/<version>/ first). The default version policy
+serves the newest; older version folders are removed once the new one is serving. A failed load
+also opens the library, so its path is never used again by that process. An empty version folder
+is filled in place, so a first install keeps the repository's own version folder (a checked-in
+`1/` stays `1/`).
 """
 
 from __future__ import annotations
@@ -45,17 +48,13 @@ def opened_libraries(server: Server) -> set[str]:
 def install(server: Server, build: Build, model: str) -> int:
     """Copy the library into a new version folder of ``model`` and load it; returns that version.
 
-    If Triton refuses the new version, its folder is removed again and the error raised.
+    If Triton refuses the new version, the copy is removed again (the previous version keeps
+    serving) and the error raised.
     """
     repo = server.repository
     opened = opened_libraries(server)
     versions = repo.versions(model)
-    newest = max(versions, default=1)
-    in_place = repo.model_dir(model) / str(newest) / build.library.name
-    if str(in_place) not in opened:
-        version, old = newest, [v for v in versions if v != newest]
-    else:
-        version, old = newest + 1, versions
+    version = _free_version(server, model, build.library.name)
     target = repo.model_dir(model) / str(version)
     fresh_folder = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
@@ -67,11 +66,30 @@ def install(server: Server, build: Build, model: str) -> int:
     except ModelLoadError:
         if fresh_folder:
             shutil.rmtree(target, ignore_errors=True)
+        else:
+            library.unlink(missing_ok=True)
         raise
     finally:
         opened.add(str(library))  # Triton may have dlopened it even if the load failed
-    for v in old:
-        repo.remove_version(model, v)
+    for v in versions:
+        if v != version:
+            repo.remove_version(model, v)
+    return version
+
+
+def _free_version(server: Server, model: str, library_name: str) -> int:
+    """The version to install into: the newest folder if it is empty, else the first number above it
+    whose library path holds no file and was never opened by the running Triton process. An existing
+    library may be mapped by the server (loaded at a restart, or by a plain ``load``): never overwrite one."""
+    opened = opened_libraries(server)
+    folder = server.repository.model_dir(model)
+    versions = server.repository.versions(model)
+    if versions and not (folder / str(versions[-1]) / library_name).exists() \
+            and str(folder / str(versions[-1]) / library_name) not in opened:
+        return versions[-1]
+    version = max(versions, default=0) + 1
+    while str(folder / str(version) / library_name) in opened:
+        version += 1
     return version
 
 

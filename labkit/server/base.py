@@ -187,6 +187,10 @@ class TritonServer(ModelControl, Beside, ABC):
         """After a failed launch (already ended): was it a passing failure worth another try?"""
         return False
 
+    def _triton_threads(self) -> Path | None:
+        """``/proc/<pid>/task`` of the Triton process, where this machine sees it; None elsewhere."""
+        return None
+
     def _host_path(self, path: str) -> str:
         """A path as Triton sees it, on this machine (launchers that mount folders elsewhere map it)."""
         return path

@@ -29,7 +29,7 @@ from ..repository.python_source import model_source
 from .. import waiting
 from ..stuck import unstick as _unstick
 from ..stuck.stuck_load import load_timeout
-from . import stubs
+from . import idle, stubs
 from .logs import LogView
 
 # Lines worth showing when a load fails: Python tracebacks, errors, and the model's own lines.
@@ -64,6 +64,15 @@ class ModelControl:
     def _close_clients(self) -> None:
         raise NotImplementedError
 
+    def _triton_threads(self) -> Path | None:
+        raise NotImplementedError
+
+    def _let_backend_threads_settle(self) -> None:
+        """Before Triton deletes a model (unload, or a reload replacing it): see labkit.server.idle."""
+        threads = self._triton_threads()
+        if threads is not None:
+            idle.wait_idle(threads)
+
     # -- models --------------------------------------------------------------------------------------------
 
     def index(self) -> list[dict]:
@@ -89,6 +98,7 @@ class ModelControl:
         limit = self.load_timeout_s if timeout_s is None else timeout_s
         limit = math.inf if not limit or limit <= 0 else float(limit)
         mark, since = self.logs.mark(), time.time()
+        self._let_backend_threads_settle()  # a reload deletes the model it replaces
         self._call(
             f"load model {name!r}", lambda _: self._load_within(name, limit),
             refused=lambda exc: self._load_failure(name, exc, mark, since),
@@ -141,6 +151,7 @@ class ModelControl:
     def unload(self, name: str, timeout_s: float = 30.0) -> None:
         """Unload and wait until Triton has finished (its unload call returns before that)."""
         check_name(name)
+        self._let_backend_threads_settle()
         self._call(f"unload model {name!r}", lambda c: c.unload_model(name))
         self._loaded.discard(name)
         deadline = time.monotonic() + timeout_s
@@ -232,15 +243,25 @@ class ModelControl:
         ``load_timeout_s``, default the server's; see ``load``).
 
         Reloading replaces the model's Python stub, so the new code serves without restarting Triton.
+        A model Triton refuses raises ModelLoadError and keeps its previous code serving; its previous
+        model.py and config go back on disk, so a restart or a plain ``load`` serves that code again.
         """
         check_name(name)
+        if config is not None and config.name != name:
+            raise RepositoryError(f"The config is for model {config.name!r}, not {name!r}.")
+        folder = self.repository.model_dir(name)
+        before = {relpath: (folder / relpath).read_bytes() for relpath in ("config.pbtxt", "1/model.py")
+                  if (folder / relpath).is_file()}
         if config is not None:
-            if config.name != name:
-                raise RepositoryError(f"The config is for model {config.name!r}, not {name!r}.")
             self.repository.write_config(config)
         path = self.repository.write_python_model(name, source)
         if load:
-            self.load(name, timeout_s=load_timeout_s)
+            try:
+                self.load(name, timeout_s=load_timeout_s)
+            except ModelLoadError:
+                for relpath, data in before.items():
+                    self.repository.write_file(name, relpath, data, version=None)
+                raise
         return path
 
     def python_backend(self, backend: str, source: str | Path | type, *, reload: bool = True) -> list[str]:

@@ -115,6 +115,9 @@ class EmbeddedServer(TritonServer):
             _process.stop_group(self._proc, grace_s=0.0)
         leftovers.free_shm(self.shm_prefix)  # a killed stub cannot unlink its regions
 
+    def _triton_threads(self) -> Path | None:
+        return Path(f"/proc/{self._proc.pid}/task") if self._proc is not None else None
+
     def _exit_summary(self) -> str:
         code = self._proc.poll() if self._proc is not None else None
         if code is None:
