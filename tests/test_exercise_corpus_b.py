@@ -111,3 +111,134 @@ def _judge(lab, exercise_id: str, serve, expected_rule: str | None) -> None:
 def test_02_raw_execute(lab, answer):
     source, rule = RAW[answer]
     _judge(lab, "02-raw-execute", lambda: lab.cpp_backend("rawdouble", source, first_line=2, progress=False), rule)
+
+
+# -- 02-scale ----------------------------------------------------------------------------------------------
+
+SCALE_READ = 'scale(std::stof(parameter("scale", "1")))'
+SCALE = {
+    "solution": (_body("02-scale"), None),
+    "std::stod, narrowed": (_edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stod(parameter("scale", "1"))))')), None),
+    "parsed in the constructor's body": (_edit("02-scale", ("#include <string>", "#include <sstream>\n#include <string>"), (
+        ", " + SCALE_READ + " {}", " {\n    std::istringstream in(parameter(\"scale\", \"1\"));\n    in >> scale;\n  }")), None),
+    "std::atof": (_edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::atof(parameter("scale", "1").c_str())))'),
+                        ("#include <string>", "#include <cstdlib>\n#include <string>")), None),
+    "the starter": (_body("02-scale", "starter"), "values"),
+    "read as an integer": (_edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stoi(parameter("scale", "1"))))')), "values"),
+    "the notebook's first scale, hard-coded": (_edit("02-scale", (SCALE_READ, "scale(2.0f)")), "values"),
+    "read once per process": (_edit("02-scale", (", " + SCALE_READ + " {}", ' {\n'
+        '    static const float first = std::stof(parameter("scale", "1"));\n    scale = first;\n  }')), "values"),
+    "another parameter's name": (_edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor", "1")))')), "values"),
+    "adds instead of multiplying": (_edit("02-scale", ("x.data<float>()[k] *= scale", "x.data<float>()[k] += scale")), "values"),
+}
+
+
+@pytest.mark.parametrize("answer", list(SCALE))
+def test_02_scale(lab, answer):
+    source, rule = SCALE[answer]
+    _judge(lab, "02-scale", lambda: lab.cpp_backend("scalecpp", source, first_line=2, progress=False), rule)
+
+
+# -- 04-vectorize ------------------------------------------------------------------------------------------
+
+VEC_STEPS = """        for _ in range(300):                           # the work, once for the whole batch
+            y = y * np.float32(0.999) + x * np.float32(0.001)
+"""
+VEC_PER_REQUEST_HELPER = '''import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def _work(x):
+    y = np.zeros_like(x)
+    for _ in range(300):
+        y = y * np.float32(0.999) + x * np.float32(0.001)
+    return y
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUTPUTTensor", _work(pb_utils.get_input_tensor_by_name(r, "INPUTTensor").as_numpy()))]) for r in requests]
+'''
+VEC_STEPS_OUTSIDE = '''import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        xs = [pb_utils.get_input_tensor_by_name(r, "INPUTTensor").as_numpy() for r in requests]
+        ys = [np.zeros_like(x) for x in xs]
+        for _ in range(300):  # the steps outside, but each one still visits every request
+            ys = [y * np.float32(0.999) + x * np.float32(0.001) for x, y in zip(xs, ys)]
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUTTensor", y)]) for y in ys]
+'''
+VEC_LOOPS = '''import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        inputs, rows = [], []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "INPUTTensor").as_numpy()
+            inputs.append(x)
+            rows.append(x.shape[0])
+        batch = np.concatenate(inputs, axis=0)
+        y = np.zeros_like(batch)
+        step = 0
+        while step < 300:
+            np.multiply(y, np.float32(0.999), out=y)
+            y += batch * np.float32(0.001)
+            step += 1
+        responses, start = [], 0
+        for n in rows:
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUTTensor", y[start:start + n])]))
+            start += n
+        return responses
+'''
+VECTOR = {
+    "solution": (_body("04-vectorize"), None),
+    "explicit loops around one while loop": (VEC_LOOPS, None),
+    "the 300 steps in closed form": (_edit("04-vectorize", (VEC_STEPS, "        y = x * (np.float32(1) - np.float32(0.999) ** 300)\n")), None),
+    "np.vstack and np.array_split at the offsets": (_edit("04-vectorize", ("x = np.concatenate(inputs)", "x = np.vstack(inputs)"), (
+        "np.split(y, np.cumsum([len(i) for i in inputs])[:-1])", "np.array_split(y, np.cumsum([i.shape[0] for i in inputs])[:-1])")), None),
+    "the starter": (_body("04-vectorize", "starter"), "per-request"),
+    "the work per request, in a helper": (VEC_PER_REQUEST_HELPER, "per-request"),
+    "the steps outside, the requests inside": (VEC_STEPS_OUTSIDE, "per-request"),
+    "every response gets the whole batch": (_edit("04-vectorize", ("for part in parts]", "for part in [y] * len(requests)]")), "values"),
+    "one step short": (_edit("04-vectorize", ("range(300)", "range(299)")), "values"),
+    "split into equal parts": (_edit("04-vectorize", ("np.split(y, np.cumsum([len(i) for i in inputs])[:-1])", "np.array_split(y, len(inputs))")), "values"),
+}
+
+
+@pytest.mark.parametrize("answer", list(VECTOR))
+def test_04_vectorize(lab, answer):
+    source, rule = VECTOR[answer]
+    _judge(lab, "04-vectorize", lambda: lab.python_model("python_work_batched", source), rule)
+
+
+# -- 04-steps ----------------------------------------------------------------------------------------------
+
+STEPS_READ = 'steps(std::stoi(parameter("steps", "300")))'
+STEPS = {
+    "solution": (_body("04-steps"), None),
+    "std::atoi": (_edit("04-steps", (STEPS_READ, 'steps(std::atoi(parameter("steps", "300").c_str()))'),
+                        ("#include <string>", "#include <cstdlib>\n#include <string>")), None),
+    "an empty parameter means 300": (_edit("04-steps", (", " + STEPS_READ + " {}", ' {\n'
+        '    const std::string text = parameter("steps");\n    steps = text.empty() ? 300 : std::stoi(text);\n  }')), None),
+    "a long count, the loop counting down": (_edit("04-steps", ("int steps;", "long steps;"), (STEPS_READ, 'steps(std::stol(parameter("steps", "300")))'),
+        ("const int steps =", "const long steps ="), ("for (int s = 0; s < steps; ++s)", "for (long s = steps; s > 0; --s)")), None),
+    "the starter": (_body("04-steps", "starter"), "steps"),
+    "read once per process": (_edit("04-steps", (", " + STEPS_READ + " {}", ' {\n'
+        '    static const int first = std::stoi(parameter("steps", "300"));\n    steps = first;\n  }')), "steps"),
+    "one step too many": (_edit("04-steps", ("s < steps", "s <= steps")), "steps"),
+    "no default": (_edit("04-steps", (STEPS_READ, 'steps(std::stoi(parameter("steps")))')), "load"),
+    "another parameter's name": (_edit("04-steps", (STEPS_READ, 'steps(std::stoi(parameter("step", "300")))')), "steps"),
+    "read, but the loop keeps 300": (_edit("04-steps", ("s < steps", "s < 300")), "steps"),
+}
+
+
+@pytest.mark.parametrize("answer", list(STEPS))
+def test_04_steps(lab, answer):
+    source, rule = STEPS[answer]
+    _judge(lab, "04-steps", lambda: lab.cpp_backend("worksteps", source, first_line=2, progress=False), rule)

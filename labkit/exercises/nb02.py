@@ -10,12 +10,11 @@ import numpy as np
 
 from ..errors import LabkitError, ModelLoadError
 from ..inference import infer
-from ..native.build import Build, latest_build
 from ..server.base import TritonServer
 from ..stats import model_stats
 from .core import NotYet, exercise, reload_with
 from .sanitized import BareBuildError, SanitizedRun, sanitized_run
-from .scratch import library_files, scratch_model
+from .scratch import config_of, latest, library_files, scratch_model
 
 SCALED_MODELS = ("scaled_a", "scaled_b")
 SCALE_BACKEND = "scalecpp"
@@ -25,30 +24,12 @@ RAW_BACKEND = "rawdouble"
 RELEASE_WAIT_S = 5.0
 
 
-def latest(server: TritonServer, backend: str) -> Build:
-    """The person's latest build of ``backend`` (NotYet if there is none).
-
-    A cell that failed to compile leaves no build: this is then the one before it. (The record of each
-    cell's latest attempt in labkit.exercises.core can say "your latest cell did not build" first.)"""
-    build = latest_build(backend, server.toolchain())
-    if build is None or not build.source.exists():
-        raise NotYet(f"backend {backend!r} was never built here.", f"run the `%%triton_cpp {backend}` cell first.",
-                     rule="not-built")
-    return build
-
-
-def _config_of(server: TritonServer, model: str, cell: str):  # -> ModelConfig
-    if not (server.repository.model_dir(model) / "config.pbtxt").exists():
-        raise NotYet(f"model {model!r} has no config yet.", f"run the cell above {cell} that writes it.", rule="setup")
-    return server.repository.read_config(model)
-
-
 @exercise("02-scale", "02_cpp_backends", "a C++ backend that scales by a parameter of its config",
           "ModelState::parameter(key) returns a parameter of the config as a string (std::stof turns it into a float); "
           "ScaleState's constructor runs once per model load.")
 def scale(server: TritonServer) -> None:
     build = latest(server, SCALE_BACKEND)
-    config = _config_of(server, SCALED_MODELS[0], "the scalecpp cell")
+    config = config_of(server, SCALED_MODELS[0], "the cell that configures scaled_a and scaled_b")
     x = np.array([1.0, -2.0, 0.25, 8.0], np.float32)
     # Two models of the same library, then one of them reloaded: the scale belongs to each model load.
     with scratch_model(server, f"scale_a_{build.digest}", config, library_files(build)) as first, \
@@ -68,7 +49,7 @@ def scale(server: TritonServer) -> None:
           "ReportStatistics per request and ReportBatchStatistics once, before releasing the requests.")
 def raw_execute(server: TritonServer) -> None:
     build = latest(server, RAW_BACKEND)
-    config = _config_of(server, RAW_MODEL, "the rawdouble cell")
+    config = config_of(server, RAW_MODEL, "the cell that writes the config of raw_double")
     try:
         with sanitized_run(build.source.read_text(), RAW_BACKEND) as run:
             _judge_raw(run, config)

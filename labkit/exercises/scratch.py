@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LabkitError
-from ..native.build import Build
+from ..native.build import Build, latest_build
 from ..repository import ModelConfig
 from ..server.base import TritonServer
+from .core import NotYet
 
 #: Every scratch model's name starts with this, so a person never mistakes one for theirs.
 PREFIX = "labkit_check_"
@@ -62,3 +63,22 @@ def library_files(build: Build) -> dict[str, Path]:
     """The files that put ``build``'s library in version 1 of a scratch model. Name the model after
     ``build.digest``: Triton never reopens a library path, so a path must never hold other code."""
     return {f"1/{build.library.name}": build.library}
+
+
+def latest(server: TritonServer, backend: str) -> Build:
+    """The person's latest build of ``backend`` (NotYet if there is none).
+
+    A cell that failed to compile leaves no build: this is then the one before it. (The record of each
+    cell's latest attempt in labkit.exercises.core can say "your latest cell did not build" first.)"""
+    build = latest_build(backend, server.toolchain())
+    if build is None or not build.source.exists():
+        raise NotYet(f"backend {backend!r} was never built here.", f"run the `%%triton_cpp {backend}` cell first.",
+                     rule="not-built")
+    return build
+
+
+def config_of(server: TritonServer, model: str, writer: str) -> ModelConfig:
+    """The config the notebook wrote for ``model`` (NotYet naming ``writer``, the cell that writes it, if none)."""
+    if not (server.repository.model_dir(model) / "config.pbtxt").exists():
+        raise NotYet(f"model {model!r} has no config yet.", f"run {writer} first.", rule="setup")
+    return server.repository.read_config(model)
