@@ -6,12 +6,15 @@ notebook serves it (``cpp_backend`` / ``python_model``, as the magics do); the c
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 import labkit
 from labkit import exercises, reference
 from labkit.exercises import REGISTRY
-from labkit.exercises.scratch import PREFIX
+from labkit.server.base import current
 
 
 def _body(exercise_id: str, kind: str = "solution") -> str:
@@ -90,21 +93,21 @@ def lab():
         yield server
 
 
-def _leaves_nothing(lab, before: dict[str, str], loaded: set[str]) -> None:
-    assert not [m for m in lab.repository.models() if m.startswith(PREFIX)]
-    assert not [m["name"] for m in lab.index() if m["name"].startswith(PREFIX)]
-    assert set(lab.loaded_models()) == loaded
-    assert {m: (lab.repository.model_dir(m) / "config.pbtxt").read_text() for m in before} == before
+def _state(lab) -> tuple:
+    """What a notebook can see of the server: the repository's models and files, the index, what is loaded,
+    the magics' server, and the sanitized checks' folders."""
+    files = {p: p.read_bytes() for p in lab.repository.root.rglob("*") if p.is_file() and p.suffix != ".so"}
+    index = sorted({m["name"] for m in lab.index()})  # names only: old versions of a rebuild finish unloading
+    return files, index, lab.loaded_models(), current() is lab, sorted(Path(tempfile.gettempdir()).glob("labkit-asan-check-*"))
 
 
 def _judge(lab, exercise_id: str, serve, expected_rule: str | None) -> None:
     serve()
-    configs = {m: (lab.repository.model_dir(m) / "config.pbtxt").read_text() for m in lab.repository.models()}
-    loaded = set(lab.loaded_models())
+    before = _state(lab)
     verdict = exercises.check(exercise_id, lab)
     assert verdict.passed == (expected_rule is None), repr(verdict)
     assert verdict.rule == (expected_rule or ""), repr(verdict)
-    _leaves_nothing(lab, configs, loaded)
+    assert _state(lab) == before, "the check left something behind"
 
 
 @pytest.mark.parametrize("answer", list(RAW))
