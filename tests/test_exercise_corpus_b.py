@@ -106,8 +106,8 @@ def _judge(lab, exercise_id: str, serve, expected_rule: str | None) -> None:
     before = _state(lab)
     verdict = exercises.check(exercise_id, lab)
     assert verdict.passed == (expected_rule is None), repr(verdict)
-    assert verdict.rule == (expected_rule or ""), repr(verdict)
     assert _state(lab) == before, "the check left something behind"
+    assert verdict.rule == (expected_rule or ""), repr(verdict)
 
 
 @pytest.mark.parametrize("answer", list(RAW))

@@ -87,8 +87,8 @@ def _judge(lab, exercise_id: str, serve, expected_rule: str | None) -> None:
     before = _state(lab)
     verdict = exercises.check(exercise_id, lab)
     assert verdict.passed == (expected_rule is None), repr(verdict)
-    assert verdict.rule == (expected_rule or ""), repr(verdict)
     assert _state(lab) == before, "the check left something behind"
+    assert verdict.rule == (expected_rule or ""), repr(verdict)
 
 
 def _state(lab) -> tuple:
