@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import LabkitError, ModelLoadError
 from ..inference import infer
+from ..repository import ModelConfig
 from ..server.base import TritonServer
 from ..stats import model_stats
 from .core import NotYet, exercise, reload_with
@@ -35,7 +36,11 @@ def scale(server: TritonServer) -> None:
     with scratch_model(server, f"scale_a_{build.digest}", config, library_files(build)) as first, \
             scratch_model(server, f"scale_b_{build.digest}", config, library_files(build)) as second:
         for model, factor in ((first, 2.5), (second, -0.5), (first, 7.0)):
-            reload_with(server, model, scale=factor)
+            try:
+                reload_with(server, model, scale=factor)
+            except ModelLoadError as exc:
+                raise NotYet(f"a model of scalecpp with parameter scale {factor} did not load: {exc.reason}",
+                             rule="load") from None
             y = infer(server, model, {"X": x})["Y"]
             if y.dtype != np.float32 or y.shape != x.shape:
                 raise NotYet(f"Y came back as {y.dtype} of shape {list(y.shape)}; the config says FP32 [4].", rule="shape")
@@ -60,7 +65,9 @@ def raw_execute(server: TritonServer) -> None:
                      rule="c-api-only") from None
 
 
-def _judge_raw(run: SanitizedRun, config) -> None:
+def _judge_raw(run: SanitizedRun, config: ModelConfig) -> None:
+    """Load the sanitized build with the notebook's config, send requests over both protocols, then read
+    ASan's reports, Triton's statistics and whether the model can finish unloading."""
     server = run.server
     model = "raw_double_check"
     config.name = model
