@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LabkitError, ModelLoadError
+from ..errors import BuildError, LabkitError, ModelLoadError
 from ..inference import infer
 from ..repository import ModelConfig
 from ..server.base import TritonServer
 from ..stats import model_stats
 from .core import NotYet, exercise, reload_with
-from .sanitized import BareBuildError, SanitizedRun, sanitized_run
+from .sanitized import SanitizedRun, sanitized_run
 from .scratch import config_of, latest, library_files, scratch_model
 
 SCALED_MODELS = ("scaled_a", "scaled_b")
@@ -58,8 +58,8 @@ def raw_execute(server: TritonServer) -> None:
     try:
         with sanitized_run(build.source.read_text(), RAW_BACKEND) as run:
             _judge_raw(run, config)
-    except BareBuildError as exc:
-        first = next((line for line in exc.output.splitlines() if "error" in line), exc.output[:200])
+    except BuildError as exc:  # only the sanitized build raises it here
+        first = next((line for line in exc.compiler_output.splitlines() if "error" in line), exc.compiler_output[:200])
         raise NotYet(f"rawdouble does not compile with Triton's C API alone (tritonbackend.h, no labkit helpers): {first}",
                      "this exercise is the loop labkit::execute hides: write it with TRITONBACKEND_* calls.",
                      rule="c-api-only") from None
@@ -107,7 +107,7 @@ def _judge_raw(run: SanitizedRun, config: ModelConfig) -> None:
     try:
         server.unload(model, timeout_s=RELEASE_WAIT_S)
     except ModelLoadError:
-        never = "" if run.calls("TRITONBACKEND_RequestRelease") else " (your library never calls it)"
+        never = " (your library never calls it)" if run.calls("TRITONBACKEND_RequestRelease") is False else ""
         raise NotYet(f"the answers and statistics are right, but Triton could not finish unloading the model within "
                      f"{RELEASE_WAIT_S:.0f} s: it waits for requests the backend never released.",
                      f"call TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL) once for every "

@@ -2,7 +2,7 @@
 the check's own, so that a raw-pointer mistake (a write past the output buffer, a request used after
 its release) is caught where it happens instead of corrupting the person's server.
 
-    with sanitized_run(source, "rawdouble") as run:   # BareBuildError if it does not compile bare
+    with sanitized_run(source, "rawdouble") as run:   # BuildError if it does not compile bare
         run.server ...                                # an EmbeddedServer with the ASan runtime preloaded
         run.memory_error()                            # what ASan reported so far, or None
 
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SetupError
+from ..errors import BuildError, LabkitError, SetupError
 from ..native.build import INCLUDE_DIR, dynamic_symbols
 from ..native.toolchain import LocalToolchain
 from ..server import base
@@ -31,14 +31,6 @@ FLAGS = ["-std=c++17", "-fPIC", "-shared", "-g", "-O1", "-fno-omit-frame-pointer
          "-fsanitize=address", "-fsanitize-recover=address"]
 _ERROR = re.compile(r"ERROR: AddressSanitizer: ([\w-]+)")
 _ACCESS = re.compile(r"^(READ|WRITE) of size (\d+)", re.M)
-
-
-class BareBuildError(Exception):
-    """The source did not compile against Triton's C API alone; ``output`` holds the compiler's messages."""
-
-    def __init__(self, output: str) -> None:
-        super().__init__(output)
-        self.output = output
 
 
 @dataclass(frozen=True)
@@ -73,9 +65,13 @@ class SanitizedRun:
                                     int(line.group(1)) if line else 0)
         return None
 
-    def calls(self, function: str) -> bool:
-        """Whether the library calls ``function`` (it is among its undefined dynamic symbols)."""
-        return function in dynamic_symbols(self.library)[1]
+    def calls(self, function: str) -> bool | None:
+        """Whether the library calls ``function`` (it is among its undefined dynamic symbols); None if its
+        symbols cannot be read."""
+        try:
+            return function in dynamic_symbols(self.library)[1]
+        except LabkitError:
+            return None
 
 
 def runtime() -> str:
@@ -89,7 +85,8 @@ def runtime() -> str:
 
 
 def bare_build(source: str, backend: str, folder: Path) -> Path:
-    """Compile ``source`` into ``folder/libtriton_<backend>.so`` with only Triton's C API headers."""
+    """Compile ``source`` into ``folder/libtriton_<backend>.so`` with only Triton's C API headers; a
+    BuildError (``compiler_output`` set) if it does not compile."""
     include = folder / "include"
     include.mkdir(parents=True, exist_ok=True)
     shutil.copytree(INCLUDE_DIR / "triton", include / "triton")  # not labkit/: the helper layer stays out
@@ -98,7 +95,9 @@ def bare_build(source: str, backend: str, folder: Path) -> Path:
     library = folder / f"libtriton_{backend}.so"
     code, out = LocalToolchain().run(["c++", *FLAGS, f"-I{include}", str(src), "-o", str(library)], folder)
     if code != 0:
-        raise BareBuildError(out.replace(str(src), f"{backend}.cc").strip())
+        output = out.replace(str(src), f"{backend}.cc").strip()
+        raise BuildError(f"Backend {backend!r} does not compile with Triton's C API alone:\n{output}",
+                         backend=backend, compiler_output=output)
     return library
 
 
