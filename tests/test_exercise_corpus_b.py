@@ -224,6 +224,15 @@ def test_04_vectorize(lab, answer):
     _judge(lab, "04-vectorize", lambda: lab.python_model("python_work_batched", source), rule)
 
 
+def test_04_vectorize_judges_the_latest_model_py_even_when_it_did_not_load(lab):
+    def serve():
+        lab.python_model("python_work_batched", _body("04-vectorize"))  # a right answer serves ...
+        with pytest.raises(labkit.ModelLoadError):  # ... and stays loaded when the next edit does not load
+            lab.python_model("python_work_batched", _edit("04-vectorize", ("def execute(self, requests):", "def execute(self, requests)")))
+
+    _judge(lab, "04-vectorize", serve, "load")
+
+
 # -- 04-steps ----------------------------------------------------------------------------------------------
 
 STEPS_READ = 'steps(std::stoi(parameter("steps", "300")))'

@@ -8,13 +8,14 @@ notebook's models and configs stay as they were.
 from __future__ import annotations
 
 import json
+from importlib import resources
 
 import numpy as np
 
 from ..errors import InferenceError, ModelLoadError
 from ..inference import infer, infer_together
 from ..server.base import TritonServer
-from .core import NotYet, _cell, exercise
+from .core import NotYet, exercise
 from .scratch import config_of, latest, library_files, scratch_model
 
 VECTOR_MODEL = "python_work_batched"
@@ -53,7 +54,8 @@ def vectorize(server: TritonServer) -> None:
     for group in config.instance_group:
         group.count = 1
     config.dynamic_batching.max_queue_delay_microseconds = QUEUE_DELAY_US
-    files = {"1/model.py": _cell("04-vectorize", "wrapper"), "1/participant.py": source.read_text()}
+    wrapper = resources.files(__package__).joinpath("cells", "04-vectorize.wrapper").read_text()
+    files = {"1/model.py": wrapper, "1/participant.py": source.read_text()}
     rng = np.random.default_rng(4)
     sent = [rng.standard_normal((rows, 2, 128)).astype(np.float32) for rows in (1, 2, 1, 3)]
     with scratch_model(server, "vectorize", config, files) as model:
