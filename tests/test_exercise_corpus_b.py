@@ -258,3 +258,9 @@ STEPS = {
 def test_04_steps(lab, answer):
     source, rule = STEPS[answer]
     _judge(lab, "04-steps", lambda: lab.cpp_backend("worksteps", source, first_line=2, progress=False), rule)
+
+
+def test_a_check_before_its_cells_ran_says_so_and_writes_nothing(fresh_server):
+    verdict = exercises.check("04-vectorize", fresh_server)
+    assert not verdict.passed and verdict.rule == "setup"
+    assert fresh_server.repository.models() == ["add_sub"]
