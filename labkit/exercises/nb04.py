@@ -69,7 +69,7 @@ def vectorize(server: TritonServer) -> None:
         except InferenceError as exc:
             raise NotYet(f"requests of 1, 2, 1 and 3 rows sent together failed: {str(exc).strip().splitlines()[0]}",
                          rule="failed") from None
-        for i, (x, out) in enumerate(zip([sent[0], *sent], answers)):
+        for x, out in zip([sent[0], *sent], answers):
             got = out["OUTPUTTensor"]
             if not _same(got, x, 300):
                 raise NotYet(f"a request of {x.shape[0]} row(s) did not get the 300-step recurrence of its own input "
@@ -92,7 +92,8 @@ def _load_with_steps(server: TritonServer, model: str, steps: int | None) -> Non
     """Reload ``model`` with a new model state and parameter steps (none at all for None)."""
     config = server.repository.read_config(model)
     if steps is None:
-        del config.parameters["steps"]
+        if "steps" in config.parameters:
+            del config.parameters["steps"]
     else:
         config.parameters["steps"].string_value = str(steps)
     server.repository.write_config(config)
