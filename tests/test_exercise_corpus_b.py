@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import labkit
@@ -264,3 +265,21 @@ def test_a_check_before_its_cells_ran_says_so_and_writes_nothing(fresh_server):
     verdict = exercises.check("04-vectorize", fresh_server)
     assert not verdict.passed and verdict.rule == "setup"
     assert fresh_server.repository.models() == ["add_sub"]
+
+
+def test_a_memory_error_is_reported_at_the_cells_line(lab):
+    from labkit.exercises.sanitized import sanitized_run
+
+    source = "#line 2\n" + RAW["the loop counts bytes"][0]  # as the magic builds it: its first line is the cell's 2nd
+    loop = next(n for n, line in enumerate(REGISTRY["02-raw-execute"].solution().splitlines(), 1) if "k < size" in line)
+    with sanitized_run(source, "rawdouble") as run:
+        assert run.memory_error() is None and run.calls("TRITONBACKEND_RequestRelease")
+        run.server.repository.write_config(lab.repository.read_config("raw_double"))
+        (run.server.repository.model_dir("raw_double") / "1" / run.library.name).write_bytes(run.library.read_bytes())
+        run.server.load("raw_double")
+        # over gRPC: its frontend holds tensors in buffers of exactly their size (HTTP's have room to spare)
+        labkit.infer(run.server, "raw_double", {"IN0": np.arange(4, dtype=np.int32)}, protocol="grpc")
+        found = run.memory_error()
+        assert found is not None and found.kind == "heap-buffer-overflow" and found.line == loop
+        folder, server = run.folder, run.server
+    assert not folder.exists() and not server.alive
