@@ -25,12 +25,14 @@ TAG_PREFIX = "exercise:"
 
 
 class NotYet(Exception):
-    """Raised by a check: ``problem`` says what is wrong (with the inputs that showed it), ``hint`` how to go on."""
+    """Raised by a check: ``problem`` says what is wrong (with the inputs that showed it), ``hint`` how to go on,
+    ``rule`` a short name of the rule that failed (tests assert on it, not on the words)."""
 
-    def __init__(self, problem: str, hint: str = "") -> None:
+    def __init__(self, problem: str, hint: str = "", *, rule: str = "") -> None:
         super().__init__(problem)
         self.problem = problem
         self.hint = hint
+        self.rule = rule
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Verdict:
     passed: bool
     problem: str = ""
     hint: str = ""
+    rule: str = ""  # which rule of the check failed ("" when passed or not named)
 
     def line(self) -> str:
         if self.passed:
@@ -114,7 +117,7 @@ def check(exercise_id: str, server: TritonServer, **answer: Any) -> Verdict:
         item.verify(server, **answer)
         verdict = Verdict(exercise_id, True)
     except NotYet as exc:
-        verdict = Verdict(exercise_id, False, exc.problem, exc.hint or item.hint)
+        verdict = Verdict(exercise_id, False, exc.problem, exc.hint or item.hint, exc.rule)
     except LabkitError as exc:  # e.g. the model is not loaded, or the request failed: its first line says why
         verdict = Verdict(exercise_id, False, _first_line(str(exc)), item.hint)
     except Exception as exc:  # noqa: BLE001 - the person's code may raise anything; say what, not where
