@@ -24,7 +24,8 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype, tri
 from . import breakpoints, request_fit, waiting
 from .errors import InferenceError, InputSizeError, LabkitError, ModelNotFoundError, OutputNameError, RequestError
 from .server import stubs
-from .server.base import CONNECTION_ERRORS, TritonServer
+from .server.base import TritonServer
+from .server.connection import CONNECTION_ERRORS
 
 _MODULES = {"http": httpclient, "grpc": grpcclient}
 

@@ -9,7 +9,6 @@ The model calls (load, unload, Python and C++ backends) come from ModelControl.
 from __future__ import annotations
 
 import atexit
-import http.client
 import itertools
 import os
 import shutil
@@ -34,18 +33,13 @@ from ..native.crash import read as read_crash
 from ..native.toolchain import LocalToolchain, Toolchain
 from ..repository import ModelRepository
 from .beside import Beside
+from .connection import CONNECTION_ERRORS, unreachable
 from .logs import LogView
 from .model_control import ModelControl
 from .options import TritonOptions
 from .owner import Owner
 
 _LIVE: "weakref.WeakSet[TritonServer]" = weakref.WeakSet()
-
-#: What tritonclient's HTTP client raises when the server is gone: a refused connection (OSError)
-#: or one closed mid-response (http.client.HTTPException, from geventhttpclient).
-CONNECTION_ERRORS = (OSError, http.client.HTTPException)
-#: tritonclient's status for a gRPC call whose connection broke (the HTTP client raises OSError instead).
-_GRPC_UNAVAILABLE = "StatusCode.UNAVAILABLE"
 
 WORKDIR_PREFIX = "labkit-"
 OWNER_FILE = "owner.pid"
@@ -75,13 +69,6 @@ def current() -> "TritonServer":
     if not running:
         raise ServerNotRunningError("No labkit server is running; start one with `lab = labkit.start()`.")
     return max(running, key=lambda s: s.started_seq)
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """Whether ``exc`` says the connection itself failed (as opposed to Triton refusing the call)."""
-    if isinstance(exc, CONNECTION_ERRORS):
-        return True
-    return isinstance(exc, InferenceServerException) and exc.status() == _GRPC_UNAVAILABLE
 
 
 class TritonServer(ModelControl, Beside, ABC):
@@ -376,7 +363,7 @@ class TritonServer(ModelControl, Beside, ABC):
         server lives. The one place that decides "the server died"."""
         if self._stopped and self.died is None:
             return ServerNotRunningError(f"{doing}: this server was stopped; start a new one.")
-        return self.exited_error(doing) if self.gone(1.0 if _unreachable(exc) else 0.0) else None
+        return self.exited_error(doing) if self.gone(1.0 if unreachable(exc) else 0.0) else None
 
     # -- addresses and clients ------------------------------------------------------------------------------
 
