@@ -59,6 +59,8 @@ class Exercise:
     title: str
     hint: str
     verify: Callable[..., None]
+    #: Models or backends whose latest cell the check judges: see ``require_latest``.
+    sources: tuple[str, ...] = ()
 
     def starter(self) -> str:
         """The cell as shipped in the notebook."""
@@ -72,16 +74,33 @@ class Exercise:
 REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(id: str, notebook: str, title: str, hint: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register ``verify`` as the check of exercise ``id``."""
+def exercise(
+    id: str, notebook: str, title: str, hint: str, *, sources: tuple[str, ...] = ()
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``verify`` as the check of exercise ``id``. ``sources`` names the models or backends
+    whose cells the exercise is about: before ``verify`` runs, ``require_latest`` checks each."""
 
     def register(verify: Callable[..., None]) -> Callable[..., None]:
         if id in REGISTRY:
             raise ValueError(f"exercise {id!r} is registered twice")
-        REGISTRY[id] = Exercise(id, notebook, title, hint, verify)
+        REGISTRY[id] = Exercise(id, notebook, title, hint, verify, tuple(sources))
         return verify
 
     return register
+
+
+def require_latest(server: TritonServer, *names: str) -> None:
+    """Raise NotYet when the latest source written for any of ``names`` (a model or a backend, as a
+    ``%%triton_python`` / ``%%triton_cpp`` cell or ``python_model``/``python_backend``/``cpp_backend``
+    named it) did not build or did not load: the previous version may still be serving, and judging
+    it would judge old code. Names never written through labkit pass (nothing to say about them)."""
+    for name in names:
+        attempt = server.attempts.get(name)
+        if attempt is None or attempt.serving:
+            continue
+        what = "build" if not attempt.built else "load"
+        raise NotYet(f"your latest {name} cell did not {what}: {attempt.error}",
+                     f"fix it and run the {name} cell again; until then Triton serves the version before it.")
 
 
 def reload_with(server: TritonServer, model: str, **parameters: object) -> None:
@@ -111,6 +130,7 @@ def check(exercise_id: str, server: TritonServer, **answer: Any) -> Verdict:
         raise KeyError(f"no exercise {exercise_id!r}; the exercises are: {known}")
     item = REGISTRY[exercise_id]
     try:
+        require_latest(server, *item.sources)
         item.verify(server, **answer)
         verdict = Verdict(exercise_id, True)
     except NotYet as exc:

@@ -23,7 +23,8 @@ def _model_source(server: TritonServer, model: str) -> str:
 
 
 @exercise("01-output2", "01_python_backend", "add OUTPUT2 = INPUT0 × INPUT1 to add_sub",
-          "each response lists its output tensors: add a third one named OUTPUT2 holding the element-wise product.")
+          "each response lists its output tensors: add a third one named OUTPUT2 holding the element-wise product.",
+          sources=(OUTPUT2_MODEL,))
 def output2(server: TritonServer) -> None:
     rng = np.random.default_rng(2023)
     a = rng.integers(-9, 10, 4).astype(np.float32) / 2
@@ -62,7 +63,8 @@ def _loop_lines(source: str) -> list[int]:
 
 @exercise("01-batch", "01_python_backend", "handle a whole batch at once with numpy",
           "np.concatenate the requests' INPUT0 (and INPUT1) along axis 0, compute the sum and difference once, "
-          "then np.split the results at the requests' row counts (np.cumsum of them, without the last).")
+          "then np.split the results at the requests' row counts (np.cumsum of them, without the last).",
+          sources=(BATCH_MODEL,))
 def whole_batch(server: TritonServer) -> None:
     source = _model_source(server, BATCH_MODEL)
     rows = [1, 3, 2, 1, 2, 3, 1, 2]  # requests of different sizes, sent together: Triton batches them

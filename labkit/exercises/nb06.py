@@ -37,7 +37,7 @@ def third_model(server: TritonServer) -> None:
 
 @exercise("06-offset", "06_python_based_backend", "give the shared backend an optional offset parameter",
           "in initialize(), read config[\"parameters\"].get(\"offset\") the way scale is read, with 0 when it is "
-          "missing, and compute x * self.scale + self.offset.")
+          "missing, and compute x * self.scale + self.offset.", sources=(BACKEND,))
 def offset(server: TritonServer) -> None:
     x = np.array([1.0, -2.0, 10.0], np.float32)
     answers = {}

@@ -26,6 +26,7 @@ from ..repository.files import write_atomic
 from ..repository.python_source import model_source
 from ..stuck import unstick as _unstick
 from . import stubs
+from .attempts import Attempt, digest, recording
 from .logs import LogView
 
 # Lines worth showing when a load fails: Python tracebacks, errors, and the model's own lines.
@@ -42,6 +43,7 @@ class ModelControl:
     metrics_url: str
     before_load: list[Callable[[str], None]]
     _loaded: set[str]
+    attempts: dict[str, Attempt]
 
     @property
     def alive(self) -> bool:
@@ -174,9 +176,11 @@ class ModelControl:
             if config.name != name:
                 raise RepositoryError(f"The config is for model {config.name!r}, not {name!r}.")
             self.repository.write_config(config)
-        path = self.repository.write_python_model(name, source)
-        if load:
-            self.load(name)
+        text = model_source(source)
+        path = self.repository.write_python_model(name, text)
+        with recording(self.attempts, [name], digest(text), load=load):
+            if load:
+                self.load(name)
         return path
 
     def python_backend(self, backend: str, source: str | Path | type, *, reload: bool = True) -> list[str]:
@@ -186,14 +190,17 @@ class ModelControl:
         check_name(backend, "backend")
         if backend == "python":
             raise RepositoryError("'python' is the Python backend itself; give your backend another name.")
-        write_atomic(self.backend_dir / backend / "model.py", model_source(source))
-        if not reload:
-            return []
-        loaded = set(self.loaded_models())
-        users = [m for m in self.repository.models_using(backend) if m in loaded]
-        for model in users:
-            self.repository.mark_changed(model)  # the model folder itself did not change
-            self.load(model)
+        text = model_source(source)
+        write_atomic(self.backend_dir / backend / "model.py", text)
+        with recording(self.attempts, [backend], digest(text), load=reload):
+            if not reload:
+                return []
+            loaded = set(self.loaded_models())
+            users = [m for m in self.repository.models_using(backend) if m in loaded]
+            for model in users:
+                self.repository.mark_changed(model)  # the model folder itself did not change
+                with recording(self.attempts, [model], digest(text)):
+                    self.load(model)
         return users
 
     # -- C++ backends compiled from a notebook --------------------------------------------------------
@@ -210,9 +217,16 @@ class ModelControl:
         Returns the version each model now serves. A compile error raises BuildError and changes
         nothing; a model Triton refuses raises ModelLoadError and keeps its previous build serving.
         """
-        build = self.build(backend, source, **options)
         targets = models if models is not None else self.repository.models_using(backend)
-        return {model: deploy.install(self, build, model) for model in targets}
+        text = source.read_text() if isinstance(source, Path) and source.is_file() else str(source)
+        with recording(self.attempts, [backend, *targets], digest(text)):
+            build = self.build(backend, source, **options)
+        served = {}
+        with recording(self.attempts, [backend], digest(text)):
+            for model in targets:
+                with recording(self.attempts, [model], digest(text)):
+                    served[model] = deploy.install(self, build, model)
+        return served
 
     def export_backend(self, backend: str, directory: str | Path, **options: Any) -> Path:
         """A standalone CMake project for a backend built here, with this repository's models that use
