@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any
+
+import numpy as np
+from tritonclient.utils import triton_to_np_dtype
 
 from ..errors import LabkitError
 from ..server.base import TritonServer
@@ -112,6 +117,43 @@ def reload_with(server: TritonServer, model: str, **parameters: object) -> None:
     server.repository.write_config(config)
     server.repository.mark_changed(model)
     server.load(model)
+
+
+@contextmanager
+def scratch_model(server: TritonServer, name: str) -> Iterator[str]:
+    """A model of the check's own, named ``name``: whatever the block writes and loads under it is
+    unloaded and its folder removed afterwards, so a check leaves nothing behind in the notebook."""
+    try:
+        yield name
+    finally:
+        if any(m["name"] == name and m.get("state") in ("READY", "LOADING") for m in server.index()):
+            server.unload(name)
+        shutil.rmtree(server.repository.model_dir(name), ignore_errors=True)
+
+
+def require_configured_outputs(server: TritonServer, model: str, outputs: Mapping[str, np.ndarray],
+                               rows: int | None = None, shown: str = "") -> None:
+    """Raise NotYet unless every output the config of ``model`` declares came back with the config's
+    datatype and shape (as Triton returned them: ``outputs`` from labkit.infer). ``rows``: the batch
+    dimension the request had, for a model with max_batch_size > 0. ``shown`` names the inputs sent."""
+    config = server.model_config(model)
+    batched = int(config.get("max_batch_size", 0)) > 0
+    for spec in config.get("output", []):
+        name = spec["name"]
+        dims = [int(d) for d in spec["dims"]]
+        wanted = ([rows] if batched else []) + dims
+        if name not in outputs:
+            raise NotYet(f"the answer{shown} has no {name}; it has {', '.join(sorted(outputs)) or 'no outputs'}.")
+        got = outputs[name]
+        dtype = np.dtype(triton_to_np_dtype(spec["data_type"].removeprefix("TYPE_")))
+        if got.dtype != dtype:
+            raise NotYet(f"{name} came back as {got.dtype}{shown}; the config of {model} says "
+                         f"{spec['data_type'].removeprefix('TYPE_')} ({dtype}).",
+                         f"give pb_utils.Tensor an array of dtype {dtype} (e.g. .astype(np.{dtype}).")
+        if len(got.shape) != len(wanted) or any(w not in (-1, None, g) for w, g in zip(wanted, got.shape)):
+            expected = [("any" if w in (-1, None) else w) for w in wanted]
+            raise NotYet(f"{name} came back with shape {list(got.shape)}{shown}; the config of {model} says "
+                         f"{expected}.", "return an array of exactly the configured shape (no extra axis).")
 
 
 def _cell(exercise_id: str, kind: str) -> str:
