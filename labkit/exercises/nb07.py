@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import InferenceError
 from ..inference import infer_with_parameters, stream_infer
 from ..server.base import TritonServer
-from .core import NotYet, exercise
+from .core import NotYet, exercise, require_configured_outputs
 
 COUNTDOWN = "countdown"
 PARAMETERS_BACKEND, PARAMETERS_MODEL = "respparams", "respparams_passthrough"
@@ -22,6 +22,8 @@ def countdown(server: TritonServer) -> None:
             responses = stream_infer(server, COUNTDOWN, {"N": np.array([n], np.int32)}, timeout_s=5)
         except InferenceError as exc:
             raise NotYet(f"for N={n}: {str(exc).splitlines()[0]}") from None
+        for response in responses:
+            require_configured_outputs(server, COUNTDOWN, response, shown=f" (a response for N={n})")
         values = [int(r["OUT"][0]) for r in responses]
         wanted = list(range(n, 0, -1))
         if values != wanted:

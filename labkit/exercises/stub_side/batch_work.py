@@ -25,6 +25,8 @@ _counts = {"add": 0, "subtract": 0}
 class Counted(np.ndarray):
     """An input array that counts the additions and subtractions computed from it; results are plain arrays."""
 
+    __array_priority__ = 1.0  # so that np.concatenate, np.vstack and np.stack of them are Counted too
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if ufunc.__name__ in _counts:
             _counts[ufunc.__name__] += 1
