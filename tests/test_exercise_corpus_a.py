@@ -33,9 +33,10 @@ class TritonPythonModel:
 
 
 @pytest.fixture(scope="module")
-def lab():
-    """One server set up as notebooks 01, 03, 06 and 07 are before their exercises."""
-    with labkit.EmbeddedServer() as server:
+def lab(tmp_path_factory):
+    """One server set up as notebooks 01, 03, 06 and 07 are before their exercises (its log stays in
+    the test's temporary folder)."""
+    with labkit.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
         server.start()
         pair = [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])]
         server.repository.write_config(labkit.model_config(

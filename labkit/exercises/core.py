@@ -143,7 +143,7 @@ def require_configured_outputs(server: TritonServer, model: str, outputs: Mappin
         dims = [int(d) for d in spec["dims"]]
         wanted = ([rows] if batched else []) + dims
         if name not in outputs:
-            raise NotYet(f"the answer{shown} has no {name}; it has {', '.join(sorted(outputs)) or 'no outputs'}.")
+            raise NotYet(f"the answer has no {name}{shown}; it has {', '.join(sorted(outputs)) or 'no outputs'}.")
         got = outputs[name]
         dtype = np.dtype(triton_to_np_dtype(spec["data_type"].removeprefix("TYPE_")))
         if got.dtype != dtype:

@@ -31,7 +31,7 @@ def output2(server: TritonServer) -> None:
     shown = f" (for INPUT0={a.tolist()}, INPUT1={b.tolist()})"
     out = infer(server, OUTPUT2_MODEL, {"INPUT0": a, "INPUT1": b})
     if "OUTPUT2" not in out:
-        raise NotYet(f"the answer{shown} has no OUTPUT2; it has {', '.join(sorted(out))}.")
+        raise NotYet(f"the answer has no OUTPUT2{shown}; it has {', '.join(sorted(out))}.")
     require_configured_outputs(server, OUTPUT2_MODEL, out, shown=shown)
     got = out["OUTPUT2"]
     if np.allclose(got, a + b) and not np.allclose(a + b, a * b):

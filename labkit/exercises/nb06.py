@@ -39,8 +39,8 @@ def third_model(server: TritonServer) -> None:
     require_configured_outputs(server, THIRD, out, shown=f" (for X={x.tolist()})")
     y = out["Y"]
     if not np.allclose(y, 3 * x) and not np.allclose(y, 3 * x + 1):  # the notebook's backend may still add one
-        raise NotYet(f"{THIRD} answered {y.tolist()} for X={x.tolist()} (the scale parameter it serves with is "
-                     f"{served_scale}); three times X is {(3 * x).tolist()}.",
+        raise NotYet(f"{THIRD} answered {y.tolist()} for X={x.tolist()} (its scale parameter is "
+                     f"{float(served_scale or 'nan'):g}); three times X is {(3 * x).tolist()}.",
                      "the parameters in the config decide the factor: change scale, write the config, load the model again.")
 
 
