@@ -170,6 +170,7 @@ class ModelControl:
         """Write ``name/1/model.py`` (and the config, if given), then load or reload it.
 
         Reloading replaces the model's Python stub, so the new code serves without restarting Triton.
+        Whether it loaded is recorded in ``attempts[name]`` (see attempts.py), also when it raised.
         """
         check_name(name)
         if config is not None:
@@ -186,7 +187,7 @@ class ModelControl:
     def python_backend(self, backend: str, source: str | Path | type, *, reload: bool = True) -> list[str]:
         """Write a Python-based backend: one ``backends/<backend>/model.py`` that serves many models
         (configs saying ``backend: "<backend>"``). With ``reload``, every loaded model that uses it is
-        reloaded so the new code serves; returns those models."""
+        reloaded so the new code serves; returns those models. ``attempts`` records the backend and each model."""
         check_name(backend, "backend")
         if backend == "python":
             raise RepositoryError("'python' is the Python backend itself; give your backend another name.")
@@ -216,6 +217,7 @@ class ModelControl:
 
         Returns the version each model now serves. A compile error raises BuildError and changes
         nothing; a model Triton refuses raises ModelLoadError and keeps its previous build serving.
+        ``attempts`` records for the backend and each model whether this source built and loaded.
         """
         targets = models if models is not None else self.repository.models_using(backend)
         text = source.read_text() if isinstance(source, Path) and source.is_file() else str(source)
