@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any
+
+import numpy as np
+from tritonclient.utils import triton_to_np_dtype
 
 from ..errors import LabkitError
 from ..server.base import TritonServer
@@ -62,6 +67,8 @@ class Exercise:
     title: str
     hint: str
     verify: Callable[..., None]
+    #: Models or backends whose latest cell the check judges: see ``require_latest``.
+    sources: tuple[str, ...] = ()
 
     def starter(self) -> str:
         """The cell as shipped in the notebook."""
@@ -75,16 +82,33 @@ class Exercise:
 REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(id: str, notebook: str, title: str, hint: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register ``verify`` as the check of exercise ``id``."""
+def exercise(
+    id: str, notebook: str, title: str, hint: str, *, sources: tuple[str, ...] = ()
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``verify`` as the check of exercise ``id``. ``sources`` names the models or backends
+    whose cells the exercise is about: before ``verify`` runs, ``require_latest`` checks each."""
 
     def register(verify: Callable[..., None]) -> Callable[..., None]:
         if id in REGISTRY:
             raise ValueError(f"exercise {id!r} is registered twice")
-        REGISTRY[id] = Exercise(id, notebook, title, hint, verify)
+        REGISTRY[id] = Exercise(id, notebook, title, hint, verify, tuple(sources))
         return verify
 
     return register
+
+
+def require_latest(server: TritonServer, *names: str) -> None:
+    """Raise NotYet when the latest source written for any of ``names`` (a model or a backend, as a
+    ``%%triton_python`` / ``%%triton_cpp`` cell or ``python_model``/``python_backend``/``cpp_backend``
+    named it) did not build or did not load: the previous version may still be serving, and judging
+    it would judge old code. Names never written through labkit pass (nothing to say about them)."""
+    for name in names:
+        attempt = server.attempts.get(name)
+        if attempt is None or attempt.serving:
+            continue
+        what = "build" if not attempt.built else "load"
+        raise NotYet(f"your latest {name} cell did not {what}: {attempt.error}",
+                     f"fix it and run the {name} cell again; until then Triton serves the version before it.")
 
 
 def reload_with(server: TritonServer, model: str, **parameters: object) -> None:
@@ -96,6 +120,43 @@ def reload_with(server: TritonServer, model: str, **parameters: object) -> None:
     server.repository.write_config(config)
     server.repository.mark_changed(model)
     server.load(model)
+
+
+@contextmanager
+def scratch_model(server: TritonServer, name: str) -> Iterator[str]:
+    """A model of the check's own, named ``name``: whatever the block writes and loads under it is
+    unloaded and its folder removed afterwards, so a check leaves nothing behind in the notebook."""
+    try:
+        yield name
+    finally:
+        if any(m["name"] == name and m.get("state") in ("READY", "LOADING") for m in server.index()):
+            server.unload(name)
+        shutil.rmtree(server.repository.model_dir(name), ignore_errors=True)
+
+
+def require_configured_outputs(server: TritonServer, model: str, outputs: Mapping[str, np.ndarray],
+                               rows: int | None = None, shown: str = "") -> None:
+    """Raise NotYet unless every output the config of ``model`` declares came back with the config's
+    datatype and shape (as Triton returned them: ``outputs`` from labkit.infer). ``rows``: the batch
+    dimension the request had, for a model with max_batch_size > 0. ``shown`` names the inputs sent."""
+    config = server.model_config(model)
+    batched = int(config.get("max_batch_size", 0)) > 0
+    for spec in config.get("output", []):
+        name = spec["name"]
+        dims = [int(d) for d in spec["dims"]]
+        wanted = ([rows] if batched else []) + dims
+        if name not in outputs:
+            raise NotYet(f"the answer has no {name}{shown}; it has {', '.join(sorted(outputs)) or 'no outputs'}.")
+        got = outputs[name]
+        dtype = np.dtype(triton_to_np_dtype(spec["data_type"].removeprefix("TYPE_")))
+        if got.dtype != dtype:
+            raise NotYet(f"{name} came back as {got.dtype}{shown}; the config of {model} says "
+                         f"{spec['data_type'].removeprefix('TYPE_')} ({dtype}).",
+                         f"give pb_utils.Tensor an array of dtype {dtype} (e.g. .astype(np.{dtype}).")
+        if len(got.shape) != len(wanted) or any(w not in (-1, None, g) for w, g in zip(wanted, got.shape)):
+            expected = [("any" if w in (-1, None) else w) for w in wanted]
+            raise NotYet(f"{name} came back with shape {list(got.shape)}{shown}; the config of {model} says "
+                         f"{expected}.", "return an array of exactly the configured shape (no extra axis).")
 
 
 def _cell(exercise_id: str, kind: str) -> str:
@@ -114,6 +175,7 @@ def check(exercise_id: str, server: TritonServer, **answer: Any) -> Verdict:
         raise KeyError(f"no exercise {exercise_id!r}; the exercises are: {known}")
     item = REGISTRY[exercise_id]
     try:
+        require_latest(server, *item.sources)
         item.verify(server, **answer)
         verdict = Verdict(exercise_id, True)
     except NotYet as exc:

@@ -1,86 +1,101 @@
-"""Exercises of notebook 01 (a Python backend): a third output, and a whole batch at once."""
+"""Exercises of notebook 01 (a Python backend): a third output, and a whole batch at once.
+
+01-batch is judged by what the model does, not by how its text looks: the check serves the person's
+model.py inside a model of its own (stub_side/batch_work.py) whose inputs count the additions and
+subtractions computed from them, sends one request alone and then eight that Triton batches into one
+execute(), and compares: work that grows with the number of requests is a loop over them.
+"""
 
 from __future__ import annotations
-
-import ast
 
 import numpy as np
 
 from ..inference import infer, infer_together
 from ..server.base import TritonServer
-from ..stats import model_stats
-from .core import NotYet, exercise
+from . import stub_side
+from .core import NotYet, exercise, require_configured_outputs, scratch_model
 
 OUTPUT2_MODEL = "add_sub3"
 BATCH_MODEL = "add_sub_vec"
-
-
-def _model_source(server: TritonServer, model: str) -> str:
-    path = server.repository.model_dir(model) / "1" / "model.py"
-    if not path.exists():
-        raise NotYet(f"model {model!r} has no model.py yet.", f"run the `%%triton_python {model}` cell first.")
-    return path.read_text()
+WORK_MODEL = "add_sub_vec_work_check"
+BATCH_ROWS = [1, 3, 2, 1, 2, 3, 1, 2]  # requests of different sizes, sent together: one execute() for all
 
 
 @exercise("01-output2", "01_python_backend", "add OUTPUT2 = INPUT0 × INPUT1 to add_sub",
-          "each response lists its output tensors: add a third one named OUTPUT2 holding the element-wise product.")
+          "each response lists its output tensors: add a third one named OUTPUT2 holding the element-wise product.",
+          sources=(OUTPUT2_MODEL,))
 def output2(server: TritonServer) -> None:
     rng = np.random.default_rng(2023)
     a = rng.integers(-9, 10, 4).astype(np.float32) / 2
     b = rng.integers(-9, 10, 4).astype(np.float32) / 4
-    shown = f"INPUT0={a.tolist()}, INPUT1={b.tolist()}"
+    shown = f" (for INPUT0={a.tolist()}, INPUT1={b.tolist()})"
     out = infer(server, OUTPUT2_MODEL, {"INPUT0": a, "INPUT1": b})
     if "OUTPUT2" not in out:
-        raise NotYet(f"the answer has no OUTPUT2 (for {shown}); it has {', '.join(sorted(out))}.")
+        raise NotYet(f"the answer has no OUTPUT2{shown}; it has {', '.join(sorted(out))}.")
+    require_configured_outputs(server, OUTPUT2_MODEL, out, shown=shown)
     got = out["OUTPUT2"]
-    if got.dtype != np.float32:
-        raise NotYet(f"OUTPUT2 is {got.dtype}; the config says FP32.", "keep the result float32 (a * b of two float32 arrays is).")
     if np.allclose(got, a + b) and not np.allclose(a + b, a * b):
-        raise NotYet(f"OUTPUT2 was {got.tolist()} for {shown}: that is INPUT0 + INPUT1.", "multiply: a * b, not a + b.")
+        raise NotYet(f"OUTPUT2 was {got.tolist()}{shown}: that is INPUT0 + INPUT1.", "multiply: a * b, not a + b.")
     if not np.allclose(got, a * b):
-        raise NotYet(f"OUTPUT2 was {got.tolist()} for {shown}; expected their product {(a * b).tolist()}.")
+        raise NotYet(f"OUTPUT2 was {got.tolist()}{shown}; expected their product {(a * b).tolist()}.")
     if not (np.allclose(out["OUTPUT0"], a + b) and np.allclose(out["OUTPUT1"], a - b)):
         raise NotYet("OUTPUT2 is right, but OUTPUT0/OUTPUT1 are no longer the sum and difference.",
-                      "keep the two outputs add_sub already had.")
+                     "keep the two outputs add_sub already had.")
 
 
-def _loop_lines(source: str) -> list[int]:
-    """Lines inside execute() where + or - is computed within a loop (for, while or a comprehension)."""
-    tree = ast.parse(source)
-    execute = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    and n.name == "execute"), None)
-    if execute is None:
-        return []
-    loops = (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
-    lines = []
-    for loop in (n for n in ast.walk(execute) if isinstance(n, loops)):
-        for node in ast.walk(loop):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-                lines.append(node.lineno)
-    return sorted(set(lines))
+def _serve_work_model(server: TritonServer) -> None:
+    """WORK_MODEL: the person's latest model.py inside batch_work.py, batching all of BATCH_ROWS at once."""
+    source = server.repository.model_dir(BATCH_MODEL) / "1" / "model.py"
+    if not source.exists():
+        raise NotYet(f"model {BATCH_MODEL!r} has no model.py yet.", f"run the `%%triton_python {BATCH_MODEL}` cell first.")
+    config = server.repository.read_config(BATCH_MODEL)
+    config.name = WORK_MODEL
+    config.max_batch_size = sum(BATCH_ROWS)  # a full batch executes at once: no waiting on the delay
+    config.dynamic_batching.max_queue_delay_microseconds = 5_000_000  # time enough for all eight to arrive
+    del config.dynamic_batching.preferred_batch_size[:]
+    del config.instance_group[1:]
+    config.instance_group[0].count = 1
+    config.output.add(name="WORK", data_type="TYPE_INT64", dims=[3])
+    server.repository.write_config(config)
+    server.repository.write_file(WORK_MODEL, "person.py", source.read_text())
+    server.repository.write_file(WORK_MODEL, "model.py", stub_side.source("batch_work"))
+    server.load(WORK_MODEL)
+
+
+def _answers(server: TritonServer, sent: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[int, int, int]]:
+    """Send ``sent`` together; check each answer is its own request's sum and difference; return the
+    WORK each response reported: (requests in its execute(), additions, subtractions)."""
+    answers = infer_together(server, WORK_MODEL, [{"INPUT0": a, "INPUT1": b} for a, b in sent])
+    for i, ((a, b), out) in enumerate(zip(sent, answers)):
+        shown = f" (request {i} of {len(sent)}, {a.shape[0]} row(s))"
+        require_configured_outputs(server, WORK_MODEL, out, rows=a.shape[0], shown=shown)
+        if not (np.allclose(out["OUTPUT0"], a + b) and np.allclose(out["OUTPUT1"], a - b)):
+            raise NotYet(f"OUTPUT0/OUTPUT1 are not the request's own sum and difference{shown}: each response "
+                         f"must hold only its request's rows, in order.")
+    return [tuple(int(v) for v in out["WORK"][0]) for out in answers]
 
 
 @exercise("01-batch", "01_python_backend", "handle a whole batch at once with numpy",
           "np.concatenate the requests' INPUT0 (and INPUT1) along axis 0, compute the sum and difference once, "
-          "then np.split the results at the requests' row counts (np.cumsum of them, without the last).")
+          "then np.split the results at the requests' row counts (np.cumsum of them, without the last).",
+          sources=(BATCH_MODEL,))
 def whole_batch(server: TritonServer) -> None:
-    source = _model_source(server, BATCH_MODEL)
-    rows = [1, 3, 2, 1, 2, 3, 1, 2]  # requests of different sizes, sent together: Triton batches them
     rng = np.random.default_rng(7)
-    sent = [(rng.integers(-50, 50, (n, 4)).astype(np.float32), rng.integers(-50, 50, (n, 4)).astype(np.float32))
-            for n in rows]
-    before = model_stats(server, BATCH_MODEL, settle=True)
-    answers = infer_together(server, BATCH_MODEL, [{"INPUT0": a, "INPUT1": b} for a, b in sent])
-    for i, (a, b) in enumerate(sent):
-        out = answers[i]
-        if out["OUTPUT0"].shape != a.shape or not np.allclose(out["OUTPUT0"], a + b) or not np.allclose(out["OUTPUT1"], a - b):
-            raise NotYet(f"request {i} ({a.shape[0]} row(s)) got OUTPUT0 of shape {list(out['OUTPUT0'].shape)} "
-                         f"that is not its own sum: each response must hold only its request's rows, in order.")
-    executed = model_stats(server, BATCH_MODEL, settle=True).since(before)
-    if executed.execution_count >= len(rows):
+
+    def rows(n: int) -> tuple[np.ndarray, np.ndarray]:
+        return rng.integers(-50, 50, (n, 4)).astype(np.float32), rng.integers(-50, 50, (n, 4)).astype(np.float32)
+
+    with scratch_model(server, WORK_MODEL):
+        _serve_work_model(server)
+        [alone] = _answers(server, [rows(sum(BATCH_ROWS))])
+        together = _answers(server, [rows(n) for n in BATCH_ROWS])
+    batched = [w for w in together if w[0] > 1]
+    if not batched:
         raise NotYet("the answers are right, but Triton never put two requests in one execute() here, so the "
-                     "check could not see a whole batch.", "keep the config's dynamic_batching as the notebook wrote it.")
-    inside = _loop_lines(source)
-    if inside:
-        raise NotYet(f"the answers are right, but execute() still computes + or - inside a loop (model.py line "
-                     f"{', '.join(map(str, inside))}).")
+                     "check could not see a whole batch.", "keep max_batch_size and dynamic_batching in the config.")
+    requests, adds, subtracts = max(batched)
+    _, adds_alone, subtracts_alone = alone
+    if adds > adds_alone or subtracts > subtracts_alone:
+        raise NotYet(f"the answers are right, but execute() computed {adds} additions and {subtracts} subtractions "
+                     f"for {requests} requests, and {adds_alone} and {subtracts_alone} for one request with as many "
+                     f"rows: the work still runs once per request.")

@@ -7,20 +7,23 @@ import numpy as np
 from ..errors import InferenceError
 from ..inference import infer_with_parameters, stream_infer
 from ..server.base import TritonServer
-from .core import NotYet, exercise
+from .core import NotYet, exercise, require_configured_outputs
 
 COUNTDOWN = "countdown"
-PARAMETERS_MODEL = "respparams_passthrough"
+PARAMETERS_BACKEND, PARAMETERS_MODEL = "respparams", "respparams_passthrough"
 
 
 @exercise("07-countdown", "07_backend_api_tour", "a decoupled model that streams N responses",
-          "loop from n down to 1 and sender.send() one response per number; send the final flag once, after the loop.")
+          "loop from n down to 1 and sender.send() one response per number; send the final flag once, after the loop.",
+          sources=(COUNTDOWN,))
 def countdown(server: TritonServer) -> None:
     for n in (5, 1, 0, 12):
         try:
             responses = stream_infer(server, COUNTDOWN, {"N": np.array([n], np.int32)}, timeout_s=5)
         except InferenceError as exc:
             raise NotYet(f"for N={n}: {str(exc).splitlines()[0]}") from None
+        for response in responses:
+            require_configured_outputs(server, COUNTDOWN, response, shown=f" (a response for N={n})")
         values = [int(r["OUT"][0]) for r in responses]
         wanted = list(range(n, 0, -1))
         if values != wanted:
@@ -30,7 +33,8 @@ def countdown(server: TritonServer) -> None:
 
 @exercise("07-sum-parameter", "07_backend_api_tour", "a response parameter with the sum of the request's values",
           "in the loop over requests, batch.set_parameter(i, \"sum\", total) with total the int64 sum of row[0..3] "
-          "(std::accumulate from <numeric>, starting from int64_t{0}).")
+          "(std::accumulate from <numeric>, starting from int64_t{0}).",
+          sources=(PARAMETERS_BACKEND, PARAMETERS_MODEL))
 def sum_parameter(server: TritonServer) -> None:
     for protocol, values in (("http", [3, -7, 12, 5]), ("grpc", [2_000_000_000, 2_000_000_000, 1, -1])):
         sent = np.array(values, np.int32)

@@ -32,6 +32,7 @@ from ..native.crash import Crash
 from ..native.crash import read as read_crash
 from ..native.toolchain import LocalToolchain, Toolchain
 from ..repository import ModelRepository
+from .attempts import Attempt
 from .beside import Beside
 from .connection import CONNECTION_ERRORS, unreachable
 from .logs import LogView
@@ -138,6 +139,8 @@ class TritonServer(ModelControl, Beside, ABC):
         #: collector can read the counters a reload is about to reset.
         self.before_load: list[Callable[[str], None]] = []
         self._loaded: set[str] = set()  # what restart() brings back
+        #: Per model or backend, what became of the latest source written for it (see attempts.py).
+        self.attempts: dict[str, Attempt] = {}
         self._in_flight: dict[str, int] = {}
         #: Set (to the error) when the watchdog sees the server die on its own.
         self.died: ServerNotRunningError | None = None

@@ -30,6 +30,7 @@ from .. import waiting
 from ..stuck import unstick as _unstick
 from ..stuck.stuck_load import load_timeout
 from . import idle, stubs
+from .attempts import Attempt, digest, recording
 from .logs import LogView
 
 # Lines worth showing when a load fails: Python tracebacks, errors, and the model's own lines.
@@ -47,6 +48,7 @@ class ModelControl:
     load_timeout_s: float
     before_load: list[Callable[[str], None]]
     _loaded: set[str]
+    attempts: dict[str, Attempt]
 
     @property
     def alive(self) -> bool:
@@ -245,6 +247,7 @@ class ModelControl:
         Reloading replaces the model's Python stub, so the new code serves without restarting Triton.
         A model Triton refuses raises ModelLoadError and keeps its previous code serving; its previous
         model.py and config go back on disk, so a restart or a plain ``load`` serves that code again.
+        Whether it loaded is recorded in ``attempts[name]`` (see attempts.py), also when it raised.
         """
         check_name(name)
         if config is not None and config.name != name:
@@ -254,31 +257,36 @@ class ModelControl:
                   if (folder / relpath).is_file()}
         if config is not None:
             self.repository.write_config(config)
-        path = self.repository.write_python_model(name, source)
-        if load:
-            try:
-                self.load(name, timeout_s=load_timeout_s)
-            except ModelLoadError:
-                for relpath, data in before.items():
-                    self.repository.write_file(name, relpath, data, version=None)
-                raise
+        text = model_source(source)
+        path = self.repository.write_python_model(name, text)
+        with recording(self.attempts, [name], digest(text), load=load):
+            if load:
+                try:
+                    self.load(name, timeout_s=load_timeout_s)
+                except ModelLoadError:
+                    for relpath, data in before.items():
+                        self.repository.write_file(name, relpath, data, version=None)
+                    raise
         return path
 
     def python_backend(self, backend: str, source: str | Path | type, *, reload: bool = True) -> list[str]:
         """Write a Python-based backend: one ``backends/<backend>/model.py`` that serves many models
         (configs saying ``backend: "<backend>"``). With ``reload``, every loaded model that uses it is
-        reloaded so the new code serves; returns those models."""
+        reloaded so the new code serves; returns those models. ``attempts`` records the backend and each model."""
         check_name(backend, "backend")
         if backend == "python":
             raise RepositoryError("'python' is the Python backend itself; give your backend another name.")
-        write_atomic(self.backend_dir / backend / "model.py", model_source(source))
-        if not reload:
-            return []
-        loaded = set(self.loaded_models())
-        users = [m for m in self.repository.models_using(backend) if m in loaded]
-        for model in users:
-            self.repository.mark_changed(model)  # the model folder itself did not change
-            self.load(model)
+        text = model_source(source)
+        write_atomic(self.backend_dir / backend / "model.py", text)
+        with recording(self.attempts, [backend], digest(text), load=reload):
+            if not reload:
+                return []
+            loaded = set(self.loaded_models())
+            users = [m for m in self.repository.models_using(backend) if m in loaded]
+            for model in users:
+                self.repository.mark_changed(model)  # the model folder itself did not change
+                with recording(self.attempts, [model], digest(text)):
+                    self.load(model)
         return users
 
     # -- C++ backends compiled from a notebook --------------------------------------------------------
@@ -294,10 +302,18 @@ class ModelControl:
 
         Returns the version each model now serves. A compile error raises BuildError and changes
         nothing; a model Triton refuses raises ModelLoadError and keeps its previous build serving.
+        ``attempts`` records for the backend and each model whether this source built and loaded.
         """
-        build = self.build(backend, source, **options)
         targets = models if models is not None else self.repository.models_using(backend)
-        return {model: deploy.install(self, build, model) for model in targets}
+        text = source.read_text() if isinstance(source, Path) and source.is_file() else str(source)
+        with recording(self.attempts, [backend, *targets], digest(text)):
+            build = self.build(backend, source, **options)
+        served = {}
+        with recording(self.attempts, [backend], digest(text)):
+            for model in targets:
+                with recording(self.attempts, [model], digest(text)):
+                    served[model] = deploy.install(self, build, model)
+        return served
 
     def export_backend(self, backend: str, directory: str | Path, **options: Any) -> Path:
         """A standalone CMake project for a backend built here, with this repository's models that use

@@ -1,0 +1,118 @@
+"""The checks of notebooks 01, 03, 06 and 07 judge behaviour: every answer in corpus_a (right ones
+written differently, wrong but plausible ones) gets the verdict it deserves from a real Triton, and a
+check leaves no model of its own behind."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import labkit
+from labkit import exercises, magics
+from labkit.errors import LabkitError
+from labkit.lessons import response_parameters
+
+from corpus_a import CASES
+
+pytestmark = pytest.mark.slow
+
+# What the check cell passes from the exercise cell's variables.
+ANSWERS = {"03-delay": "delay_us", "03-preferred": "preferred"}
+SCALER = """import json
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.scale = float(json.loads(args["model_config"])["parameters"]["scale"]["string_value"])
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy() * self.scale)])
+                for r in requests]
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One server set up as notebooks 01, 03, 06 and 07 are before their exercises (its log stays in
+    the test's temporary folder)."""
+    with labkit.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
+        server.start()
+        pair = [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])]
+        server.repository.write_config(labkit.model_config(
+            "add_sub3", "python", pair, [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4]), ("OUTPUT2", "FP32", [4])]))
+        server.repository.write_config(labkit.model_config(
+            "add_sub_vec", "python", pair, [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4])],
+            max_batch_size=8, dynamic_batching={"max_queue_delay_microseconds": 20000}))
+        server.python_backend("scaler", SCALER)
+        for name, scale in (("double", 2), ("times_ten", 10)):
+            server.repository.write_config(labkit.model_config(
+                name, "scaler", [("X", "FP32", [3])], [("Y", "FP32", [3])], parameters={"scale": scale}))
+            server.load(name)
+        countdown = labkit.model_config("countdown", "python", [("N", "INT32", [1])], [("OUT", "INT32", [1])])
+        countdown.model_transaction_policy.decoupled = True
+        server.repository.write_config(countdown)
+        server.repository.write_config(response_parameters.CONFIG)
+        yield server
+
+
+def run_cells(server: labkit.TritonServer, cells: list[str]) -> dict:
+    """Run cells as a notebook would: a failing cell shows its error and the next one runs."""
+    namespace = {"lab": server, "labkit": labkit, "np": np}
+    for cell in cells:
+        try:
+            if cell.startswith("%%"):
+                line, body = cell.split("\n", 1)
+                magic, _, arguments = line[2:].partition(" ")
+                getattr(magics, magic)(arguments, body)
+            else:
+                exec(cell, namespace)
+        except LabkitError:
+            pass  # the person sees the error under the cell
+    return namespace
+
+
+@pytest.mark.parametrize(("exercise", "label", "cells", "right"), CASES, ids=[f"{c[0]}:{c[1]}" for c in CASES])
+def test_the_check_judges_the_answer(lab, exercise, label, cells, right):
+    namespace = run_cells(lab, cells)
+    answer = {ANSWERS[exercise]: namespace[ANSWERS[exercise]]} if exercise in ANSWERS else {}
+    verdict = exercises.check(exercise, lab, **answer)
+    assert verdict.exercise == exercise
+    assert verdict.passed is right, repr(verdict)
+    if right:
+        assert verdict.problem == "" and verdict.hint == ""
+    else:
+        assert verdict.problem and verdict.hint and "\n" not in repr(verdict)
+
+
+def test_the_corpus_has_three_right_and_three_wrong_answers_per_exercise():
+    mine = ("01-output2", "01-batch", "03-delay", "03-preferred", "06-third-model", "06-offset",
+            "07-countdown", "07-sum-parameter")
+    for exercise in mine:
+        verdicts = [right for e, _, _, right in CASES if e == exercise]
+        assert verdicts.count(True) >= 3 and verdicts.count(False) >= 3, exercise
+
+
+def test_the_latest_attempt_of_each_cell_is_recorded(lab):
+    cell = exercises.REGISTRY["01-output2"].solution()
+    run_cells(lab, [cell])
+    assert lab.attempts["add_sub3"].serving
+    run_cells(lab, [cell + "\n    def oops(:\n"])
+    failed = lab.attempts["add_sub3"]
+    assert failed.built and not failed.loaded and "SyntaxError" in failed.error
+    assert lab.is_model_ready("add_sub3")  # the version before it still serves: what the check must not judge
+    source = exercises.REGISTRY["07-sum-parameter"].solution()
+    run_cells(lab, [source, source + "\nnot C++;\n"])
+    for name in ("respparams", "respparams_passthrough"):
+        assert not lab.attempts[name].built and not lab.attempts[name].loaded and lab.attempts[name].error
+    run_cells(lab, [source])
+    assert lab.attempts["respparams"].serving and lab.attempts["respparams_passthrough"].serving
+
+
+def test_checks_leave_no_model_of_their_own_behind(lab):
+    run_cells(lab, [exercises.REGISTRY[e].solution() for e in ("01-batch", "06-offset")])
+    models, loaded = lab.repository.models(), lab.loaded_models()
+    for exercise, answer in (("01-batch", {}), ("03-delay", {"delay_us": 2000}), ("03-preferred", {"preferred": [2]}),
+                             ("06-offset", {})):
+        assert exercises.check(exercise, lab, **answer).passed
+    assert lab.repository.models() == models and lab.loaded_models() == loaded
