@@ -17,20 +17,7 @@ from labkit import exercises, reference
 from labkit.exercises import REGISTRY
 from labkit.server.base import current
 
-
-def _body(exercise_id: str, kind: str = "solution") -> str:
-    """The cell without its magic line."""
-    cell = REGISTRY[exercise_id].starter() if kind == "starter" else REGISTRY[exercise_id].solution()
-    return cell.split("\n", 1)[1]
-
-
-def _edit(exercise_id: str, *changes: tuple[str, str], kind: str = "solution") -> str:
-    text = _body(exercise_id, kind)
-    for old, new in changes:
-        assert old in text, f"{exercise_id}: {old!r} is not in the {kind}"
-        text = text.replace(old, new)
-    return text
-
+from answers import body, edit
 
 # -- 02-raw-execute ----------------------------------------------------------------------------------------
 
@@ -54,22 +41,22 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 """
 
 RAW = {
-    "solution": (_body("02-raw-execute"), None),
-    "a comment naming labkit::execute": (_edit("02-raw-execute", (
+    "solution": (body("02-raw-execute"), None),
+    "a comment naming labkit::execute": (edit("02-raw-execute", (
         "// rawdouble: OUT0", "// no labkit::execute(instance, requests, count, ...) here: the loop by hand.\n// rawdouble: OUT0")), None),
-    "values counted from the shape": (_edit("02-raw-execute", (RAW_LOOP,
+    "values counted from the shape": (edit("02-raw-execute", (RAW_LOOP,
         "int64_t n = 1;\n  for (uint32_t d = 0; d < dims; ++d) n *= shape[d];\n"
         "  for (int64_t k = 0; k < n; ++k) out_values[k] = in_values[k] + in_values[k];")), None),
-    "statistics after the loop, one timestamp each": (_edit("02-raw-execute", (RAW_STATS, ""), (RAW_RELEASE, "")
+    "statistics after the loop, one timestamp each": (edit("02-raw-execute", (RAW_STATS, ""), (RAW_RELEASE, "")
         , ("  const uint64_t end = now_ns();\n  // (6')", "  const uint64_t end = now_ns();\n  for (uint32_t r = 0; r < count; ++r) {\n"
            "    TRITONBACKEND_ModelInstanceReportStatistics(instance, requests[r], true, start, start, end, end);\n"
            "    TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL);\n  }\n  // (6')")), None),
-    "the starter (a copy, no statistics)": (_body("02-raw-execute", "starter"), "values"),
-    "the loop counts bytes": (_edit("02-raw-execute", ("k < size / sizeof(int32_t)", "k < size")), "memory"),
-    "requests never released": (_edit("02-raw-execute", (RAW_RELEASE, "")), "release"),
-    "every request reported failed": (_edit("02-raw-execute", (RAW_STATS, RAW_STATS.replace("err == nullptr", "err != nullptr"))),
+    "the starter (a copy, no statistics)": (body("02-raw-execute", "starter"), "values"),
+    "the loop counts bytes": (edit("02-raw-execute", ("k < size / sizeof(int32_t)", "k < size")), "memory"),
+    "requests never released": (edit("02-raw-execute", (RAW_RELEASE, "")), "release"),
+    "every request reported failed": (edit("02-raw-execute", (RAW_STATS, RAW_STATS.replace("err == nullptr", "err != nullptr"))),
                                       "statistics"),
-    "no batch statistics": (_edit("02-raw-execute", (RAW_BATCH, "")), "batch-statistics"),
+    "no batch statistics": (edit("02-raw-execute", (RAW_BATCH, "")), "batch-statistics"),
     "labkit::execute after all": (HELPER_DOUBLE, "c-api-only"),
 }
 
@@ -121,20 +108,20 @@ def test_02_raw_execute(lab, answer):
 
 SCALE_READ = 'scale(std::stof(parameter("scale", "1")))'
 SCALE = {
-    "solution": (_body("02-scale"), None),
-    "std::stod, narrowed": (_edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stod(parameter("scale", "1"))))')), None),
-    "parsed in the constructor's body": (_edit("02-scale", ("#include <string>", "#include <sstream>\n#include <string>"), (
+    "solution": (body("02-scale"), None),
+    "std::stod, narrowed": (edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stod(parameter("scale", "1"))))')), None),
+    "parsed in the constructor's body": (edit("02-scale", ("#include <string>", "#include <sstream>\n#include <string>"), (
         ", " + SCALE_READ + " {}", " {\n    std::istringstream in(parameter(\"scale\", \"1\"));\n    in >> scale;\n  }")), None),
-    "std::atof": (_edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::atof(parameter("scale", "1").c_str())))'),
+    "std::atof": (edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::atof(parameter("scale", "1").c_str())))'),
                         ("#include <string>", "#include <cstdlib>\n#include <string>")), None),
-    "the starter": (_body("02-scale", "starter"), "values"),
-    "read as an integer": (_edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stoi(parameter("scale", "1"))))')), "values"),
-    "the notebook's first scale, hard-coded": (_edit("02-scale", (SCALE_READ, "scale(2.0f)")), "values"),
-    "read once per process": (_edit("02-scale", (", " + SCALE_READ + " {}", ' {\n'
+    "the starter": (body("02-scale", "starter"), "values"),
+    "read as an integer": (edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stoi(parameter("scale", "1"))))')), "values"),
+    "the notebook's first scale, hard-coded": (edit("02-scale", (SCALE_READ, "scale(2.0f)")), "values"),
+    "read once per process": (edit("02-scale", (", " + SCALE_READ + " {}", ' {\n'
         '    static const float first = std::stof(parameter("scale", "1"));\n    scale = first;\n  }')), "values"),
-    "another parameter's name": (_edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor", "1")))')), "values"),
-    "another parameter's name, no fallback": (_edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor")))')), "load"),
-    "adds instead of multiplying": (_edit("02-scale", ("x.data<float>()[k] *= scale", "x.data<float>()[k] += scale")), "values"),
+    "another parameter's name": (edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor", "1")))')), "values"),
+    "another parameter's name, no fallback": (edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor")))')), "load"),
+    "adds instead of multiplying": (edit("02-scale", ("x.data<float>()[k] *= scale", "x.data<float>()[k] += scale")), "values"),
 }
 
 
@@ -205,17 +192,17 @@ class TritonPythonModel:
         return responses
 '''
 VECTOR = {
-    "solution": (_body("04-vectorize"), None),
+    "solution": (body("04-vectorize"), None),
     "explicit loops around one while loop": (VEC_LOOPS, None),
-    "the 300 steps in closed form": (_edit("04-vectorize", (VEC_STEPS, "        y = x * (np.float32(1) - np.float32(0.999) ** 300)\n")), None),
-    "np.vstack and np.array_split at the offsets": (_edit("04-vectorize", ("x = np.concatenate(inputs)", "x = np.vstack(inputs)"), (
+    "the 300 steps in closed form": (edit("04-vectorize", (VEC_STEPS, "        y = x * (np.float32(1) - np.float32(0.999) ** 300)\n")), None),
+    "np.vstack and np.array_split at the offsets": (edit("04-vectorize", ("x = np.concatenate(inputs)", "x = np.vstack(inputs)"), (
         "np.split(y, np.cumsum([len(i) for i in inputs])[:-1])", "np.array_split(y, np.cumsum([i.shape[0] for i in inputs])[:-1])")), None),
-    "the starter": (_body("04-vectorize", "starter"), "per-request"),
+    "the starter": (body("04-vectorize", "starter"), "per-request"),
     "the work per request, in a helper": (VEC_PER_REQUEST_HELPER, "per-request"),
     "the steps outside, the requests inside": (VEC_STEPS_OUTSIDE, "per-request"),
-    "every response gets the whole batch": (_edit("04-vectorize", ("for part in parts]", "for part in [y] * len(requests)]")), "values"),
-    "one step short": (_edit("04-vectorize", ("range(300)", "range(299)")), "values"),
-    "split into equal parts": (_edit("04-vectorize", ("np.split(y, np.cumsum([len(i) for i in inputs])[:-1])", "np.array_split(y, len(inputs))")), "values"),
+    "every response gets the whole batch": (edit("04-vectorize", ("for part in parts]", "for part in [y] * len(requests)]")), "values"),
+    "one step short": (edit("04-vectorize", ("range(300)", "range(299)")), "values"),
+    "split into equal parts": (edit("04-vectorize", ("np.split(y, np.cumsum([len(i) for i in inputs])[:-1])", "np.array_split(y, len(inputs))")), "values"),
 }
 
 
@@ -227,9 +214,9 @@ def test_04_vectorize(lab, answer):
 
 def test_04_vectorize_judges_the_latest_model_py_even_when_it_did_not_load(lab):
     def serve():
-        lab.python_model("python_work_batched", _body("04-vectorize"))  # a right answer serves ...
+        lab.python_model("python_work_batched", body("04-vectorize"))  # a right answer serves ...
         with pytest.raises(labkit.ModelLoadError):  # ... and stays loaded when the next edit does not load
-            lab.python_model("python_work_batched", _edit("04-vectorize", ("def execute(self, requests):", "def execute(self, requests)")))
+            lab.python_model("python_work_batched", edit("04-vectorize", ("def execute(self, requests):", "def execute(self, requests)")))
 
     _judge(lab, "04-vectorize", serve, "load")
 
@@ -238,20 +225,20 @@ def test_04_vectorize_judges_the_latest_model_py_even_when_it_did_not_load(lab):
 
 STEPS_READ = 'steps(std::stoi(parameter("steps", "300")))'
 STEPS = {
-    "solution": (_body("04-steps"), None),
-    "std::atoi": (_edit("04-steps", (STEPS_READ, 'steps(std::atoi(parameter("steps", "300").c_str()))'),
+    "solution": (body("04-steps"), None),
+    "std::atoi": (edit("04-steps", (STEPS_READ, 'steps(std::atoi(parameter("steps", "300").c_str()))'),
                         ("#include <string>", "#include <cstdlib>\n#include <string>")), None),
-    "an empty parameter means 300": (_edit("04-steps", (", " + STEPS_READ + " {}", ' {\n'
+    "an empty parameter means 300": (edit("04-steps", (", " + STEPS_READ + " {}", ' {\n'
         '    const std::string text = parameter("steps");\n    steps = text.empty() ? 300 : std::stoi(text);\n  }')), None),
-    "a long count, the loop counting down": (_edit("04-steps", ("int steps;", "long steps;"), (STEPS_READ, 'steps(std::stol(parameter("steps", "300")))'),
+    "a long count, the loop counting down": (edit("04-steps", ("int steps;", "long steps;"), (STEPS_READ, 'steps(std::stol(parameter("steps", "300")))'),
         ("const int steps =", "const long steps ="), ("for (int s = 0; s < steps; ++s)", "for (long s = steps; s > 0; --s)")), None),
-    "the starter": (_body("04-steps", "starter"), "steps"),
-    "read once per process": (_edit("04-steps", (", " + STEPS_READ + " {}", ' {\n'
+    "the starter": (body("04-steps", "starter"), "steps"),
+    "read once per process": (edit("04-steps", (", " + STEPS_READ + " {}", ' {\n'
         '    static const int first = std::stoi(parameter("steps", "300"));\n    steps = first;\n  }')), "steps"),
-    "one step too many": (_edit("04-steps", ("s < steps", "s <= steps")), "steps"),
-    "no default": (_edit("04-steps", (STEPS_READ, 'steps(std::stoi(parameter("steps")))')), "load"),
-    "another parameter's name": (_edit("04-steps", (STEPS_READ, 'steps(std::stoi(parameter("step", "300")))')), "steps"),
-    "read, but the loop keeps 300": (_edit("04-steps", ("s < steps", "s < 300")), "steps"),
+    "one step too many": (edit("04-steps", ("s < steps", "s <= steps")), "steps"),
+    "no default": (edit("04-steps", (STEPS_READ, 'steps(std::stoi(parameter("steps")))')), "load"),
+    "another parameter's name": (edit("04-steps", (STEPS_READ, 'steps(std::stoi(parameter("step", "300")))')), "steps"),
+    "read, but the loop keeps 300": (edit("04-steps", ("s < steps", "s < 300")), "steps"),
 }
 
 

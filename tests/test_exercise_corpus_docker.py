@@ -12,56 +12,43 @@ import labkit
 from labkit import exercises
 from labkit.docker import cpu_image as lk_image
 from labkit.docker import engine as lk_engine
-from labkit.exercises import REGISTRY
 from labkit.server.launchers.docker import DockerServer
+
+from answers import body, edit
 
 pytestmark = pytest.mark.slow
 
-
-def _body(exercise_id: str, kind: str = "solution") -> str:
-    cell = REGISTRY[exercise_id].starter() if kind == "starter" else REGISTRY[exercise_id].solution()
-    return cell.split("\n", 1)[1]
-
-
-def _edit(exercise_id: str, *changes: tuple[str, str], kind: str = "solution") -> str:
-    text = _body(exercise_id, kind)
-    for old, new in changes:
-        assert old in text, f"{exercise_id}: {old!r} is not in the {kind}"
-        text = text.replace(old, new)
-    return text
-
-
 FILE_READ = 'with open(os.path.join(args["model_repository"], "scale.txt")) as handle:\n            self.scale = float(handle.read())'
 SCALE_FILE = {
-    "solution": (_body("05-scale-file"), None),
-    "pathlib": (_edit("05-scale-file", (FILE_READ, 'import pathlib\n        self.scale = float((pathlib.Path(args["model_repository"]) / '
+    "solution": (body("05-scale-file"), None),
+    "pathlib": (edit("05-scale-file", (FILE_READ, 'import pathlib\n        self.scale = float((pathlib.Path(args["model_repository"]) / '
                                                     '"scale.txt").read_text())')), None),
-    "beside the version folder of model.py": (_edit("05-scale-file", (FILE_READ,
+    "beside the version folder of model.py": (edit("05-scale-file", (FILE_READ,
         'self.scale = float(open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scale.txt")).read())')), None),
-    "numpy reads it": (_edit("05-scale-file", (FILE_READ, 'import numpy as np\n        self.scale = float(np.loadtxt('
+    "numpy reads it": (edit("05-scale-file", (FILE_READ, 'import numpy as np\n        self.scale = float(np.loadtxt('
                                                          'os.path.join(args["model_repository"], "scale.txt")))')), None),
-    "the starter": (_body("05-scale-file", "starter"), "values"),
-    "the notebook's first number, hard-coded": (_edit("05-scale-file", (FILE_READ, "self.scale = 2.0")), "values"),
-    "rounded to an integer": (_edit("05-scale-file", ("float(handle.read())", "int(float(handle.read()))")), "values"),
-    "relative to the working directory": (_edit("05-scale-file", ('os.path.join(args["model_repository"], "scale.txt")', '"scale.txt"')),
+    "the starter": (body("05-scale-file", "starter"), "values"),
+    "the notebook's first number, hard-coded": (edit("05-scale-file", (FILE_READ, "self.scale = 2.0")), "values"),
+    "rounded to an integer": (edit("05-scale-file", ("float(handle.read())", "int(float(handle.read()))")), "values"),
+    "relative to the working directory": (edit("05-scale-file", ('os.path.join(args["model_repository"], "scale.txt")', '"scale.txt"')),
                                           "load"),
-    "in the version folder": (_edit("05-scale-file", ('os.path.join(args["model_repository"], "scale.txt")',
+    "in the version folder": (edit("05-scale-file", ('os.path.join(args["model_repository"], "scale.txt")',
                                                       'os.path.join(args["model_repository"], args["model_version"], "scale.txt")')), "load"),
 }
 
 PLUS = "for (size_t k = 0; k < in.count<int32_t>(); ++k) values[k] += 1;"
 PLUS_ONE = {
-    "solution": (_body("05-plus-one"), None),
-    "std::transform": (_edit("05-plus-one", ('#include "labkit/backend.hpp"', '#include <algorithm>\n\n#include "labkit/backend.hpp"'), (
+    "solution": (body("05-plus-one"), None),
+    "std::transform": (edit("05-plus-one", ('#include "labkit/backend.hpp"', '#include <algorithm>\n\n#include "labkit/backend.hpp"'), (
         PLUS, "std::transform(values, values + in.count<int32_t>(), values, [](int32_t v) { return v + 1; });")), None),
-    "a pointer walking to the end": (_edit("05-plus-one", (PLUS, "for (int32_t* end = values + in.count<int32_t>(); values != end; ++values) ++*values;")), None),
-    "widened, then narrowed": (_edit("05-plus-one", ("values[k] += 1;", "values[k] = static_cast<int32_t>(int64_t{values[k]} + 1);")), None),
-    "the starter": (_body("05-plus-one", "starter"), "unchanged"),
-    "only the first value": (_edit("05-plus-one", (PLUS, "values[0] += 1;")), "values"),
-    "the last value left out": (_edit("05-plus-one", ("k < in.count<int32_t>()", "k + 1 < in.count<int32_t>()")), "values"),
-    "the values read as float": (_edit("05-plus-one", ("int32_t* values = in.data<int32_t>();", "float* values = in.data<float>();"),
+    "a pointer walking to the end": (edit("05-plus-one", (PLUS, "for (int32_t* end = values + in.count<int32_t>(); values != end; ++values) ++*values;")), None),
+    "widened, then narrowed": (edit("05-plus-one", ("values[k] += 1;", "values[k] = static_cast<int32_t>(int64_t{values[k]} + 1);")), None),
+    "the starter": (body("05-plus-one", "starter"), "unchanged"),
+    "only the first value": (edit("05-plus-one", (PLUS, "values[0] += 1;")), "values"),
+    "the last value left out": (edit("05-plus-one", ("k < in.count<int32_t>()", "k + 1 < in.count<int32_t>()")), "values"),
+    "the values read as float": (edit("05-plus-one", ("int32_t* values = in.data<int32_t>();", "float* values = in.data<float>();"),
                                        ("values[k] += 1;", "values[k] += 1.0f;")), "values"),
-    "a copy incremented": (_edit("05-plus-one", ("values[k] += 1;", "{ int32_t v = values[k]; v += 1; (void)v; }")), "unchanged"),
+    "a copy incremented": (edit("05-plus-one", ("values[k] += 1;", "{ int32_t v = values[k]; v += 1; (void)v; }")), "unchanged"),
 }
 
 
