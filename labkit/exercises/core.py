@@ -108,7 +108,7 @@ def require_latest(server: TritonServer, *names: str) -> None:
             continue
         what = "build" if not attempt.built else "load"
         raise NotYet(f"your latest {name} cell did not {what}: {attempt.error}",
-                     f"fix it and run the {name} cell again; until then Triton serves the version before it.")
+                     f"fix it and run the {name} cell again; until then Triton serves the version before it.", rule=what)
 
 
 def reload_with(server: TritonServer, model: str, **parameters: object) -> None:

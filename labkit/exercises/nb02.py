@@ -28,7 +28,8 @@ RELEASE_WAIT_S = 10.0
 
 @exercise("02-scale", "02_cpp_backends", "a C++ backend that scales by a parameter of its config",
           "ModelState::parameter(key) returns a parameter of the config as a string (std::stof turns it into a float); "
-          "ScaleState's constructor runs once per model load.")
+          "ScaleState's constructor runs once per model load.",
+          sources=(SCALE_BACKEND,))
 def scale(server: TritonServer) -> None:
     build = latest(server, SCALE_BACKEND)
     config = config_of(server, SCALED_MODELS[0], "the cell that configures scaled_a and scaled_b")
@@ -52,7 +53,8 @@ def scale(server: TritonServer) -> None:
 
 @exercise("02-raw-execute", "02_cpp_backends", "the execute loop without labkit::execute, statistics included",
           "follow the rawcopy loop above: multiply the values while copying them into the output buffer, then "
-          "ReportStatistics per request and ReportBatchStatistics once, before releasing the requests.")
+          "ReportStatistics per request and ReportBatchStatistics once, before releasing the requests.",
+          sources=(RAW_BACKEND,))
 def raw_execute(server: TritonServer) -> None:
     build = latest(server, RAW_BACKEND)
     config = config_of(server, RAW_MODEL, "the cell that writes the config of raw_double")

@@ -45,7 +45,8 @@ def _same(got: np.ndarray, x: np.ndarray, steps: int) -> bool:
 
 @exercise("04-vectorize", "04_cpp_vs_python", "the Python work once per batch, not once per request",
           "np.concatenate the requests' inputs, run the 300 steps once on the whole array, then np.split the result "
-          "at the requests' row counts.")
+          "at the requests' row counts.",
+          sources=(VECTOR_MODEL,))
 def vectorize(server: TritonServer) -> None:
     source = server.repository.model_dir(VECTOR_MODEL) / "1" / "model.py"
     if not source.exists():
@@ -116,7 +117,8 @@ def _load_with_steps(server: TritonServer, model: str, steps: int | None) -> Non
 
 @exercise("04-steps", "04_cpp_vs_python", "the C++ work with its step count from the config",
           "read the parameter \"steps\" once per model load, into a state derived from labkit::ModelState "
-          "(std::stoi(parameter(\"steps\", \"300\"))), and loop that many times.")
+          "(std::stoi(parameter(\"steps\", \"300\"))), and loop that many times.",
+          sources=(STEPS_BACKEND,))
 def steps(server: TritonServer) -> None:
     build = latest(server, STEPS_BACKEND)
     config = config_of(server, STEPS_MODELS[0], "the cell that configures cpp_steps_a and cpp_steps_b")

@@ -26,7 +26,8 @@ def _first_line(exc: Exception) -> str:
 
 @exercise("05-scale-file", "05_docker", "read scale.txt from the model's folder inside the container",
           "in initialize(), open os.path.join(args[\"model_repository\"], \"scale.txt\"): the repository is mounted "
-          "at the same path in the container, so that folder is the one on this machine.")
+          "at the same path in the container, so that folder is the one on this machine.",
+          sources=(FILE_MODEL,))
 def scale_file(server: TritonServer) -> None:
     source = server.repository.model_dir(FILE_MODEL) / "1" / "model.py"
     if not source.exists():
@@ -52,7 +53,8 @@ def scale_file(server: TritonServer) -> None:
 
 @exercise("05-plus-one", "05_docker", "a C++ backend, compiled in the container, that adds one",
           "in the function passed to labkit::execute, add 1 to each int32 value of the input tensor before "
-          "batch.output() sends it back.")
+          "batch.output() sends it back.",
+          sources=(PLUS_ONE,))
 def plus_one(server: TritonServer) -> None:
     for sent in (np.array([41, -1, 0, 2_147_483_000], np.int32), np.array([7, 100, -2_000_000_000, 123_456_789], np.int32)):
         try:
