@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--only", action="append", help="run only this benchmark (repeatable)")
     bench.set_defaults(func=_bench)
 
-    export = sub.add_parser("export-backend", help="write a standalone CMake project (and Dockerfile) for a C++ backend")
+    export = sub.add_parser("export", aliases=["export-backend"],  # the old name keeps working
+                            help="write a standalone CMake project (and Dockerfile) for a C++ backend")
     export.add_argument("backend")
     export.add_argument("directory")
     export.add_argument("--repository", help="where the models that use it are (default: ./model_repository if any)")

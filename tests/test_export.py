@@ -51,7 +51,7 @@ def test_exported_project_builds_offline_and_serves(tmp_path):
 
 def test_cli_exports_the_reference_backend_with_its_models(tmp_path):
     target = tmp_path / "recommended-backend"
-    proc = subprocess.run([sys.executable, "-m", "labkit.cli", "export-backend", "recommended", str(target),
+    proc = subprocess.run([sys.executable, "-m", "labkit.cli", "export", "recommended", str(target),
                            "--repository", str(reference.repository())], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "models: recommended_batching" in proc.stdout

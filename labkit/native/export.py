@@ -3,7 +3,7 @@ helper layer, a CMakeLists.txt that fetches Triton's r23.12 repositories (or bui
 labkit's declarations of the C API), the models that use it, and a Dockerfile on NVIDIA's 23.12 image.
 
     labkit.export_backend("minimal", "minimal-backend", repository=lab.repository)
-    # or: labkit export-backend minimal minimal-backend --repository model_repository
+    # or: labkit export minimal minimal-backend --repository model_repository
     library = build_project("minimal-backend", prefix=lab.workdir)   # offline, PyPI cmake + ninja
 """
 
