@@ -1,5 +1,11 @@
 """The `labkit` command: serve a repository, run the demo tour, the benchmarks and perf_analyzer sweeps,
-set up the cache, manage Docker."""
+set up the cache, manage Docker.
+
+Exit codes: 0 done (checks passed); 1 a check did not pass (`workshop check`: an exercise is not yet
+passed; `doctor`: a required item is missing; `demo`: a tour check failed; `serve`: Triton exited);
+2 a usage error (argparse: unknown command, bad or missing argument); 3 labkit stopped and said what
+went wrong (a LabkitError, printed as `labkit: ...`).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,11 @@ from .native import deploy, export_backend
 from .perf import check_steps
 from .perf import perf as sweep_with_perf_analyzer
 from .server import create, kinds
+
+EXIT_OK = 0
+EXIT_NOT_PASSED = 1  # a verdict, not an error: `workshop check` not yet, `doctor` FAIL, a demo check
+EXIT_USAGE = 2  # argparse's own code for a command line it cannot parse
+EXIT_LABKIT_ERROR = 3  # a LabkitError: labkit said what went wrong and what to do
 
 
 def _server(args: argparse.Namespace, repository: Path | None = None) -> Any:
@@ -150,7 +161,9 @@ def _image(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="labkit", description=__doc__)
+    description, _, epilog = __doc__.partition("\n\n")
+    parser = argparse.ArgumentParser(prog="labkit", description=description, epilog=epilog,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_server(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -225,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except LabkitError as exc:
         print(f"labkit: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_LABKIT_ERROR
 
 
 if __name__ == "__main__":

@@ -66,7 +66,20 @@ def test_serve_until_interrupted(tmp_path):
 
 def test_serve_missing_repository(tmp_path):
     proc = subprocess.run([*LABKIT, "serve", str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "No model repository" in proc.stderr
+    assert proc.returncode == 3 and "No model repository" in proc.stderr
+
+
+def test_exit_codes_are_the_documented_ones(tmp_path):
+    """A usage error (argparse) and an error labkit explains exit with different codes, both in --help."""
+    from labkit import cli
+
+    usage = subprocess.run([*LABKIT, "serve", "--no-such-option"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == cli.EXIT_USAGE == 2 and "usage:" in usage.stderr
+    explained = subprocess.run([*LABKIT, "serve", str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
+    assert explained.returncode == cli.EXIT_LABKIT_ERROR == 3 and explained.stderr.startswith("labkit: ")
+    assert len({cli.EXIT_OK, cli.EXIT_NOT_PASSED, cli.EXIT_USAGE, cli.EXIT_LABKIT_ERROR}) == 4
+    help_text = subprocess.run([*LABKIT, "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "1 a check did not pass" in help_text and "2 a usage error" in help_text and "3 labkit stopped" in help_text
 
 
 def test_bench_reports_numbers(tmp_path):

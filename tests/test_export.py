@@ -59,4 +59,4 @@ def test_cli_exports_the_reference_backend_with_its_models(tmp_path):
     assert (target / "models" / "recommended_batching" / "config.pbtxt").exists()
     again = subprocess.run([sys.executable, "-m", "labkit.cli", "export-backend", "minimal", str(target)],
                            capture_output=True, text=True, timeout=60)
-    assert again.returncode == 2 and "holds something else" in again.stderr
+    assert again.returncode == 3 and "holds something else" in again.stderr

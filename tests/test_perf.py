@@ -79,7 +79,7 @@ def test_a_step_perf_analyzer_would_refuse_is_refused_first(server):
         assert info.value.exit_code is None and info.value.output == ""
     proc = subprocess.run([sys.executable, "-m", "labkit.cli", "perf", "add_sub", "--concurrency", "0"],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and proc.stderr.startswith("labkit: A concurrency") and "usage" not in proc.stderr.lower()
+    assert proc.returncode == 3 and proc.stderr.startswith("labkit: A concurrency") and "usage" not in proc.stderr.lower()
     assert "starting Triton" not in proc.stdout  # refused before a server started
 
 
