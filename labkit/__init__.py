@@ -45,14 +45,14 @@ from .errors import (
 )
 from .inference import infer, infer_with_parameters, stream_infer
 from .load import Load, LoadResult, run_load
-from .perf import PerfStep, PerfSweep, perf
+from .perf_analyzer import PerfStep, PerfSweep, perf
 from .magics import register as _register_magics
 from .native import export_backend
 from .repository import ModelConfig, ModelRepository, model_config
 from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
-from .timeline import Timeline, plot_timelines, timeline
+from .timelines import Timeline, plot_timelines, timeline
 from .stuck.report import where_stuck
 from .stuck.tools import debug_tools
 

@@ -18,7 +18,7 @@ from .errors import LoadTimeoutError, RequestTimeoutError, UnstableMeasurementEr
 from .inference import infer
 from .load import run_load
 from .native import deploy, reference_source
-from .perf import perf
+from .perf_analyzer import perf
 from .repository import model_config
 from .server import EmbeddedServer
 from .server.base import TritonServer

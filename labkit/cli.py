@@ -22,8 +22,8 @@ from .docker import cpu_image
 from .docker.leftovers import cleanup
 from .errors import LabkitError
 from .native import deploy, export_backend
-from .perf import check_steps
-from .perf import perf as sweep_with_perf_analyzer
+from .perf_analyzer import check_steps
+from .perf_analyzer import perf as sweep_with_perf_analyzer
 from .server import create, kinds
 
 EXIT_OK = 0

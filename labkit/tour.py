@@ -19,7 +19,7 @@ from .lessons import artifacts, auto_complete, bls, decoupled, response_paramete
 from .load import run_load
 from .server.base import TritonServer
 from .stats import StatsCollector, model_stats
-from .timeline import plot_timelines, timeline
+from .timelines import plot_timelines, timeline
 
 Section = Callable[[TritonServer, Path | None], dict[str, Any]]
 LESSONS: tuple[ModuleType, ...] = (volume_batching, bls, decoupled, response_parameters, artifacts, auto_complete)

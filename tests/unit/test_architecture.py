@@ -4,6 +4,7 @@ every error a public call raises importable from ``labkit``."""
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import labkit
@@ -107,3 +108,12 @@ def test_every_raised_error_is_importable_from_labkit():
     assert sorted(ours - set(labkit.__all__)) == []
     for name in ours:
         assert issubclass(getattr(labkit, name), labkit.LabkitError)
+
+
+def test_no_exported_name_shadows_a_submodule():
+    """``labkit.perf`` and ``labkit.timeline`` are functions: no module of the same name may hide behind them."""
+    submodules = {name.split(".")[1] for name in _modules() if name.count(".") >= 1}
+    shadowed = {name for name in labkit.__all__ if name in submodules
+                and getattr(labkit, name) is not importlib.import_module(f"labkit.{name}")}
+    assert shadowed == set()
+    assert callable(labkit.perf) and callable(labkit.timeline)
