@@ -256,7 +256,7 @@ def perf_analyzer_ratio(factory: Factory) -> dict[str, float]:
                     except UnstableMeasurementError:
                         pass  # a busy moment; the other rounds count
                     ours = max(ours, run_load(server, model, inputs, requests=10**9, concurrency=c,
-                                              time_limit_s=_RATIO_SECONDS).throughput)
+                                              duration_s=_RATIO_SECONDS).throughput)
                 if not theirs:
                     raise UnstableMeasurementError(f"perf_analyzer found no stable measurement of {model} at c={c}")
                 out[f"{model}_c{c}_labkit_rps"] = round(ours, 1)
@@ -273,7 +273,7 @@ def dashboard_overhead(factory: Factory) -> dict[str, float]:
     batch = {k: v[None, :] for k, v in _ADD_SUB_INPUTS.items()}
     with _server_with(factory, "add_sub_batching") as server:
         load = lambda: run_load(server, "add_sub_batching", batch, requests=10**9, concurrency=8,  # noqa: E731
-                                time_limit_s=_RATIO_SECONDS)
+                                duration_s=_RATIO_SECONDS)
         with Dashboard(server, "add_sub_batching"):
             load()  # warm-up
         ratios, rates = [], []

@@ -324,19 +324,19 @@ def run_load(
     concurrency: int = 1,
     protocol: str = "http",
     outputs: list[str] | None = None,
-    time_limit_s: float | None = None,
+    duration_s: float | None = None,
     timeout_s: float | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> LoadResult:
     """Send ``requests`` requests from ``concurrency`` workers (each with its own connection).
 
     ``inputs`` is one request's tensors, or a function of the request index returning them.
-    Stops early at ``time_limit_s``. Each request may take ``timeout_s`` (default: the server's
-    ``request_timeout_s``); later ones count as errors, and when every worker is stuck the run stops
-    (``result.stuck``). Errors are counted, not raised, unless the server died.
+    Stops early once ``duration_s`` has passed (as ``Load`` does). Each request may take ``timeout_s``
+    (default: the server's ``request_timeout_s``); later ones count as errors, and when every worker is
+    stuck the run stops (``result.stuck``). Errors are counted, not raised, unless the server died.
     """
     load = Load(
-        server, model, inputs, concurrency=concurrency, requests=requests, duration_s=time_limit_s,
+        server, model, inputs, concurrency=concurrency, requests=requests, duration_s=duration_s,
         protocol=protocol, outputs=outputs, timeout_s=timeout_s, on_progress=on_progress,
     )
     return load.start().wait()

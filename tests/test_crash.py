@@ -43,7 +43,7 @@ def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
     def load() -> None:
         try:
             labkit.run_load(fresh_server, "minimal_batching", reference.sample_inputs("minimal_batching"),
-                            requests=10**6, concurrency=2, time_limit_s=30)
+                            requests=10**6, concurrency=2, duration_s=30)
         except BaseException as exc:  # noqa: BLE001
             failures.append(exc)
 
