@@ -206,3 +206,25 @@ def test_batch_statistics_are_reported_when_every_request_fails(lab):
         _send_claiming(lab, model, "IN0", np.arange(2, dtype=np.int32).reshape(1, 2), [1, 4])
     delta = labkit.model_stats(lab, model, settle=True).since(before)
     assert delta.fail_count == 1 and delta.execution_count == 1 and delta.batch_counts == {1: 1}, delta
+
+
+def test_dropped_batch_answers_and_releases_its_requests(lab):
+    """A Batch built by hand and dropped without finish(): its destructor still sends the responses
+    (the failure it was told), reports statistics and releases the requests, so nothing hangs."""
+    lab.repository.write_config(_config("dropped_batch", "dropper", [4]))
+    source = """
+#include "labkit/backend.hpp"
+LABKIT_MODEL_STATE(labkit::ModelState)
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
+  LABKIT_TRY(labkit::Batch batch(instance, requests, count);
+             batch.fail_all("dropped on purpose", TRITONSERVER_ERROR_UNAVAILABLE));
+}
+"""
+    lab.cpp_backend("dropper", source, ["dropped_batch"], progress=False)
+    before = labkit.model_stats(lab, "dropped_batch", settle=True)
+    with pytest.raises(labkit.InferenceError, match="dropped on purpose"):
+        labkit.infer(lab, "dropped_batch", {"IN0": np.arange(4, dtype=np.int32).reshape(1, 4)})
+    delta = labkit.model_stats(lab, "dropped_batch", settle=True).since(before)
+    assert delta.fail_count == 1 and delta.execution_count == 1, delta
+    assert lab.alive and labkit.check_passthrough(lab, "minimal_batching").ok

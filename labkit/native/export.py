@@ -77,7 +77,8 @@ def export_backend(
     shutil.copytree(INCLUDE_DIR / "labkit", target / "include" / "labkit")
     shutil.copytree(INCLUDE_DIR / "triton", target / "offline" / "include" / "triton")
     (target / "exports.map").write_text(VERSION_SCRIPT)
-    values = {"@BACKEND@": backend, "@JSON_VERSION@": _json_version()}
+    helpers = "\n".join(f"  src/labkit/{helper.name}" for helper in sorted(SRC_DIR.glob("*.cc")))
+    values = {"@BACKEND@": backend, "@JSON_VERSION@": _json_version(), "@HELPERS@": helpers}
     for template in TEMPLATES.glob("*.in"):
         text_out = template.read_text()
         for key, value in values.items():

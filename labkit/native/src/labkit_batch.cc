@@ -15,12 +15,9 @@ int64_t first_dim(TRITONBACKEND_Request* request) {
   TRITONBACKEND_Input* input = nullptr;
   const int64_t* shape = nullptr;
   uint32_t dims = 0;
-  TRITONSERVER_Error* err = TRITONBACKEND_RequestInputByIndex(request, 0, &input);
-  if (err == nullptr) err = TRITONBACKEND_InputProperties(input, nullptr, nullptr, &shape, &dims, nullptr, nullptr);
-  if (err != nullptr) {
-    TRITONSERVER_ErrorDelete(err);
-    return -1;
-  }
+  ErrorPtr err{TRITONBACKEND_RequestInputByIndex(request, 0, &input)};
+  if (!err) err.reset(TRITONBACKEND_InputProperties(input, nullptr, nullptr, &shape, &dims, nullptr, nullptr));
+  if (err) return -1;
   return dims > 0 ? shape[0] : 1;
 }
 
@@ -67,30 +64,28 @@ std::string difference(const Signature& first, const Signature& s) {
 }  // namespace
 
 Batch::Batch(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, uint32_t count)
-    : instance_(instance), requests_(requests, requests + count) {
+    : instance_(instance), requests_(count), created_(now_ns()) {
+  for (uint32_t i = 0; i < count; ++i) requests_[i].request = requests[i];
   TRITONBACKEND_Model* model = instance_model(instance);
   model_ = known_state(model);  // throws, before any response exists, for a state labkit did not make
   if (model_ == nullptr) {      // no LABKIT_MODEL_STATE: read the config now (costs a JSON parse per execution)
     owned_model_ = std::make_unique<ModelState>(model);
     model_ = owned_model_.get();
   }
-  responses_.assign(count, nullptr);
-  errors_.assign(count, std::string());
-  codes_.assign(count, TRITONSERVER_ERROR_INTERNAL);
-  rows_.assign(count, 1);
   for (uint32_t i = 0; i < count; ++i) {
-    if (TRITONSERVER_Error* err = TRITONBACKEND_ResponseNew(&responses_[i], requests_[i])) {
-      fail(i, std::string("could not create a response: ") + TRITONSERVER_ErrorMessage(err));
-      TRITONSERVER_ErrorDelete(err);
-      responses_[i] = nullptr;
+    Slot& slot = requests_[i];
+    TRITONBACKEND_Response* response = nullptr;
+    if (ErrorPtr err{TRITONBACKEND_ResponseNew(&response, slot.request)}) {
+      fail(i, std::string("could not create a response: ") + TRITONSERVER_ErrorMessage(err.get()));
       continue;
     }
-    if (model_->batching()) rows_[i] = std::max<int64_t>(first_dim(requests_[i]), 1);
+    slot.response.reset(response);
+    if (model_->batching()) slot.rows = std::max<int64_t>(first_dim(slot.request), 1);
     // Triton 23.12 does not check that an input's bytes match its shape: a short request would
     // make the backend read past its data, into (or beyond) the next request's.
     std::string problem;
     try {
-      problem = input_problem(requests_[i]);
+      problem = input_problem(slot.request);
     } catch (const std::exception& e) {
       problem = std::string("cannot read the request's inputs: ") + e.what();
     }
@@ -98,9 +93,18 @@ Batch::Batch(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requ
   }
 }
 
-Batch::~Batch() = default;
+Batch::~Batch() {
+  Timestamps t;
+  t.exec_start = created_;
+  t.compute_start = inputs_done_ != 0 ? inputs_done_ : created_;
+  t.compute_end = std::max(outputs_start_ != 0 ? outputs_start_ : now_ns(), t.compute_start);
+  finish(t);
+}
 
-bool Batch::ok(uint32_t i) const { return errors_.at(i).empty() && responses_.at(i) != nullptr; }
+bool Batch::ok(uint32_t i) const {
+  const Slot& slot = requests_.at(i);
+  return slot.error.empty() && slot.response != nullptr;
+}
 
 const std::vector<uint32_t>& Batch::members() {
   if (members_fixed_) return members_;
@@ -110,7 +114,7 @@ const std::vector<uint32_t>& Batch::members() {
     if (!ok(i)) continue;
     Signature s;
     try {
-      s = signature(requests_[i], model_->batching());
+      s = signature(requests_[i].request, model_->batching());
     } catch (const std::exception& e) {
       fail(i, std::string("cannot read the request's inputs: ") + e.what(), TRITONSERVER_ERROR_INVALID_ARG);
       continue;
@@ -128,7 +132,7 @@ const std::vector<uint32_t>& Batch::members() {
 
 uint64_t Batch::total_rows() {
   uint64_t n = 0;
-  for (uint32_t i : members()) n += static_cast<uint64_t>(model_->batching() ? rows_[i] : 1);
+  for (uint32_t i : members()) n += static_cast<uint64_t>(model_->batching() ? requests_[i].rows : 1);
   return n;
 }
 
@@ -147,18 +151,14 @@ Tensor Batch::input(const std::string& name) {
   for (uint32_t i : who) {
     TRITONBACKEND_Input* input = nullptr;
     uint64_t bytes = 0;
-    TRITONSERVER_Error* err = TRITONBACKEND_RequestInput(requests_[i], name.c_str(), &input);
-    if (err == nullptr) err = TRITONBACKEND_InputProperties(input, nullptr, nullptr, nullptr, nullptr, &bytes, nullptr);
-    if (err != nullptr) {
-      TRITONSERVER_ErrorDelete(err);  // an unreadable input is reported by append_input below
-      continue;
-    }
-    total += bytes;
+    ErrorPtr err{TRITONBACKEND_RequestInput(requests_[i].request, name.c_str(), &input)};
+    if (!err) err.reset(TRITONBACKEND_InputProperties(input, nullptr, nullptr, nullptr, nullptr, &bytes, nullptr));
+    if (!err) total += bytes;  // an unreadable input is reported by append_input below
   }
   all.bytes.reserve(total);
   std::vector<int64_t> request_shape;
   for (uint32_t i : who) {
-    all.request_bytes.push_back(append_input(requests_[i], name, all));
+    all.request_bytes.push_back(append_input(requests_[i].request, name, all));
     request_shape = all.shape;
   }
   all.shape = row_shape_of(request_shape);
@@ -194,7 +194,7 @@ void Batch::output(const std::string& name, TRITONSERVER_DataType dtype, const s
                 " bytes a row (" + std::to_string(byte_size) + " bytes for " + std::to_string(total) + unit + ")");
   }
   std::vector<size_t> sizes;
-  for (uint32_t i : who) sizes.push_back(part * static_cast<size_t>(model_->batching() ? rows_[i] : 1));
+  for (uint32_t i : who) sizes.push_back(part * static_cast<size_t>(model_->batching() ? requests_[i].rows : 1));
   scatter(name, dtype, row_shape, static_cast<const char*>(data), who, sizes);
 }
 
@@ -211,7 +211,7 @@ void Batch::output(const std::string& name, const Tensor& t) {
   // Each request's part must fit the shape its output will declare.
   const char* cursor = t.bytes.data();
   for (size_t k = 0; k < who.size(); ++k) {
-    const int64_t rows = model_->batching() ? rows_[who[k]] : 1;
+    const int64_t rows = model_->batching() ? requests_[who[k]].rows : 1;
     std::vector<int64_t> shape = row_shape;
     if (model_->batching()) shape.insert(shape.begin(), rows);
     const int64_t need = byte_size_of(t.dtype, shape);
@@ -239,10 +239,10 @@ void Batch::scatter(const std::string& name, TRITONSERVER_DataType dtype, const 
     // Triton may refuse one request's output (e.g. a client's shared-memory region is too small):
     // that request fails, the others still get theirs.
     try {
-      if (ok(i) && output_requested(requests_[i], name)) {
+      if (ok(i) && output_requested(requests_[i].request, name)) {
         std::vector<int64_t> shape = row_shape;
-        if (model_->batching()) shape.insert(shape.begin(), rows_[i]);
-        write_output(responses_[i], name, dtype, shape, cursor, sizes[k]);
+        if (model_->batching()) shape.insert(shape.begin(), requests_[i].rows);
+        write_output(requests_[i].response.get(), name, dtype, shape, cursor, sizes[k]);
       }
     } catch (const Error& e) {
       fail(i, "output '" + name + "': " + e.what(), e.code);
@@ -254,61 +254,82 @@ void Batch::scatter(const std::string& name, TRITONSERVER_DataType dtype, const 
 }
 
 void Batch::fail(uint32_t i, const std::string& message, TRITONSERVER_Error_Code code) {
-  errors_.at(i) = message.empty() ? "request failed" : message;
-  codes_.at(i) = code;
+  Slot& slot = requests_.at(i);
+  slot.error = message.empty() ? "request failed" : message;
+  slot.code = code;
 }
 
 void Batch::fail_all(const std::string& message, TRITONSERVER_Error_Code code) {
   for (uint32_t i = 0; i < size(); ++i) {
-    if (errors_[i].empty()) fail(i, message, code);  // keep a request's own, more precise reason
+    if (requests_[i].error.empty()) fail(i, message, code);  // keep a request's own, more precise reason
   }
 }
 
 void Batch::set_parameter(uint32_t i, const std::string& key, const std::string& value) {
-  check(TRITONBACKEND_ResponseSetStringParameter(responses_.at(i), key.c_str(), value.c_str()));
+  check(TRITONBACKEND_ResponseSetStringParameter(response(i), key.c_str(), value.c_str()));
 }
 
 void Batch::set_parameter(uint32_t i, const std::string& key, bool value) {
-  check(TRITONBACKEND_ResponseSetBoolParameter(responses_.at(i), key.c_str(), value));
+  check(TRITONBACKEND_ResponseSetBoolParameter(response(i), key.c_str(), value));
 }
 
 void Batch::set_int_parameter(uint32_t i, const std::string& key, int64_t value) {
-  check(TRITONBACKEND_ResponseSetIntParameter(responses_.at(i), key.c_str(), value));
+  check(TRITONBACKEND_ResponseSetIntParameter(response(i), key.c_str(), value));
+}
+
+namespace {
+
+// Past the point where anything can be returned to Triton, a failed call can only be logged: the
+// remaining requests must still be answered and released.
+template <class F>
+void logged(const char* what, F&& f) noexcept {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    log_error(std::string("labkit: ") + what + ": " + e.what());
+  } catch (...) {
+    log_error(std::string("labkit: ") + what + ": unknown C++ exception");
+  }
+}
+
+}  // namespace
+
+void Batch::answer(uint32_t i, uint32_t failed) noexcept {
+  Slot& slot = requests_[i];
+  if (!ok(i)) {
+    // A request failing beside others that succeed is worth a line at the default level: it
+    // shows which one, and that it shared the execution. Failures of the whole batch stay verbose.
+    const TRITONSERVER_LogLevel level = failed < size() ? TRITONSERVER_LOG_INFO : TRITONSERVER_LOG_VERBOSE;
+    log(level, "model " + model_->name + ": request " + std::to_string(i + 1) + " of " + std::to_string(size()) +
+                   " failed: " + slot.error);
+  }
+  if (slot.response == nullptr) return;
+  const bool success = ok(i);
+  // Triton owns a response once it is sent, even when sending fails.
+  TRITONBACKEND_Response* response = slot.response.release();
+  logged("sending a response", [&] { success ? send(response) : send_error(response, slot.error, slot.code); });
 }
 
 void Batch::finish(Timestamps t) noexcept {
+  if (finished_) return;
+  finished_ = true;
+  std::vector<bool> success(size());
   uint32_t failed = 0;
-  for (uint32_t i = 0; i < size(); ++i) failed += ok(i) ? 0 : 1;
   for (uint32_t i = 0; i < size(); ++i) {
-    if (!ok(i)) {
-      // A request failing beside others that succeed is worth a line at the default level: it
-      // shows which one, and that it shared the execution. Failures of the whole batch stay verbose.
-      const TRITONSERVER_LogLevel level = failed < size() ? TRITONSERVER_LOG_INFO : TRITONSERVER_LOG_VERBOSE;
-      log(level, "model " + model_->name + ": request " + std::to_string(i + 1) + " of " + std::to_string(size()) +
-                     " failed: " + errors_[i]);
-    }
-    if (responses_[i] == nullptr) continue;
-    TRITONSERVER_Error* error = ok(i) ? nullptr : TRITONSERVER_ErrorNew(codes_[i], errors_[i].c_str());
-    log_if_error(TRITONBACKEND_ResponseSend(responses_[i], TRITONSERVER_RESPONSE_COMPLETE_FINAL, error),
-                 "sending a response");
-    if (error != nullptr) TRITONSERVER_ErrorDelete(error);  // Triton takes the response, not the error
+    success[i] = ok(i);
+    failed += success[i] ? 0 : 1;
   }
+  for (uint32_t i = 0; i < size(); ++i) answer(i, failed);
   t.exec_end = now_ns();  // sending belongs to compute_output
   // The executed batch size, as Triton's own backend utilities report it: every request's batch
   // dimension (1 each without batching), whether or not it succeeded, once per execution.
   uint64_t executed = 0;
   for (uint32_t i = 0; i < size(); ++i) {
-    log_if_error(TRITONBACKEND_ModelInstanceReportStatistics(instance_, requests_[i], ok(i), t.exec_start,
-                                                             t.compute_start, t.compute_end, t.exec_end),
-                 "reporting request statistics");
-    executed += static_cast<uint64_t>(rows_[i]);
+    logged("reporting request statistics", [&] { report_request(instance_, requests_[i].request, success[i], t); });
+    executed += static_cast<uint64_t>(requests_[i].rows);
   }
-  log_if_error(TRITONBACKEND_ModelInstanceReportBatchStatistics(instance_, executed, t.exec_start, t.compute_start,
-                                                                t.compute_end, t.exec_end),
-               "reporting batch statistics");
-  for (TRITONBACKEND_Request* request : requests_) {
-    log_if_error(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL), "releasing a request");
-  }
+  logged("reporting batch statistics", [&] { report_batch(instance_, executed, t); });
+  for (const Slot& slot : requests_) logged("releasing a request", [&] { release(slot.request); });
 }
 
 TRITONSERVER_Error* execute_with(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests,
@@ -317,18 +338,15 @@ TRITONSERVER_Error* execute_with(TRITONBACKEND_ModelInstance* instance, TRITONBA
   t.exec_start = now_ns();
   std::unique_ptr<Batch> batch;
   if (TRITONSERVER_Error* err = guard([&] { batch = std::make_unique<Batch>(instance, requests, count); })) {
-    return err;
+    return err;  // nothing was created for the requests: Triton fails them itself
   }
   const uint64_t fn_start = now_ns();
-  TRITONSERVER_Error* failure = guard([&] { fn(*batch, context); });
+  const ErrorPtr failure{guard([&] { fn(*batch, context); })};
   const uint64_t fn_end = now_ns();
   t.compute_start = batch->inputs_done_ns() != 0 ? batch->inputs_done_ns() : fn_start;
   t.compute_end = batch->outputs_start_ns() != 0 ? batch->outputs_start_ns() : fn_end;
   if (t.compute_end < t.compute_start) t.compute_end = t.compute_start;
-  if (failure != nullptr) {
-    batch->fail_all(TRITONSERVER_ErrorMessage(failure), TRITONSERVER_ErrorCode(failure));
-    TRITONSERVER_ErrorDelete(failure);
-  }
+  if (failure) batch->fail_all(TRITONSERVER_ErrorMessage(failure.get()), TRITONSERVER_ErrorCode(failure.get()));
   batch->finish(t);
   return nullptr;
 }

@@ -76,6 +76,17 @@ class Error : public std::runtime_error {
   TRITONSERVER_Error_Code code;
 };
 
+// Owners of what Triton hands over: an error is deleted, and a response that was never sent is
+// deleted (its request then still needs an answer), exactly once, whichever way the scope ends.
+struct ErrorDeleter {
+  void operator()(TRITONSERVER_Error* err) const noexcept;
+};
+using ErrorPtr = std::unique_ptr<TRITONSERVER_Error, ErrorDeleter>;
+struct ResponseDeleter {
+  void operator()(TRITONBACKEND_Response* response) const noexcept;
+};
+using ResponsePtr = std::unique_ptr<TRITONBACKEND_Response, ResponseDeleter>;
+
 // Throws err as labkit::Error (and frees it).
 [[noreturn]] void throw_error(TRITONSERVER_Error* err);
 
@@ -343,10 +354,10 @@ class Batch {
   TRITONBACKEND_ModelInstance* instance() const { return instance_; }
   // Number of requests in this execution ("requests in batch").
   uint32_t size() const { return static_cast<uint32_t>(requests_.size()); }
-  TRITONBACKEND_Request* request(uint32_t i) const { return requests_.at(i); }
-  TRITONBACKEND_Response* response(uint32_t i) const { return responses_.at(i); }
+  TRITONBACKEND_Request* request(uint32_t i) const { return requests_.at(i).request; }
+  TRITONBACKEND_Response* response(uint32_t i) const { return requests_.at(i).response.get(); }
   // Request i's batch dimension (1 for a model without batching).
-  int64_t rows(uint32_t i) const { return rows_.at(i); }
+  int64_t rows(uint32_t i) const { return requests_.at(i).rows; }
   // Rows in the tensors input() returns: those of the requests that take part in the batch.
   uint64_t total_rows();
   bool ok(uint32_t i) const;
@@ -384,8 +395,9 @@ class Batch {
   template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   void set_parameter(uint32_t i, const std::string& key, T value) = delete;
 
-  // Called once by execute(): send every response, report statistics, then release every
-  // request, in that order. Nothing may throw from here on.
+  // Send every response, report statistics, then release every request, in that order; only the
+  // first call does anything. execute() calls it; the destructor does when nobody did, so a Batch
+  // dropped early or unwound by an exception still answers and releases what it holds.
   void finish(Timestamps t) noexcept;
 
   // When input() last finished and output() first started (0 if never): execute() uses them to
@@ -400,16 +412,24 @@ class Batch {
   void scatter(const std::string& name, TRITONSERVER_DataType dtype, const std::vector<int64_t>& row_shape,
                const char* cursor, const std::vector<uint32_t>& who, const std::vector<size_t>& sizes);
 
+  // One request of the execution and everything its answer is built from.
+  struct Slot {
+    TRITONBACKEND_Request* request = nullptr;
+    ResponsePtr response;  // null if Triton could not create one, or once sent
+    std::string error;     // empty while the request is sound
+    TRITONSERVER_Error_Code code = TRITONSERVER_ERROR_INTERNAL;
+    int64_t rows = 1;
+  };
+  void answer(uint32_t i, uint32_t failed) noexcept;
+
   TRITONBACKEND_ModelInstance* instance_;
-  std::vector<TRITONBACKEND_Request*> requests_;
+  std::vector<Slot> requests_;
   ModelState* model_ = nullptr;
   std::unique_ptr<ModelState> owned_model_;
-  std::vector<TRITONBACKEND_Response*> responses_;
-  std::vector<std::string> errors_;
-  std::vector<TRITONSERVER_Error_Code> codes_;
-  std::vector<int64_t> rows_;
   std::vector<uint32_t> members_;
   bool members_fixed_ = false;
+  bool finished_ = false;
+  uint64_t created_ = 0;
   uint64_t inputs_done_ = 0;
   uint64_t outputs_start_ = 0;
 };
