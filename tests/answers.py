@@ -1,8 +1,14 @@
-"""Answers to exercises written as edits of their shipped cells, for the corpus tests."""
+"""Answers to exercises written as edits of their shipped cells, and how the corpus tests judge them."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from labkit import exercises
 from labkit.exercises import REGISTRY
+from labkit.server.base import current
 
 
 def body(exercise_id: str, kind: str = "solution") -> str:
@@ -18,3 +24,22 @@ def edit(exercise_id: str, *changes: tuple[str, str], kind: str = "solution") ->
         assert old in text, f"{exercise_id}: {old!r} is not in the {kind}"
         text = text.replace(old, new)
     return text
+
+
+def state(lab) -> tuple:
+    """What a notebook can see of the server: the repository's models and files, the index, what is loaded,
+    the magics' server, and the sanitized checks' folders."""
+    files = {p: p.read_bytes() for p in lab.repository.root.rglob("*") if p.is_file() and p.suffix != ".so"}
+    index = sorted({m["name"] for m in lab.index()})  # names only: old versions of a rebuild finish unloading
+    return files, index, lab.loaded_models(), current() is lab, sorted(Path(tempfile.gettempdir()).glob("labkit-asan-check-*"))
+
+
+def judge(lab, exercise_id: str, serve: Callable[[], object], expected_rule: str | None) -> None:
+    """Serve an answer, check it, and assert the verdict (passed, or failed by ``expected_rule``) and that
+    the check left nothing behind."""
+    serve()
+    before = state(lab)
+    verdict = exercises.check(exercise_id, lab)
+    assert verdict.passed == (expected_rule is None), repr(verdict)
+    assert state(lab) == before, "the check left something behind"
+    assert verdict.rule == (expected_rule or ""), repr(verdict)

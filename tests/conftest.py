@@ -1,10 +1,15 @@
-"""Fixtures that start a real Triton 23.12 (the embedded tritonserver 2.41.0)."""
+"""Fixtures that start a real Triton 23.12 (the embedded tritonserver 2.41.0), and the Docker engine
+and offline CPU image the Docker tests need."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 import labkit
+from labkit.docker import cpu_image as lk_image
+from labkit.docker import engine as lk_engine
 
 pytest_plugins = ("pytester",)
 # A user's project that tests/test_pytest_plugin.py runs with its own pytest; not our tests.
@@ -31,3 +36,26 @@ def fresh_server():
         srv.load("add_sub")
         yield srv
 
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """A Docker engine: skipped without one, saying why, unless CI is set (then the test fails)."""
+    ok, why = lk_engine.engine_status()
+    if not ok:
+        if _in_ci():
+            pytest.fail(f"CI is set, so the Docker tests must run, but no engine is reachable: {why}")
+        pytest.skip(f"no Docker engine is reachable (with CI=true this fails instead): {why}")
+    client = lk_engine.connect()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def cpu_image(engine):
+    """labkit/tritonserver:23.12-cpu, built here if missing or outdated (about 80 s), else reused."""
+    return lk_image.build_image(progress=False).tag

@@ -30,28 +30,6 @@ from labkit.server.launchers.docker import CONTAINER_PORTS, DockerServer
 pytestmark = pytest.mark.slow
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-@pytest.fixture(scope="session")
-def engine():
-    ok, why = lk_engine.engine_status()
-    if not ok:
-        if _in_ci():
-            pytest.fail(f"CI is set, so the Docker tests must run, but no engine is reachable: {why}")
-        pytest.skip(f"no Docker engine is reachable (with CI=true this fails instead): {why}")
-    client = lk_engine.connect()
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="session")
-def cpu_image(engine):
-    """labkit/tritonserver:23.12-cpu, built here if missing or outdated (about 80 s), else reused."""
-    return lk_image.build_image(progress=False).tag
-
-
 @pytest.fixture(scope="module")
 def dserver(cpu_image):
     with DockerServer(image=cpu_image) as srv:

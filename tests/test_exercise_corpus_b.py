@@ -6,18 +6,14 @@ notebook serves it (``cpp_backend`` / ``python_model``, as the magics do); the c
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import labkit
 from labkit import exercises, reference
 from labkit.exercises import REGISTRY
-from labkit.server.base import current
 
-from answers import body, edit
+from answers import body, edit, judge
 
 # -- 02-raw-execute ----------------------------------------------------------------------------------------
 
@@ -81,27 +77,10 @@ def lab():
         yield server
 
 
-def _state(lab) -> tuple:
-    """What a notebook can see of the server: the repository's models and files, the index, what is loaded,
-    the magics' server, and the sanitized checks' folders."""
-    files = {p: p.read_bytes() for p in lab.repository.root.rglob("*") if p.is_file() and p.suffix != ".so"}
-    index = sorted({m["name"] for m in lab.index()})  # names only: old versions of a rebuild finish unloading
-    return files, index, lab.loaded_models(), current() is lab, sorted(Path(tempfile.gettempdir()).glob("labkit-asan-check-*"))
-
-
-def _judge(lab, exercise_id: str, serve, expected_rule: str | None) -> None:
-    serve()
-    before = _state(lab)
-    verdict = exercises.check(exercise_id, lab)
-    assert verdict.passed == (expected_rule is None), repr(verdict)
-    assert _state(lab) == before, "the check left something behind"
-    assert verdict.rule == (expected_rule or ""), repr(verdict)
-
-
 @pytest.mark.parametrize("answer", list(RAW))
 def test_02_raw_execute(lab, answer):
     source, rule = RAW[answer]
-    _judge(lab, "02-raw-execute", lambda: lab.cpp_backend("rawdouble", source, first_line=2, progress=False), rule)
+    judge(lab, "02-raw-execute", lambda: lab.cpp_backend("rawdouble", source, first_line=2, progress=False), rule)
 
 
 # -- 02-scale ----------------------------------------------------------------------------------------------
@@ -131,7 +110,7 @@ def test_02_scale(lab, answer):
     # An answer that cannot load is only built: the check judges the build, and a load that fails in the
     # shared server would leave it serving an older version.
     serve = lab.build if rule == "load" else lab.cpp_backend
-    _judge(lab, "02-scale", lambda: serve("scalecpp", source, first_line=2, progress=False), rule)
+    judge(lab, "02-scale", lambda: serve("scalecpp", source, first_line=2, progress=False), rule)
 
 
 # -- 04-vectorize ------------------------------------------------------------------------------------------
@@ -209,7 +188,7 @@ VECTOR = {
 @pytest.mark.parametrize("answer", list(VECTOR))
 def test_04_vectorize(lab, answer):
     source, rule = VECTOR[answer]
-    _judge(lab, "04-vectorize", lambda: lab.python_model("python_work_batched", source), rule)
+    judge(lab, "04-vectorize", lambda: lab.python_model("python_work_batched", source), rule)
 
 
 def test_04_vectorize_judges_the_latest_model_py_even_when_it_did_not_load(lab):
@@ -218,7 +197,7 @@ def test_04_vectorize_judges_the_latest_model_py_even_when_it_did_not_load(lab):
         with pytest.raises(labkit.ModelLoadError):  # ... and stays loaded when the next edit does not load
             lab.python_model("python_work_batched", edit("04-vectorize", ("def execute(self, requests):", "def execute(self, requests)")))
 
-    _judge(lab, "04-vectorize", serve, "load")
+    judge(lab, "04-vectorize", serve, "load")
 
 
 # -- 04-steps ----------------------------------------------------------------------------------------------
@@ -245,7 +224,7 @@ STEPS = {
 @pytest.mark.parametrize("answer", list(STEPS))
 def test_04_steps(lab, answer):
     source, rule = STEPS[answer]
-    _judge(lab, "04-steps", lambda: lab.cpp_backend("worksteps", source, first_line=2, progress=False), rule)
+    judge(lab, "04-steps", lambda: lab.cpp_backend("worksteps", source, first_line=2, progress=False), rule)
 
 
 def test_a_check_before_its_cells_ran_says_so_and_writes_nothing(fresh_server):
