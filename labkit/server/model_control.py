@@ -6,7 +6,6 @@ TritonServer inherits it; it relies on the server's ``_call``, ``repository``, `
 
 from __future__ import annotations
 
-import http.client
 import math
 import re
 import time
@@ -31,6 +30,7 @@ from ..stuck import unstick as _unstick
 from ..stuck.stuck_load import load_timeout
 from . import idle, stubs
 from .attempts import Attempt, digest, recording
+from .connection import CONNECTION_ERRORS
 from .logs import LogView
 
 # Lines worth showing when a load fails: Python tracebacks, errors, and the model's own lines.
@@ -181,7 +181,7 @@ class ModelControl:
                 if not any(m.get("state") in ("READY", "UNLOADING") for m in client.get_model_repository_index()):
                     return
                 time.sleep(0.02)
-        except (InferenceServerException, OSError, http.client.HTTPException):
+        except (InferenceServerException, *CONNECTION_ERRORS):
             pass  # the process is ended next, whatever Triton says now
         finally:
             client.close()
