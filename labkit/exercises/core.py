@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any
@@ -120,18 +118,6 @@ def reload_with(server: TritonServer, model: str, **parameters: object) -> None:
     server.repository.write_config(config)
     server.repository.mark_changed(model)
     server.load(model)
-
-
-@contextmanager
-def scratch_model(server: TritonServer, name: str) -> Iterator[str]:
-    """A model of the check's own, named ``name``: whatever the block writes and loads under it is
-    unloaded and its folder removed afterwards, so a check leaves nothing behind in the notebook."""
-    try:
-        yield name
-    finally:
-        if any(m["name"] == name and m.get("state") in ("READY", "LOADING") for m in server.index()):
-            server.unload(name)
-        shutil.rmtree(server.repository.model_dir(name), ignore_errors=True)
 
 
 def require_configured_outputs(server: TritonServer, model: str, outputs: Mapping[str, np.ndarray],

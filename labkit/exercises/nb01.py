@@ -13,7 +13,8 @@ import numpy as np
 from ..inference import infer, infer_together
 from ..server.base import TritonServer
 from . import stub_side
-from .core import NotYet, exercise, require_configured_outputs, scratch_model
+from .core import NotYet, exercise, require_configured_outputs
+from .scratch import owned_model
 
 OUTPUT2_MODEL = "add_sub3"
 BATCH_MODEL = "add_sub_vec"
@@ -85,7 +86,7 @@ def whole_batch(server: TritonServer) -> None:
     def rows(n: int) -> tuple[np.ndarray, np.ndarray]:
         return rng.integers(-50, 50, (n, 4)).astype(np.float32), rng.integers(-50, 50, (n, 4)).astype(np.float32)
 
-    with scratch_model(server, WORK_MODEL):
+    with owned_model(server, WORK_MODEL):
         _serve_work_model(server)
         [alone] = _answers(server, [rows(sum(BATCH_ROWS))])
         together = _answers(server, [rows(n) for n in BATCH_ROWS])

@@ -28,7 +28,8 @@ from ..native.build import reference_source
 from ..repository import ModelRepository
 from ..server.base import TritonServer
 from ..stats import metric, model_stats, parse_metrics
-from .core import NotYet, exercise, scratch_model
+from .core import NotYet, exercise
+from .scratch import owned_model
 
 DELAY_CLIENTS, DELAY_MIN_BATCH, DELAY_MAX_P50_MS = 6, 4.0, 10.0
 PREFERRED_REQUESTS, PREFERRED_MAX_BATCH, PREFERRED_MIN_AVERAGE = 24, 4, 2.0
@@ -79,7 +80,7 @@ def delay(server: TritonServer, delay_us: object) -> None:
     if delay_us == 0:
         raise NotYet("with max_queue_delay_microseconds 0, Triton runs whatever is queued at once: six fast clients "
                      "rarely overlap, so batches stay small.")
-    with scratch_model(server, "delay_exercise") as model:
+    with owned_model(server, "delay_exercise") as model:
         _serve_copy(server, model, delay_us=delay_us)
         inputs = reference.sample_inputs(model, server=server)
         run_load(server, model, inputs, requests=DELAY_CLIENTS * 4, concurrency=DELAY_CLIENTS)  # warm-up
@@ -142,7 +143,7 @@ def preferred(server: TritonServer, preferred: Sequence[int]) -> None:
         raise NotYet(f"preferred must be a list of batch sizes from 1 to 8 (max_batch_size), not {preferred!r}.")
     if not sizes:
         raise NotYet("with no preferred size, eight clients and a 10 ms delay fill batches to max_batch_size (8).")
-    with scratch_model(server, "preferred_exercise") as model:
+    with owned_model(server, "preferred_exercise") as model:
         _serve_copy(server, model, delay_us=PREFERRED_DELAY_US, preferred=sizes)
         before = model_stats(server, model, settle=True)
         _one_after_another(server, model, PREFERRED_REQUESTS)

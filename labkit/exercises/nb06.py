@@ -8,7 +8,8 @@ from ..errors import ModelLoadError
 from ..inference import infer
 from ..repository import model_config
 from ..server.base import TritonServer
-from .core import NotYet, exercise, require_configured_outputs, scratch_model
+from .core import NotYet, exercise, require_configured_outputs
+from .scratch import owned_model
 
 BACKEND = "scaler"
 THIRD = "times_three"
@@ -51,7 +52,7 @@ def offset(server: TritonServer) -> None:
     x = np.array([1.0, -2.0, 10.0], np.float32)
     answers = {}
     for name, params in (("offset_check_a", {"scale": 2.5, "offset": -4}), ("offset_check_b", {"scale": 4})):
-        with scratch_model(server, name):
+        with owned_model(server, name):
             server.repository.write_config(model_config(name, BACKEND, **_tensors(), parameters=params))
             try:
                 server.load(name)

@@ -49,6 +49,16 @@ def scratch_model(
         remove(server, model)
 
 
+@contextmanager
+def owned_model(server: TritonServer, name: str) -> Iterator[str]:
+    """A model named ``name`` that the block itself writes and loads; removed afterwards like a scratch
+    model, so a check leaves nothing behind in the notebook."""
+    try:
+        yield name
+    finally:
+        remove(server, name)
+
+
 def remove(server: TritonServer, model: str) -> None:
     """Unload ``model`` if the server has it and remove its folder."""
     if server.alive and any(m["name"] == model for m in server.index()):
