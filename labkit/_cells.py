@@ -33,7 +33,7 @@ def replace_earlier(key: str | None) -> None:
     a notebook shows it under the cell)."""
     earlier = _by_cell.pop(key, None) if key else None
     if earlier is not None and earlier.alive:
-        urls = earlier.http_url
+        urls = earlier.endpoints.http_url
         earlier.stop()
         print(f"labkit: stopped the server this cell started before ({urls}); the new one replaces it.")
 

@@ -104,9 +104,9 @@ def cpp_first_build_s(factory: Factory) -> float:
         server.repository.copy_model_from(reference.repository(), "minimal_nonbatching")
         x = reference.sample_inputs("minimal_nonbatching")["IN0"]
         t0 = time.perf_counter()
-        build = server.build("minimal", reference_source("minimal"), extra_flags=[f"-DLABKIT_COLD_BUILD={time.time_ns()}"],
+        build = server.models.build("minimal", reference_source("minimal"), extra_flags=[f"-DLABKIT_COLD_BUILD={time.time_ns()}"],
                              progress=False)
-        deploy.install(server, build, "minimal_nonbatching")
+        deploy.install(server.models, build, "minimal_nonbatching")
         out = infer(server, "minimal_nonbatching", {"IN0": x})["OUT0"]
         seconds = time.perf_counter() - t0
         shutil.rmtree(build.library.parent, ignore_errors=True)  # a build no one will ask for again
@@ -130,8 +130,8 @@ def crash_and_restart(factory: Factory) -> dict[str, float]:
     try:
         for _ in range(3):
             t0 = time.perf_counter()
-            os.kill(server.pid, signal.SIGKILL)  # what a crashing backend does to the server
-            while server.died is None:
+            os.kill(server.runtime.triton_pid, signal.SIGKILL)  # what a crashing backend does to the server
+            while server.health.died is None:
                 time.sleep(0.005)
             detect.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
@@ -173,7 +173,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 def _get_stuck(server: TritonServer) -> None:
     """A Python initialize past its load time limit (labkit ends it), a Python request stuck in
     execute, and a C++ ModelInitialize that never returns (a Triton thread nothing can end)."""
-    server.load_timeout_s = 1.0
+    server.config = server.config.with_(load_timeout_s=1.0)
     for name, backend in (("stuck_init", "python"), ("stuck_execute", "python"), ("stuck_cpp", "stuck_cpp")):
         server.repository.write_config(model_config(name, backend, [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])]))
     for call in (lambda: server.python_model("stuck_init", _STUCK_INIT),
@@ -229,9 +229,9 @@ def memory(factory: Factory) -> dict[str, float]:
                 run_load(server, model, reference.sample_inputs(model), requests=total // len(REFERENCE_MODELS), concurrency=8)
 
         spread(3000)  # warm-up: allocators and caches reach their working size
-        before = server.rss_bytes()
+        before = server.runtime.rss_bytes()
         spread(20_000)
-        after = server.rss_bytes()
+        after = server.runtime.rss_bytes()
     finally:
         server.stop()
     return {"server_rss_mb": before / 2**20, "soak_rss_growth": after / before}

@@ -49,7 +49,7 @@ class Session:
 
 
 def folder(server: Any) -> Path:
-    return server.backend_dir / "python" / DEBUG_DIR
+    return server.workspace.backend_dir / "python" / DEBUG_DIR
 
 
 def request_id() -> str:

@@ -51,10 +51,10 @@ def _serve(args: argparse.Namespace) -> int:
         failed = {}
         for name in names:
             try:
-                deploy.load_models(server, [name])  # builds C++ reference backends first
+                deploy.load_models(server.models, [name])  # builds C++ reference backends first
             except LabkitError as exc:
                 failed[name] = str(exc)
-        for name, url in server.urls().items():
+        for name, url in server.endpoints.urls().items():
             print(f"{name:8s} {url}")
         print(f"serving  {', '.join(server.loaded_models()) or 'no models'}")
         for name, reason in failed.items():
@@ -131,7 +131,7 @@ def _perf(args: argparse.Namespace) -> int:
         print(f"starting Triton 23.12 ({args.server}) with {args.model} ...", flush=True)
         server.start()
         server.repository.copy_model_from(source, args.model)
-        deploy.load_models(server, [args.model])  # builds a C++ reference backend first
+        deploy.load_models(server.models, [args.model])  # builds a C++ reference backend first
         sweep = sweep_with_perf_analyzer(
             server, args.model, concurrency=args.concurrency, request_rate=args.request_rate,
             distribution=args.distribution, protocol=args.protocol, batch=args.batch, shapes=shapes,

@@ -7,7 +7,8 @@ handles an error reads its fields, never its text.
     ├── EngineError                 .status_code: the Docker engine refused an operation
     ├── ServerError                 .log_tail
     │   ├── ServerStartError
-    │   └── ServerNotRunningError  .crash
+    │   ├── ServerNotRunningError  .crash
+    │   └── WaitTimeoutError        .what .timeout_s: the server never reached a state labkit waited for
     ├── RepositoryError
     │   ├── InvalidNameError        .name .what (also a ValueError)
     │   ├── RepositoryWriteError    .path .errno: the file system refused a write
@@ -252,3 +253,13 @@ class UnknownExerciseError(LabkitError):
         self.known = list(known)
         super().__init__(f"{notebook}: a cell is tagged 'exercise:{exercise}', and there is no exercise {exercise!r} "
                          f"(nothing was changed). Fix the cell's tag; the exercises are: {', '.join(self.known)}.")
+
+
+class WaitTimeoutError(ServerError):
+    """The server did not reach a state labkit waited for (``what``) within ``timeout_s``."""
+
+    def __init__(self, *, what: str, timeout_s: float, log_tail: str = "") -> None:
+        self.what = what
+        self.timeout_s = timeout_s
+        super().__init__(f"Waited {timeout_s:g} s for {what}; it did not happen. Read server.logs.tail(), "
+                         f"or wait longer.", log_tail)

@@ -106,13 +106,13 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
     """The labkit error for a failed request (tritonclient's error or a broken connection);
     ``tensors`` are what was sent, ``outputs`` the names it asked for; ``since`` (time.time() when
     it was sent) lets the error say how a Python stub of the model ended meanwhile."""
-    dead = server.dead_server_error(exc, f"The request to {model!r} failed")
+    dead = server.health.dead_server_error(exc, f"The request to {model!r} failed")
     if dead is not None:
         return dead
     if not isinstance(exc, InferenceServerException):
         return InferenceError(f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model)
     text = exc.message() or str(exc)
-    ended = stubs.exits(server.backend_dir / "python", model, since) if since is not None else []
+    ended = stubs.exits(server.workspace.backend_dir / "python", model, since) if since is not None else []
     if ended:
         return InferenceError(
             f"The request to {model!r} failed: {text}\n{stubs.describe(ended)}\n"
@@ -158,7 +158,7 @@ def infer(
     ``inputs``: numpy arrays (or tritonclient InferInputs) by name; one whose data does not fill its
     shape is refused before sending (InputSizeError).
 
-    ``timeout_s``: how long to wait for the answer (default ``server.request_timeout_s``; ``math.inf``
+    ``timeout_s``: how long to wait for the answer (default ``server.config.request_timeout_s``; ``math.inf``
     waits forever); then RequestTimeoutError shows where the model is stuck.
     """
     result = _send(server, client, model, inputs, outputs, protocol, timeout_s)
@@ -197,7 +197,7 @@ def _send(
         client = server.client(protocol, network_timeout_s=waiting.SOCKET_TIMEOUT_S)
     request_id = breakpoints.request_id() if waiting.interactive() else ""
     since = time.time()
-    server.track_request(model, 1)
+    server.health.track_request(model, 1)
     try:
         if protocol == "http":
             pending: waiting.Pending = waiting.HttpPending(
@@ -217,7 +217,7 @@ def _send(
                 ) from None
             raise translate(exc, server, model, tensors, since, outputs or ()) from None
     finally:
-        server.track_request(model, -1)
+        server.health.track_request(model, -1)
         if own:
             client.close()
 
@@ -280,7 +280,7 @@ def stream_infer(
     A decoupled model (``model_transaction_policy { decoupled: true }``) may answer one request with
     any number of responses, and only gRPC streaming carries them (HTTP refuses such models). The
     server is asked for an empty final response, so the end is known even after zero responses.
-    ``timeout_s`` (default ``server.request_timeout_s``) limits the wait for each next response.
+    ``timeout_s`` (default ``server.config.request_timeout_s``) limits the wait for each next response.
     """
     tensors, wanted = prepare("grpc", inputs, outputs)
     check_sizes(model, tensors)
@@ -295,7 +295,7 @@ def stream_infer(
         f"request with send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)."
     )
     since = time.time()
-    server.track_request(model, 1)
+    server.health.track_request(model, 1)
     try:
         try:
             client.start_stream(callback=pending.callback)
@@ -317,7 +317,7 @@ def stream_infer(
             if final is not None and final.bool_param:
                 return collected
     finally:
-        server.track_request(model, -1)
+        server.health.track_request(model, -1)
         try:
             client.stop_stream(cancel_requests=True)  # after the final response there is nothing to cancel
         except InferenceServerException:

@@ -114,7 +114,7 @@ class Load:
         self._inputs, self._outputs = inputs, outputs
         self._requests = requests if requests is not None else float("inf")
         self._duration_s = duration_s
-        self.timeout_s = server.request_timeout_s if timeout_s is None else timeout_s
+        self.timeout_s = server.config.request_timeout_s if timeout_s is None else timeout_s
         self._on_progress = on_progress
         self._first_concurrency = self.concurrency = concurrency
         self.started = 0.0
@@ -212,7 +212,7 @@ class Load:
 
     async def _main(self) -> None:
         fixed = None if callable(self._inputs) else build_request(
-            self.protocol, self.server.http_url, self.model, self._inputs, self._outputs)
+            self.protocol, self.server.endpoints.http_url, self.model, self._inputs, self._outputs)
         self._indices = itertools.count()
         self._count = itertools.count(1)
         self._deadline = float("inf") if self._duration_s is None else self._t0 + self._duration_s
@@ -226,7 +226,7 @@ class Load:
                     if slot not in workers:
                         workers[slot] = asyncio.create_task(self._worker(slot, fixed))
                 if target != tracked:  # so that a crash report can name what was in flight
-                    self.server.track_request(self.model, target - tracked)
+                    self.server.health.track_request(self.model, target - tracked)
                     tracked = target
                 workers = {s: t for s, t in workers.items() if not t.done()}
                 if not workers and self._no_more():
@@ -237,7 +237,7 @@ class Load:
             self._stopping = True
             if workers:
                 await asyncio.gather(*workers.values(), return_exceptions=True)
-            self.server.track_request(self.model, -tracked)
+            self.server.health.track_request(self.model, -tracked)
 
     def _no_more(self) -> bool:
         """Whether no further request is to be sent."""
@@ -252,15 +252,15 @@ class Load:
         for conn in list(self._conns.values()):
             if conn.busy and (self._abandon or now - conn.started > self.timeout_s):
                 conn.expire()
-        if self.server.died is not None and self._fatal is None:
-            self._fatal = self.server.died
+        if self.server.health.died is not None and self._fatal is None:
+            self._fatal = self.server.health.died
         active = set(self._conns)
         if active and active <= self._stuck_slots:
             self.stuck = True
 
     async def _worker(self, slot: int, fixed: Any) -> None:
-        clock, t0, host = time.perf_counter, self._t0, self.server.host
-        port = self.server.http_port if self.protocol == "http" else self.server.grpc_port
+        clock, t0, host = time.perf_counter, self._t0, self.server.endpoints.host
+        port = self.server.endpoints.http_port if self.protocol == "http" else self.server.endpoints.grpc_port
         opener = CONNECTIONS[self.protocol].open
         conn = None
         try:
@@ -270,7 +270,7 @@ class Load:
                     self._exhausted = True
                     return
                 request = fixed or build_request(
-                    self.protocol, self.server.http_url, self.model, self._inputs(index), self._outputs)
+                    self.protocol, self.server.endpoints.http_url, self.model, self._inputs(index), self._outputs)
                 start = clock()
                 try:
                     if conn is None:

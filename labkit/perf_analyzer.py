@@ -160,7 +160,7 @@ def _failure(server: TritonServer, model: str, code: int, output: str, what: str
             f"again when the machine is quieter.", exit_code=code, output=output,
         )
     if not server.alive:
-        return server.exited_error(f"perf_analyzer on {model!r} failed")
+        return server.health.exited_error(f"perf_analyzer on {model!r} failed")
     missing = _not_loaded(server, model)
     if missing is not None:
         return ModelNotFoundError(f"{missing}\n--- perf_analyzer said ---\n{output}", model=model, loaded=missing.loaded)
@@ -224,7 +224,7 @@ def perf(
         raise missing
     tool = _perf_dist.locate()
     base = [
-        str(tool.binary), "-m", model, "-i", protocol, "-u", server.http_url if protocol == "http" else server.grpc_url,
+        str(tool.binary), "-m", model, "-i", protocol, "-u", server.endpoints.http_url if protocol == "http" else server.endpoints.grpc_url,
         "-b", str(batch), "-r", str(max_trials),
         "--percentile", "95", "--verbose-csv", *_shape_args(server, model, shapes or {}), *extra_args,
     ]

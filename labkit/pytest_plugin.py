@@ -86,7 +86,7 @@ def triton(request: pytest.FixtureRequest) -> Iterator[Triton]:
     with server:
         for model in server.repository.models():
             try:
-                deploy.load_models(server, [model])
+                deploy.load_models(server.models, [model])
             except LabkitError as exc:
                 reason = getattr(exc, "reason", "") or str(exc)
                 pytest.exit(f"labkit: model {model!r} in {repository} did not load:\n{reason}", returncode=3)

@@ -66,5 +66,5 @@ def serve(server: TritonServer, models: Iterable[str]) -> list[str]:
     names = list(models)
     for name in names:
         server.repository.copy_model_from(repository(), name)
-    deploy.load_models(server, names)
+    deploy.load_models(server.models, names)
     return names

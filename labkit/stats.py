@@ -159,7 +159,7 @@ class StatsCollector:
 
     def poll(self, settle: bool = False) -> Sample:
         stats = {m: model_stats(self.server, m, settle=settle) for m in self.models}
-        samples = parse_metrics(self.server.metrics_text())
+        samples = parse_metrics(self.server.models.metrics_text())
         pending = {m: metric(samples, "nv_inference_pending_request_count", model=m) for m in self.models}
         sample = Sample(time.monotonic() - self._t0, stats, pending)
         with self._lock:
@@ -177,20 +177,20 @@ class StatsCollector:
                 return
 
     def _before_load(self, model: str) -> None:
-        if model in self.models and self.server.is_model_ready(model):
+        if model in self.models and self.server.models.is_model_ready(model):
             self.poll(settle=True)  # a reload resets Triton's counters: take what they hold now
 
     def start(self) -> "StatsCollector":
         self._t0 = time.monotonic()
-        self.server.before_load.append(self._before_load)
+        self.server.models.before_load.append(self._before_load)
         self.poll()
         self._thread = threading.Thread(target=self._run, name="labkit-stats", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        if self._before_load in self.server.before_load:
-            self.server.before_load.remove(self._before_load)
+        if self._before_load in self.server.models.before_load:
+            self.server.models.before_load.remove(self._before_load)
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -141,10 +141,10 @@ class Timeline:
         self._batching = int(config.get("max_batch_size", 0)) > 0
         self.instances = sum(int(g.get("count", 1)) for g in config.get("instance_group", [])) or 1
         self._before = model_stats(self.server, self.model, settle=True)
-        folder, seen_by_triton = self.server.trace_folder()
+        folder, seen_by_triton = self.server.runtime.trace_folder()
         name = f"{self.model}-{uuid.uuid4().hex[:8]}.json"
         self._path, self._file = folder / name, f"{seen_by_triton}/{name}"
-        self.server.trace_settings(self.model, {
+        self.server.models.trace_settings(self.model, {
             "trace_file": self._file, "trace_level": self._levels, "trace_rate": "1",
             "log_frequency": "0",  # all traces in one file, written when tracing ends
             "trace_count": "-1",
@@ -153,7 +153,7 @@ class Timeline:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         # Back to the server's own settings (off): Triton then closes and writes the file.
-        self.server.trace_settings(self.model, dict.fromkeys(_SETTINGS))
+        self.server.models.trace_settings(self.model, dict.fromkeys(_SETTINGS))
         if exc_type is not None:
             return
         self.stats = model_stats(self.server, self.model, settle=True).since(self._before)

@@ -155,7 +155,7 @@ SECTIONS: dict[str, Section] = {
 def run(server: TritonServer, out_dir: Path | None = None, only: list[str] | None = None) -> dict[str, Any]:
     """Run every section (or ``only`` some); a section that fails reports its error instead of stopping the tour."""
     chosen = {name: section for name, section in SECTIONS.items() if not only or name in only}
-    return {"server": server.kind, "server_version": server.version, **run_sections(server, chosen, out_dir)}
+    return {"server": server.runtime.kind, "server_version": server.version, **run_sections(server, chosen, out_dir)}
 
 
 def _flat(value: dict[str, Any], prefix: str = "") -> list[str]:

@@ -111,7 +111,7 @@ class CallbackPending(Pending):
 def limit_of(server: Any, timeout_s: float | None) -> float:
     """The time limit of one call: its own ``timeout_s``, else the server's ``request_timeout_s``;
     ``math.inf`` (or 0) means no limit."""
-    limit = server.request_timeout_s if timeout_s is None else timeout_s
+    limit = server.config.request_timeout_s if timeout_s is None else timeout_s
     return math.inf if not limit or limit <= 0 else float(limit)
 
 

@@ -30,7 +30,7 @@ def state(lab) -> tuple:
     """What a notebook can see of the server: the repository's models and files, the index, what is loaded,
     the magics' server, and the sanitized checks' folders."""
     files = {p: p.read_bytes() for p in lab.repository.root.rglob("*") if p.is_file() and p.suffix != ".so"}
-    index = sorted({m["name"] for m in lab.index()})  # names only: old versions of a rebuild finish unloading
+    index = sorted({m["name"] for m in lab.models.index()})  # names only: old versions of a rebuild finish unloading
     return files, index, lab.loaded_models(), current() is lab, sorted(Path(tempfile.gettempdir()).glob("labkit-asan-check-*"))
 
 

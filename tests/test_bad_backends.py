@@ -162,6 +162,6 @@ def test_unload_right_after_load_while_the_backend_thread_is_busy(tmp_path):
         server.unload("m")  # the backend thread is still busy after the load's warm-up
         flag.unlink()
         assert seen.exists(), "the backend thread never reached the moment this test is about"
-        assert server.alive and server.died is None
+        assert server.alive and server.health.died is None
         server.load("m")
         assert labkit.infer(server, "m", {"IN0": np.arange(4, dtype=np.int32)})["OUT0"].tolist() == [0, 1, 2, 3]

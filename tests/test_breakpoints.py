@@ -152,7 +152,7 @@ def test_a_load_run_skips_breakpoints_with_a_log_line(fresh_server):
     assert result.count == 4 and result.errors == []
     assert fresh_server.logs.grep("breakpoint at model.py:11 (dbg_0_0) skipped: the request did not come from "
                                   "an interactive labkit call")
-    assert list((fresh_server.backend_dir / "python" / "labkit-debug").iterdir()) == []  # nothing listens
+    assert list((fresh_server.workspace.backend_dir / "python" / "labkit-debug").iterdir()) == []  # nothing listens
 
 
 def test_a_breakpoint_nobody_attaches_to_is_skipped_after_the_wait():
@@ -160,9 +160,9 @@ def test_a_breakpoint_nobody_attaches_to_is_skipped_after_the_wait():
         server.start()
         server.repository.write_config(CONFIG)
         server.python_model("dbg", MODEL)
-        debug = server.backend_dir / "python" / "labkit-debug"
+        debug = server.workspace.backend_dir / "python" / "labkit-debug"
         answers = []
-        client_thread = threading.Thread(target=lambda: answers.append(_plain_request(server.http_url, "labkit-debug-nobody")))
+        client_thread = threading.Thread(target=lambda: answers.append(_plain_request(server.endpoints.http_url, "labkit-debug-nobody")))
         t0 = time.monotonic()
         client_thread.start()
         while not list(debug.glob("*.sock")) and time.monotonic() - t0 < 10:

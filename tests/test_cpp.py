@@ -103,7 +103,7 @@ def test_recommended_reports_statistics_and_its_own_metric(cpp_server):
     stats = labkit.model_stats(cpp_server, "recommended_batching", settle=True)
     assert stats.execution_count > 0 and stats.inference_count > 0 and stats.batch_counts
     assert stats.phase_ns["compute_infer"] > 0
-    text = cpp_server.metrics_text()
+    text = cpp_server.models.metrics_text()
     assert re.search(r'^labkit_recommended\w*\{[^}]*model="recommended_batching"[^}]*\} [1-9]', text, re.M), text[-2000:]
 
 
@@ -130,7 +130,7 @@ def test_custom_passthrough_variable_length(cpp_server):
 
 
 def test_rebuild_reloads_new_code_in_the_same_process(cpp_server):
-    pid = cpp_server.pid
+    pid = cpp_server.runtime.triton_pid
     # minimal copies IN0 to OUT0; the edit makes it add 1000 on the way
     marker = "labkit-test-edit"
     edited = _add_thousand(MINIMAL) + f"\n// {marker}\n"
@@ -142,7 +142,7 @@ def test_rebuild_reloads_new_code_in_the_same_process(cpp_server):
     served_again = cpp_server.cpp_backend("minimal", MINIMAL, ["minimal_nonbatching"])
     assert served_again["minimal_nonbatching"] > served["minimal_nonbatching"]
     assert labkit.check_passthrough(cpp_server, "minimal_nonbatching").ok
-    assert cpp_server.pid == pid
+    assert cpp_server.runtime.triton_pid == pid
     assert cpp_server.repository.versions("minimal_nonbatching") == [served_again["minimal_nonbatching"]]
 
 
@@ -243,12 +243,12 @@ def test_a_new_source_after_restart_serves(fresh_server):
     fresh_server.cpp_backend("editloop", scaling_source(3), progress=False)
     assert fresh_server.restart() == ["add_sub", "edited"]
     assert scaled_by(fresh_server, "edited") == 3
-    pid = fresh_server.pid
+    pid = fresh_server.runtime.triton_pid
     fresh_server.cpp_backend("editloop", scaling_source(7), progress=False)
     assert scaled_by(fresh_server, "edited") == 7
     fresh_server.cpp_backend("editloop", scaling_source(3), progress=False)  # back to the one restart loaded
     assert scaled_by(fresh_server, "edited") == 3
-    assert fresh_server.alive and fresh_server.pid == pid and fresh_server.died is None
+    assert fresh_server.alive and fresh_server.runtime.triton_pid == pid and fresh_server.health.died is None
 
 
 def test_a_load_error_on_the_first_install_leaves_the_version_folder_empty(fresh_server):

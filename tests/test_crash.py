@@ -37,7 +37,7 @@ def _wait_for(predicate, timeout_s: float = 5.0) -> float:
 
 def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
     reference.serve(fresh_server, ["minimal_batching"])
-    old_pid = fresh_server.pid
+    old_pid = fresh_server.runtime.triton_pid
     failures: list[BaseException] = []
 
     def load() -> None:
@@ -51,7 +51,7 @@ def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
     worker.start()
     time.sleep(0.3)
     os.kill(old_pid, signal.SIGKILL)
-    assert _wait_for(lambda: fresh_server.died is not None) < 2.0
+    assert _wait_for(lambda: fresh_server.health.died is not None) < 2.0
     worker.join(timeout=10)
     assert not worker.is_alive(), "a request in flight hung instead of failing"
     assert isinstance(failures[0], labkit.ServerNotRunningError) and "killed by signal 9" in str(failures[0])
@@ -61,7 +61,7 @@ def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
     assert "requests to minimal_batching were in flight" in capfd.readouterr().err
 
     assert fresh_server.restart() == ["add_sub", "minimal_batching"]
-    assert fresh_server.pid != old_pid and fresh_server.died is None
+    assert fresh_server.runtime.triton_pid != old_pid and fresh_server.health.died is None
     assert labkit.check_add_sub(fresh_server).ok
     assert labkit.check_passthrough(fresh_server, "minimal_batching", concurrent=2).ok
 
@@ -86,7 +86,7 @@ def test_segfaulting_backend_names_the_model_and_the_line(fresh_server, capfd):
     line = _line_of(SEGFAULT, "*nowhere = 1;")
     assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{line}."), error.crash
     assert f"crashy.cc:{line}" in str(error)
-    _wait_for(lambda: fresh_server.died is not None)
+    _wait_for(lambda: fresh_server.health.died is not None)
     err = capfd.readouterr().err
     assert "requests to crasher were in flight" in err and f"SIGSEGV at crashy.cc:{line}" in err
     # back with both models; the crashing one would crash again, but add_sub serves

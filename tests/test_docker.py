@@ -37,7 +37,7 @@ def dserver(cpu_image):
         srv.repository.copy_model_from(labkit.reference_repository(), "add_sub")
         srv.load("add_sub")
         yield srv
-    assert _gone(engine_client(), srv.container.id)
+    assert _gone(engine_client(), srv.runtime.container.id)
 
 
 def engine_client():
@@ -56,18 +56,18 @@ def _gone(client, container_id: str) -> bool:
 
 
 def test_launch_ready_version_and_labels(dserver):
-    assert dserver.kind == "docker" and dserver.alive and dserver.ready()
+    assert dserver.runtime.kind == "docker" and dserver.alive and dserver.ready()
     assert dserver.version == "2.41.0"
-    assert len({dserver.http_port, dserver.grpc_port, dserver.metrics_port}) == 3
-    labels = dserver.container.labels
+    assert len({dserver.endpoints.http_port, dserver.endpoints.grpc_port, dserver.endpoints.metrics_port}) == 3
+    labels = dserver.runtime.container.labels
     assert labels[lk_leftovers.LABEL_MANAGED] == "1"
     assert labels[lk_leftovers.LABEL_OWNER] == f"{socket.gethostname()}:{os.getpid()}"
     assert not lk_leftovers.owner_dead(labels)
-    host_config = dserver.container.attrs["HostConfig"]
+    host_config = dserver.runtime.container.attrs["HostConfig"]
     assert host_config["ShmSize"] == 1 << 30
     assert {u["Name"]: u["Soft"] for u in host_config["Ulimits"]}["stack"] == 67108864
     assert host_config["AutoRemove"] is False
-    assert "nv_inference_request_success" in dserver.metrics_text()
+    assert "nv_inference_request_success" in dserver.models.metrics_text()
 
 
 def test_add_sub_over_http_and_grpc(dserver):
@@ -85,21 +85,21 @@ def _successes(server, model: str) -> int:
 
 
 def test_ports_published_on_loopback_only(dserver):
-    dserver.container.reload()
-    published = dserver.container.attrs["NetworkSettings"]["Ports"]
+    dserver.runtime.container.reload()
+    published = dserver.runtime.container.attrs["NetworkSettings"]["Ports"]
     for port in CONTAINER_PORTS.values():
         assert [b["HostIp"] for b in published[f"{port}/tcp"]] == ["127.0.0.1"]
     # Reachable on loopback, refused on the host's other addresses (the engine's bridge gateway).
-    with socket.create_connection(("127.0.0.1", dserver.http_port), timeout=5):
+    with socket.create_connection(("127.0.0.1", dserver.endpoints.http_port), timeout=5):
         pass
-    network = dserver.container.attrs["NetworkSettings"]
+    network = dserver.runtime.container.attrs["NetworkSettings"]
     gateway = network.get("Gateway") or next(iter(network["Networks"].values()))["Gateway"]
     with pytest.raises(OSError):
-        socket.create_connection((gateway, dserver.http_port), timeout=3).close()
+        socket.create_connection((gateway, dserver.endpoints.http_port), timeout=3).close()
 
 
 def test_logs_stream_into_the_log_view(dserver):
-    assert dserver.logs.path.parent.parent == dserver.workdir
+    assert dserver.logs.path.parent.parent == dserver.workspace.workdir
     text = dserver.logs.text()
     assert "Started HTTPService at 0.0.0.0:8000" in text  # inside the container; published on 127.0.0.1
     assert "successfully loaded 'add_sub'" in text
@@ -159,7 +159,7 @@ class TritonPythonModel:
 
 def test_python_based_backend_from_the_host_backend_folder(dserver):
     dserver.python_backend("scaler", SCALER)
-    stub = dserver.backend_dir / "python" / "stub" / "triton_python_backend_stub"  # labkit's launcher runs it
+    stub = dserver.workspace.backend_dir / "python" / "stub" / "triton_python_backend_stub"  # labkit's launcher runs it
     assert os.readlink(stub) == "/opt/tritonserver/backends/python/triton_python_backend_stub"
     cfg = labkit.model_config("times3", "scaler", [("X", "FP32", [2])], [("Y", "FP32", [2])], parameters={"scale": 3})
     dserver.repository.write_config(cfg)
@@ -217,8 +217,8 @@ def test_cpp_backend_compiled_in_the_container_and_reloaded(dserver):
     source = MARKER_SOURCE.replace("BUILD_ID", f"one-{time.time_ns()}")
     versions = dserver.cpp_backend("labkitmarker", source, models=["marker"])
     assert "MARKER build one-" in _marker_answer(dserver)
-    build = dserver.build("labkitmarker", source)
-    assert build.cached and build.library.is_relative_to(dserver.build_root)
+    build = dserver.models.build("labkitmarker", source)
+    assert build.cached and build.library.is_relative_to(dserver.runtime.build_root)
     # A rebuild goes to a new version folder, so the new code really serves (Triton never dlcloses).
     versions2 = dserver.cpp_backend("labkitmarker", source.replace("build one-", "build two-"), models=["marker"])
     assert versions2["marker"] == versions["marker"] + 1
@@ -242,7 +242,7 @@ def test_reference_cpp_backend_builds_and_batches_in_the_container(dserver):
 def test_cpp_compile_error_keeps_source_line_numbers(dserver):
     broken = "#include <cstdint>\n\nint f() { return undefined_name; }\n"
     with pytest.raises(labkit.BuildError, match=r"labkitbroken\.cc:3:.*undefined_name"):
-        dserver.build("labkitbroken", broken, progress=False)
+        dserver.models.build("labkitbroken", broken, progress=False)
 
 
 # -- failures ------------------------------------------------------------------------------------------
@@ -254,17 +254,17 @@ def test_container_killed_from_outside(cpu_image, tmp_path):
         server.repository.copy_model_from(labkit.reference_repository(), "add_sub")
         server.load("add_sub")
         client = lk_engine.connect()
-        client.containers.get(server.container.id).kill()  # as `docker kill` would
+        client.containers.get(server.runtime.container.id).kill()  # as `docker kill` would
         deadline = time.monotonic() + 15
         while server.alive and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not server.alive and not server.ready()
         with pytest.raises(labkit.ServerNotRunningError, match="exited") as info:
-            server.index()
+            server.models.index()
         assert "successfully loaded 'add_sub'" in info.value.log_tail
         with pytest.raises(labkit.ServerNotRunningError, match="exit code 137"):
             server.load("add_sub")
-        container_id = server.container.id
+        container_id = server.runtime.container.id
     assert _gone(client, container_id)  # stop() removes the dead container
     assert (tmp_path / "logs" / "tritonserver.log").exists()  # the log stays for reading
 
@@ -286,7 +286,7 @@ def test_failed_start_carries_the_container_log(cpu_image, tmp_path):
         server.start(timeout_s=60)
     assert 'Bad option: "--model-control-mode"' in info.value.log_tail
     assert not server.alive
-    assert _gone(lk_engine.connect(), server.container.id)
+    assert _gone(lk_engine.connect(), server.runtime.container.id)
 
 
 def test_bad_image_name_is_a_clear_error(engine):
@@ -335,13 +335,13 @@ _OWNER = textwrap.dedent("""
     import sys, time
     from labkit.server.launchers.docker import DockerServer
     server = DockerServer(image=sys.argv[1]).start(timeout_s=120)
-    print(server.container.id, server.workdir, flush=True)
+    print(server.runtime.container.id, server.workspace.workdir, flush=True)
     time.sleep(600)
 """)
 
 
 def test_cleanup_removes_the_container_of_a_killed_kernel(dserver):
-    owner = subprocess.Popen([sys.executable, "-c", _OWNER, dserver.image], stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, dserver.runtime.image], stdout=subprocess.PIPE, text=True)
     try:
         container_id, workdir = owner.stdout.readline().split()
     finally:
@@ -350,7 +350,7 @@ def test_cleanup_removes_the_container_of_a_killed_kernel(dserver):
     client = lk_engine.connect()
     assert client.containers.get(container_id).status == "running"  # the leftover
     assert container_id in {c.id for c in lk_leftovers.leftovers()}
-    assert dserver.container.id not in {c.id for c in lk_leftovers.leftovers()}  # a live owner's container is not
+    assert dserver.runtime.container.id not in {c.id for c in lk_leftovers.leftovers()}  # a live owner's container is not
     removed = lk_leftovers.cleanup()
     assert client.ping()  # the engine is still fine
     assert _gone(client, container_id) and removed
@@ -364,13 +364,13 @@ def test_launch_sweeps_leftovers(dserver, tmp_path):
     dead.wait()
     client = lk_engine.connect()
     leftover = client.containers.run(
-        dserver.image, ["sleep", "600"], detach=True,
+        dserver.runtime.image, ["sleep", "600"], detach=True,
         labels={lk_leftovers.LABEL_MANAGED: "1", lk_leftovers.LABEL_OWNER: f"{socket.gethostname()}:{dead.pid}"},
     )
     try:
         # ... is removed by the next launch, even one that then fails (here: a missing mount source).
         with pytest.raises(labkit.SetupError):
-            DockerServer(image=dserver.image, volumes={tmp_path / "missing": "/data"}).start()
+            DockerServer(image=dserver.runtime.image, volumes={tmp_path / "missing": "/data"}).start()
         assert _gone(client, leftover.id)
     finally:
         if not _gone(client, leftover.id):
@@ -411,8 +411,8 @@ def test_bench_cold_start_on_docker(cpu_image, tmp_path):
 
 
 def test_container_is_unprivileged_without_host_network(dserver):
-    dserver.container.reload()
-    host = dserver.container.attrs["HostConfig"]
+    dserver.runtime.container.reload()
+    host = dserver.runtime.container.attrs["HostConfig"]
     assert host["Privileged"] is False
     assert host["NetworkMode"] != "host"
     assert not host.get("CapAdd")
@@ -423,11 +423,11 @@ def test_restart_after_the_container_is_killed(cpu_image, tmp_path):
     with server.start(timeout_s=120):
         server.repository.copy_model_from(labkit.reference_repository(), "add_sub")
         server.load("add_sub")
-        lk_engine.connect().containers.get(server.container.id).kill()
+        lk_engine.connect().containers.get(server.runtime.container.id).kill()
         deadline = time.monotonic() + 15
-        while server.died is None and time.monotonic() < deadline:
+        while server.health.died is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert server.died is not None, "the watchdog did not notice the container's death"
+        assert server.health.died is not None, "the watchdog did not notice the container's death"
         assert server.restart(timeout_s=120) == ["add_sub"]
         assert labkit.check_add_sub(server).ok
 

@@ -96,17 +96,17 @@ def test_the_corpus_has_three_right_and_three_wrong_answers_per_exercise():
 def test_the_latest_attempt_of_each_cell_is_recorded(lab):
     cell = exercises.REGISTRY["01-output2"].solution()
     run_cells(lab, [cell])
-    assert lab.attempts["add_sub3"].serving
+    assert lab.models.attempts["add_sub3"].serving
     run_cells(lab, [cell + "\n    def oops(:\n"])
-    failed = lab.attempts["add_sub3"]
+    failed = lab.models.attempts["add_sub3"]
     assert failed.built and not failed.loaded and "SyntaxError" in failed.error
-    assert lab.is_model_ready("add_sub3")  # the version before it still serves: what the check must not judge
+    assert lab.models.is_model_ready("add_sub3")  # the version before it still serves: what the check must not judge
     source = exercises.REGISTRY["07-sum-parameter"].solution()
     run_cells(lab, [source, source + "\nnot C++;\n"])
     for name in ("respparams", "respparams_passthrough"):
-        assert not lab.attempts[name].built and not lab.attempts[name].loaded and lab.attempts[name].error
+        assert not lab.models.attempts[name].built and not lab.models.attempts[name].loaded and lab.models.attempts[name].error
     run_cells(lab, [source])
-    assert lab.attempts["respparams"].serving and lab.attempts["respparams_passthrough"].serving
+    assert lab.models.attempts["respparams"].serving and lab.models.attempts["respparams_passthrough"].serving
 
 
 def test_checks_leave_no_model_of_their_own_behind(lab):

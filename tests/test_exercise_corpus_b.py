@@ -109,7 +109,7 @@ def test_02_scale(lab, answer):
     source, rule = SCALE[answer]
     # An answer that cannot load is only built: the check judges the build, and a load that fails in the
     # shared server would leave it serving an older version.
-    serve = lab.build if rule == "load" else lab.cpp_backend
+    serve = lab.models.build if rule == "load" else lab.cpp_backend
     judge(lab, "02-scale", lambda: serve("scalecpp", source, first_line=2, progress=False), rule)
 
 

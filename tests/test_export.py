@@ -25,7 +25,7 @@ def test_exported_project_builds_offline_and_serves(tmp_path):
         lab.start()
         lab.repository.copy_model_from(reference.repository(), "minimal_batching")
         lab.cpp_backend("minimal", EDITED, progress=False)
-        project = lab.export_backend("minimal", tmp_path / "project")
+        project = lab.models.export_backend("minimal", tmp_path / "project")
     cmake = (project / "CMakeLists.txt").read_text()
     assert 'set(TRITON_REPO_TAG "r23.12"' in cmake and "GIT_TAG main" not in cmake
     assert "install(TARGETS triton-minimal-backend LIBRARY DESTINATION backends/minimal)" in cmake
@@ -41,7 +41,7 @@ def test_exported_project_builds_offline_and_serves(tmp_path):
 
     # A server whose repository is the exported models and whose backend folder holds the installed library.
     with labkit.EmbeddedServer(repository=project / "models") as served:
-        shutil.copytree(tmp_path / "prefix" / "backends" / "minimal", served.backend_dir / "minimal")
+        shutil.copytree(tmp_path / "prefix" / "backends" / "minimal", served.workspace.backend_dir / "minimal")
         served.start()
         served.load("minimal_batching")
         x = reference.sample_inputs("minimal_batching")["IN0"]

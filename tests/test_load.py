@@ -88,4 +88,4 @@ def test_slow_requests_count_as_timeouts_and_a_stuck_load_stops(fresh_server):
 
 
 def test_default_time_limit_is_the_servers(server):
-    assert Load(server, "add_sub", ONE).timeout_s == server.request_timeout_s
+    assert Load(server, "add_sub", ONE).timeout_s == server.config.request_timeout_s

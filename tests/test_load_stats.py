@@ -91,7 +91,7 @@ def test_collector_totals_survive_a_reload(fresh_server):
 def test_metrics_parsed_with_prometheus_parser(server):
     labkit.check_add_sub(server)
     stats = model_stats(server, "add_sub", settle=True)
-    samples = parse_metrics(server.metrics_text())
+    samples = parse_metrics(server.models.metrics_text())
     assert metric(samples, "nv_inference_count_total", model="add_sub") == stats.inference_count
     assert metric(samples, "nv_inference_exec_count_total", model="add_sub") == stats.execution_count
     assert ("nv_inference_pending_request_count", (("model", "add_sub"), ("version", "1"))) in samples

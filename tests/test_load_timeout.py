@@ -65,7 +65,7 @@ def test_a_sleeping_initialize_times_out_at_its_line_and_the_fix_loads_in_the_sa
     with labkit.start(load_timeout_s=2) as lab:
         lab.repository.copy_model_from(labkit.reference_repository(), "add_sub")
         lab.load("add_sub")
-        pid = lab.pid
+        pid = lab.runtime.triton_pid
         lab.repository.write_config(CONFIG)
         with pytest.raises(labkit.LoadTimeoutError) as info:
             lab.python_model("hang", _initializing(SLEEPS))
@@ -78,7 +78,7 @@ def test_a_sleeping_initialize_times_out_at_its_line_and_the_fix_loads_in_the_sa
         assert "'hang'" in str(err) and err.stack in str(err) and "timeout_s=" in str(err)
         assert lab.loaded_models() == ["add_sub"] and labkit.check_add_sub(lab).ok
         _serves_the_fix(lab)
-        assert lab.pid == pid  # the same server all along
+        assert lab.runtime.triton_pid == pid  # the same server all along
         lab.python_model("hang", _initializing(SLEEPS), load=False)
         with pytest.raises(labkit.LoadTimeoutError):  # a reload that hangs: the old code keeps serving
             lab.load("hang")
@@ -87,7 +87,7 @@ def test_a_sleeping_initialize_times_out_at_its_line_and_the_fix_loads_in_the_sa
 
 
 def test_the_limit_can_be_set_per_call_and_a_stub_stuck_below_python_is_ended(fresh_server):
-    assert fresh_server.load_timeout_s == 120  # the default
+    assert fresh_server.config.load_timeout_s == 120  # the default
     fresh_server.repository.write_config(CONFIG)
     with pytest.raises(labkit.LoadTimeoutError) as info:
         fresh_server.python_model("hang", _initializing(DEADLOCKS), load_timeout_s=1.5)
@@ -137,7 +137,7 @@ CPP_STUCK_LINE = 7
 def test_a_cpp_model_initialize_that_never_returns_times_out_and_the_server_keeps_serving(fresh_server):
     cfg = labkit.model_config("slow", "slowinit", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
     fresh_server.repository.write_config(cfg)
-    fresh_server.load_timeout_s = 2
+    fresh_server.config = fresh_server.config.with_(load_timeout_s=2)
     with pytest.raises(labkit.LoadTimeoutError) as info:
         fresh_server.cpp_backend("slowinit", HANGING_CPP.replace("HANGS", "true"), ["slow"], progress=False)
     err = info.value
@@ -145,7 +145,7 @@ def test_a_cpp_model_initialize_that_never_returns_times_out_and_the_server_keep
     assert err.location == f"slowinit.cc:{CPP_STUCK_LINE}"
     assert f"slowinit.cc:{CPP_STUCK_LINE} in Slow::Slow" in err.stack and "lab.restart()" in str(err)
     assert labkit.check_add_sub(fresh_server).ok and fresh_server.loaded_models() == ["add_sub"]
-    assert [m["state"] for m in fresh_server.index() if m["name"] == "slow"] == ["LOADING"]
+    assert [m["state"] for m in fresh_server.models.index() if m["name"] == "slow"] == ["LOADING"]
 
     assert fresh_server.restart() == ["add_sub"]  # what the error offers
     fresh_server.cpp_backend("slowinit", HANGING_CPP.replace("HANGS", "false"), ["slow"], progress=False)
@@ -158,13 +158,13 @@ def test_stop_ends_a_server_whose_model_is_stuck_loading(fresh_server):
     ModelInitialize and a Python model stuck in a request do not keep it (or its stubs) alive."""
     cfg = labkit.model_config("slow", "slowinit", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
     fresh_server.repository.write_config(cfg)
-    fresh_server.load_timeout_s = 1
+    fresh_server.config = fresh_server.config.with_(load_timeout_s=1)
     with pytest.raises(labkit.LoadTimeoutError):
         fresh_server.cpp_backend("slowinit", HANGING_CPP.replace("HANGS", "true"), ["slow"], progress=False)
     fresh_server.repository.write_config(CONFIG)
     fresh_server.python_model("hang", _initializing("pass").replace("return [pb_utils", "time.sleep(100000)\n        return [pb_utils"))
     with pytest.raises(labkit.RequestTimeoutError):
         labkit.infer(fresh_server, "hang", X, timeout_s=1)
-    pid = fresh_server.pid
+    pid = fresh_server.runtime.triton_pid
     fresh_server.stop()
     assert not fresh_server.alive and _running_in_group(pid) == []

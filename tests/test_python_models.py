@@ -12,12 +12,12 @@ ADD_SUB_SOURCE = add_sub_source()
 
 
 def test_edit_then_reload_serves_new_code(fresh_server):
-    pid = fresh_server.pid
+    pid = fresh_server.runtime.triton_pid
     for offset in (10, 20, 30):  # three edits within a second or two: each must really reload
         fresh_server.python_model("add_sub", ADD_SUB_SOURCE.replace("a + b", f"a + b + {offset}"))
         result = labkit.check_add_sub(fresh_server, check=False)
         np.testing.assert_allclose(result.output0, result.input0 + result.input1 + offset)
-    assert fresh_server.pid == pid  # same server process throughout
+    assert fresh_server.runtime.triton_pid == pid  # same server process throughout
     with pytest.raises(labkit.errors.AnswerMismatchError, match="answered wrongly"):
         labkit.check_add_sub(fresh_server)
 

@@ -24,7 +24,7 @@ def test_reference_backends_under_address_sanitizer(tmp_path):
         env={"LD_PRELOAD": ASAN, "ASAN_OPTIONS": f"detect_leaks=0:halt_on_error=0:log_path={reports}"},
     )
     with server.start():
-        assert "libasan" in Path(f"/proc/{server.pid}/maps").read_text()
+        assert "libasan" in Path(f"/proc/{server.runtime.triton_pid}/maps").read_text()
         for backend, model in BACKENDS.items():
             server.repository.copy_model_from(reference.repository(), model)
             flags = ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"]

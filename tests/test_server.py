@@ -46,20 +46,20 @@ def test_start_ready_and_stop():
     with server.start():
         assert server.alive and server.ready()
         assert server.version == "2.41.0"
-        assert server.http_port and server.grpc_port and server.metrics_port
-        assert len({server.http_port, server.grpc_port, server.metrics_port}) == 3
+        assert server.endpoints.http_port and server.endpoints.grpc_port and server.endpoints.metrics_port
+        assert len({server.endpoints.http_port, server.endpoints.grpc_port, server.endpoints.metrics_port}) == 3
         assert labkit.current() is server
-        assert "nv_cpu_utilization" in server.metrics_text()
-        pid = server.pid
+        assert "nv_cpu_utilization" in server.models.metrics_text()
+        pid = server.runtime.triton_pid
     assert not server.alive
     assert _gone(pid)
-    assert not server.workdir.exists()  # its own temporary folder is cleaned up
+    assert not server.workspace.workdir.exists()  # its own temporary folder is cleaned up
     try:  # another test's server may still run: then current() is that one
         assert labkit.current() is not server
     except labkit.ServerNotRunningError:
         pass
     with pytest.raises(labkit.ServerNotRunningError, match="stopped"):
-        server.index()
+        server.models.index()
 
 
 def test_binds_loopback_only(server):
@@ -86,7 +86,7 @@ def test_failed_start_carries_log_lines(tmp_path):
 
 
 def test_stop_ends_the_whole_process_group(fresh_server):
-    pgid = fresh_server.pid
+    pgid = fresh_server.runtime.triton_pid
     assert len(_group_members(pgid)) >= 2  # tritonserver and the add_sub stub
     fresh_server.stop()
     assert _group_members(pgid) == []
@@ -99,7 +99,7 @@ _OWNER = textwrap.dedent(
     lab = labkit.start()
     lab.repository.copy_model_from(labkit.reference_repository(), "add_sub")
     lab.load("add_sub")
-    print(lab.pid, flush=True)
+    print(lab.runtime.triton_pid, flush=True)
     if sys.argv[1] == "sleep":
         time.sleep(120)
     # else: exit without stop(); atexit must clean up
@@ -148,12 +148,12 @@ def test_wheel_fallback_unpacks_a_runnable_server(tmp_path, monkeypatch):
 
 
 def test_rss_counts_the_server_and_its_stubs(fresh_server):
-    with_one_stub = fresh_server.rss_bytes()
+    with_one_stub = fresh_server.runtime.rss_bytes()
     assert with_one_stub > 20 * 2**20  # tritonserver alone holds tens of MB
     cfg = fresh_server.repository.read_config("add_sub")
     cfg.name = "add_sub_twin"
     fresh_server.python_model("add_sub_twin", labkit.reference.add_sub_source(), cfg)  # one more stub process
-    assert fresh_server.rss_bytes() > with_one_stub
+    assert fresh_server.runtime.rss_bytes() > with_one_stub
 
 
 _ORPHAN_MAKER = textwrap.dedent(
@@ -164,7 +164,7 @@ _ORPHAN_MAKER = textwrap.dedent(
     lab = labkit.start()
     lab.repository.copy_model_from(labkit.reference_repository(), "add_sub")
     lab.load("add_sub")
-    print(lab.pid, flush=True)
+    print(lab.runtime.triton_pid, flush=True)
     time.sleep(120)
     """
 )
@@ -228,7 +228,7 @@ def test_rerunning_the_start_cell_leaves_one_server(tmp_path):
     start = "import labkit\nlab = labkit.start()"
     cells = [start, "first = lab", start, "other = labkit.start()",
              "print(first.alive, lab.alive, other.alive, len({id(first), id(lab), id(other)}))\n"
-             "pids = [first.pid, lab.pid]\nlab.stop(); other.stop()"]
+             "pids = [first.runtime.triton_pid, lab.runtime.triton_pid]\nlab.stop(); other.stop()"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     NotebookClient(nb, timeout=300, kernel_name="python3").execute()
     outputs = [[o.get("text", "") for o in cell.outputs] for cell in nb.cells]

@@ -68,13 +68,13 @@ class Walk:
         self.expected = {PY: 1, CPP: 1}
         self.py_good = [1]
         self.cpp_built: list[tuple[int, bool]] = [(1, True)]  # (factor, loads) in the order first compiled
-        self.pid = server.pid
+        self.pid = server.runtime.triton_pid
         self.cache_hits = 0
 
     def check(self, step: int, kind: str) -> None:
         server = self.server
-        assert server.alive and server.died is None, f"step {step} ({kind}): the server died: {server.died}"
-        assert server.pid == self.pid, f"step {step} ({kind}): Triton was restarted behind our back"
+        assert server.alive and server.health.died is None, f"step {step} ({kind}): the server died: {server.health.died}"
+        assert server.runtime.triton_pid == self.pid, f"step {step} ({kind}): Triton was restarted behind our back"
         for model, factor in self.expected.items():
             assert scaled_by(server, model) == factor, f"step {step} ({kind}): {model} does not serve x {factor}"
 
@@ -109,7 +109,7 @@ class Walk:
             return "cpp_edit"
         if kind == "cpp_back":
             factor = self.rng.choice(cached)
-            assert server.build(CPP_BACKEND, scaling_source(factor), progress=False).cached
+            assert server.models.build(CPP_BACKEND, scaling_source(factor), progress=False).cached
             self.cache_hits += 1
             server.cpp_backend(CPP_BACKEND, scaling_source(factor), progress=False)
             self.expected[CPP] = factor
@@ -131,12 +131,12 @@ class Walk:
             return kind
         if kind == "restart":
             assert server.restart() == sorted(self.expected)
-            self.pid = server.pid
+            self.pid = server.runtime.triton_pid
             return kind
         if kind == "unload_reload":
             model = self.rng.choice(sorted(self.expected))
             server.unload(model)
-            assert not server.is_model_ready(model)
+            assert not server.models.is_model_ready(model)
             server.load(model)
             return kind
         raise AssertionError(f"unknown step kind {kind!r}")
@@ -170,7 +170,7 @@ def test_soak_edit_fail_fix_restart(capsys):
                 raise
             done[kind] += 1
         log = server.logs.path.read_text()
-        stub_signals = [e for e in stubs.exits(server.backend_dir / "python", PY, 0) if e.signal is not None]
+        stub_signals = [e for e in stubs.exits(server.workspace.backend_dir / "python", PY, 0) if e.signal is not None]
         # Triton logs "Signal (N) received." for every signal; SIGTERM (15) is restart() stopping it
         crashes = [line for line in log.splitlines()
                    if line.startswith("labkit-crash:") or (line.startswith("Signal (") and "(15)" not in line)]

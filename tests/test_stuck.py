@@ -96,7 +96,7 @@ def test_a_sleeping_execute_times_out_at_its_line_and_unstick_serves_the_fix(fre
 
 
 def test_the_server_default_limit_applies_to_helpers(fresh_server):
-    fresh_server.request_timeout_s = 1.5
+    fresh_server.config = fresh_server.config.with_(request_timeout_s=1.5)
     fresh_server.python_model("add_sub", _hanging(0, "time.sleep(100000)"))
     with pytest.raises(labkit.RequestTimeoutError) as info:
         labkit.check_add_sub(fresh_server)
@@ -134,7 +134,7 @@ def test_a_cpp_endless_loop_shows_the_cell_line(fresh_server, capfd):
     capfd.readouterr()
     assert fresh_server.restart() == ["add_sub", "spinner"]  # what the error offers
     assert labkit.check_add_sub(fresh_server).ok
-    assert "exited" not in capfd.readouterr().err and fresh_server.died is None  # a wanted exit is no crash
+    assert "exited" not in capfd.readouterr().err and fresh_server.health.died is None  # a wanted exit is no crash
 
 
 def test_os_exit_in_initialize_says_the_exit_code_and_where(fresh_server):

@@ -57,7 +57,7 @@ def test_rows_of_a_request_count_as_inferences(server):
 def test_tracing_is_off_afterwards_and_last_n_and_picture(server):
     with labkit.timeline(server, "add_sub_batching", last=5) as tl:
         labkit.run_load(server, "add_sub_batching", ONE_BATCHED, requests=40, concurrency=2)
-    assert server.trace_settings("add_sub_batching")["trace_level"] == ["OFF"]
+    assert server.models.trace_settings("add_sub_batching")["trace_level"] == ["OFF"]
     assert tl.counts()["requests"] == 40  # counts cover the whole recording ...
     shown = {r.id for e in tl.shown() for r in e.requests}
     assert {r.id for r in tl.requests[-5:]} <= shown and len(shown) < 40  # ... the picture the last 5

@@ -28,7 +28,7 @@ _USE = textwrap.dedent("""
         print("add_sub", labkit.check_add_sub(lab).ok)
         lab.repository.copy_model_from(reference.repository(), "minimal_nonbatching")
         source = reference_source("minimal").read_text() + "\\n// " + sys.argv[1] + "\\n"  # a real compile
-        build = lab.build("minimal", source, progress=False)
+        build = lab.models.build("minimal", source, progress=False)
         print("compiled", not build.cached, build.library.name)
         lab.cpp_backend("minimal", source, ["minimal_nonbatching"], progress=False)
         print("minimal", labkit.check_passthrough(lab, "minimal_nonbatching").ok)

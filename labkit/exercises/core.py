@@ -101,7 +101,7 @@ def require_latest(server: TritonServer, *names: str) -> None:
     named it) did not build or did not load: the previous version may still be serving, and judging
     it would judge old code. Names never written through labkit pass (nothing to say about them)."""
     for name in names:
-        attempt = server.attempts.get(name)
+        attempt = server.models.attempts.get(name)
         if attempt is None or attempt.serving:
             continue
         what = "build" if not attempt.built else "load"

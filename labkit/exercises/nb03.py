@@ -44,8 +44,8 @@ def _serve_copy(server: TritonServer, model: str, *, delay_us: int, preferred: S
     config.dynamic_batching.preferred_batch_size[:] = list(preferred)
     config.instance_group[0].count = 1
     server.repository.write_config(config)
-    build = server.build(config.backend, reference_source(config.backend), progress=False)
-    deploy.install(server, build, model)
+    build = server.models.build(config.backend, reference_source(config.backend), progress=False)
+    deploy.install(server.models, build, model)
 
 
 def _batches(moved: dict) -> str:
@@ -99,7 +99,7 @@ def delay(server: TritonServer, delay_us: object) -> None:
 
 
 def _pending(server: TritonServer, model: str) -> int:
-    return int(metric(parse_metrics(server.metrics_text()), "nv_inference_pending_request_count", model=model))
+    return int(metric(parse_metrics(server.models.metrics_text()), "nv_inference_pending_request_count", model=model))
 
 
 def _one_after_another(server: TritonServer, model: str, count: int, timeout_s: float = 60.0) -> None:

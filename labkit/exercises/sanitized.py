@@ -101,25 +101,17 @@ def bare_build(source: str, backend: str, folder: Path) -> Path:
     return library
 
 
-class ThrowawayServer(EmbeddedServer):
-    """An embedded server that is killed, not asked to exit: with an ASan-built backend loaded, Triton
-    2.41 never finishes its exit (a library's exit handler deadlocks on the locale lock) and stop()
-    would wait out its grace period. Nothing of it is kept."""
-
-    def _end_process(self) -> None:
-        self._after_death()  # SIGKILL to Triton's process group
-        super()._end_process()
-
-
 @contextmanager
 def sanitized_run(source: str, backend: str) -> Iterator[SanitizedRun]:
     """Build ``source`` bare with ASan and start a Triton of its own with the ASan runtime; on exit that
     server is ended and every file removed."""
     folder = Path(tempfile.mkdtemp(prefix="labkit-asan-check-"))
-    server: ThrowawayServer | None = None
+    server: EmbeddedServer | None = None
     try:
         library = bare_build(source, backend, folder)
-        server = ThrowawayServer(env={
+        # Killed, not asked to exit: with an ASan-built backend loaded, Triton 2.41 never finishes its exit
+        # (a library's exit handler deadlocks on the locale lock). Nothing of it is kept.
+        server = EmbeddedServer(kill_on_end=True, env={
             "LD_PRELOAD": runtime(),
             "ASAN_OPTIONS": f"detect_leaks=0:halt_on_error=0:log_path={folder / 'asan'}",
         })

@@ -61,7 +61,7 @@ def owned_model(server: TritonServer, name: str) -> Iterator[str]:
 
 def remove(server: TritonServer, model: str) -> None:
     """Unload ``model`` if the server has it and remove its folder."""
-    if server.alive and any(m["name"] == model for m in server.index()):
+    if server.alive and any(m["name"] == model for m in server.models.index()):
         try:
             server.unload(model)
         except LabkitError:  # it never loaded, or will not finish unloading: the folder goes anyway
@@ -80,7 +80,7 @@ def latest(server: TritonServer, backend: str) -> Build:
 
     A cell that failed to compile leaves no build: this is then the one before it. (The record of each
     cell's latest attempt in labkit.exercises.core can say "your latest cell did not build" first.)"""
-    build = latest_build(backend, server.toolchain())
+    build = latest_build(backend, server.runtime.toolchain())
     if build is None or not build.source.exists():
         raise NotYet(f"backend {backend!r} was never built here.", f"run the `%%triton_cpp {backend}` cell first.",
                      rule="not-built")

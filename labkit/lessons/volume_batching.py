@@ -139,7 +139,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelBatchFinalize(void* userp) {
 def build_strategy(server: TritonServer, source: str = STRATEGY_SOURCE) -> Build:
     """Compile the strategy library (cached by content). It has no ModelInstanceExecute, so the build
     checks for the five batching entry points instead."""
-    return server.build(STRATEGY, source, required=ENTRY_POINTS)
+    return server.models.build(STRATEGY, source, required=ENTRY_POINTS)
 
 
 def attach(server: TritonServer, model: str, strategy: Build, max_bytes: int) -> Path:
@@ -165,7 +165,7 @@ def attach(server: TritonServer, model: str, strategy: Build, max_bytes: int) ->
     if model in server.loaded_models():
         server.load(model)
     else:
-        deploy.load_models(server, [model])  # builds the model's reference backend first if needed
+        deploy.load_models(server.models, [model])  # builds the model's reference backend first if needed
     for old in repo.model_dir(model).glob(f"{STRATEGY}-*.so"):
         if old != target:
             old.unlink()  # no config names it any more; Triton keeps what it already opened in memory

@@ -20,41 +20,42 @@ from typing import Protocol
 from ..errors import ModelLoadError
 from ..repository import ModelRepository
 from .build import REFERENCE_DIR, Build, reference_source
-from .toolchain import Toolchain
 
 
-class Server(Protocol):
-    """What deploying needs of a labkit server (TritonServer has it all)."""
+class _Runtime(Protocol):
+    run_id: str  # changes with every Triton process
+
+
+class Target(Protocol):
+    """What deploying needs of a server: its models component (``server.models``) has it all."""
 
     repository: ModelRepository
-    run_id: str  # changes with every Triton process
+    runtime: _Runtime
 
     def load(self, name: str) -> None: ...
 
     def build(self, backend: str, source: object, **options: object) -> Build: ...
-
-    def toolchain(self) -> Toolchain: ...
 
 
 # Library paths each Triton process (by run_id) has dlopened: it never closes them.
 _opened: defaultdict[str, set[str]] = defaultdict(set)
 
 
-def opened_libraries(server: Server) -> set[str]:
+def opened_libraries(into: Target) -> set[str]:
     """The backend library paths the server's current process has loaded (and will never reload)."""
-    return _opened[server.run_id]
+    return _opened[into.runtime.run_id]
 
 
-def install(server: Server, build: Build, model: str) -> int:
+def install(into: Target, build: Build, model: str) -> int:
     """Copy the library into a new version folder of ``model`` and load it; returns that version.
 
     If Triton refuses the new version, the copy is removed again (the previous version keeps
     serving) and the error raised.
     """
-    repo = server.repository
-    opened = opened_libraries(server)
+    repo = into.repository
+    opened = opened_libraries(into)
     versions = repo.versions(model)
-    version = _free_version(server, model, build.library.name)
+    version = _free_version(into, model, build.library.name)
     target = repo.model_dir(model) / str(version)
     fresh_folder = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
@@ -62,7 +63,7 @@ def install(server: Server, build: Build, model: str) -> int:
     shutil.copy2(build.library, library)
     repo.mark_changed(model)
     try:
-        server.load(model)
+        into.load(model)
     except ModelLoadError:
         if fresh_folder:
             shutil.rmtree(target, ignore_errors=True)
@@ -77,13 +78,13 @@ def install(server: Server, build: Build, model: str) -> int:
     return version
 
 
-def _free_version(server: Server, model: str, library_name: str) -> int:
+def _free_version(into: Target, model: str, library_name: str) -> int:
     """The version to install into: the newest folder if it is empty, else the first number above it
     whose library path holds no file and was never opened by the running Triton process. An existing
     library may be mapped by the server (loaded at a restart, or by a plain ``load``): never overwrite one."""
-    opened = opened_libraries(server)
-    folder = server.repository.model_dir(model)
-    versions = server.repository.versions(model)
+    opened = opened_libraries(into)
+    folder = into.repository.model_dir(model)
+    versions = into.repository.versions(model)
     if versions and not (folder / str(versions[-1]) / library_name).exists() \
             and str(folder / str(versions[-1]) / library_name) not in opened:
         return versions[-1]
@@ -93,16 +94,16 @@ def _free_version(server: Server, model: str, library_name: str) -> int:
     return version
 
 
-def load_models(server: Server, models: list[str]) -> None:
+def load_models(into: Target, models: list[str]) -> None:
     """Load models, first building (or taking from the build cache) the C++ backend of each that
     names a reference backend (minimal, recommended, custom) and installing it at a new path."""
-    repo = server.repository
+    repo = into.repository
     builds: dict[str, Build] = {}
     for model in models:
         backend = repo.read_config(model).backend
         if (REFERENCE_DIR / backend).is_dir():
             if backend not in builds:
-                builds[backend] = server.build(backend, reference_source(backend))
-            install(server, builds[backend], model)
+                builds[backend] = into.build(backend, reference_source(backend))
+            install(into, builds[backend], model)
         else:
-            server.load(model)
+            into.load(model)

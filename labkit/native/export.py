@@ -4,7 +4,7 @@ labkit's declarations of the C API), the models that use it, and a Dockerfile on
 
     labkit.export_backend("minimal", "minimal-backend", repository=lab.repository)
     # or: labkit export minimal minimal-backend --repository model_repository
-    library = build_project("minimal-backend", prefix=lab.workdir)   # offline, PyPI cmake + ninja
+    library = build_project("minimal-backend", prefix=lab.workspace.workdir)   # offline, PyPI cmake + ninja
 """
 
 from __future__ import annotations

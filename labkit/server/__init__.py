@@ -1,7 +1,9 @@
-"""Launchers for Triton 23.12 behind one interface (TritonServer).
+"""Triton 23.12 behind one interface (TritonServer), composed of small parts:
 
-``base`` holds what every server shares, ``model_control`` the model calls, ``options`` Triton's
-command line; ``launchers/`` has one module per way of running Triton (embedded, docker).
+``config`` (ServerConfig, Triton's command line), ``runtime`` (the Runtime protocol and the folders it
+shares), ``health`` (crashes), ``control`` (the HTTP control plane), ``models`` (every model call) and
+``base`` (the TritonServer facade); ``launchers/`` has one module per way of running Triton (embedded,
+docker), each a Runtime and the TritonServer subclass that builds it.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from typing import Any
 
 from . import launchers
 from .base import TritonServer, current
+from .config import ServerConfig
 from .launchers.embedded import EmbeddedServer
 from .logs import LogView
 
-__all__ = ["EmbeddedServer", "LogView", "TritonServer", "create", "current", "kinds", "launcher"]
+__all__ = ["EmbeddedServer", "LogView", "ServerConfig", "TritonServer", "create", "current", "kinds", "launcher"]
 
 
 def kinds() -> list[str]:
@@ -30,13 +33,13 @@ def launcher(kind: str) -> type[TritonServer]:
         raise ValueError(f"server must be one of {', '.join(kinds())}, not {kind!r}")
     module = importlib.import_module(f"{launchers.__name__}.{kind}")
     found = [v for v in vars(module).values()
-             if isinstance(v, type) and issubclass(v, TritonServer) and v.kind == kind]
+             if isinstance(v, type) and issubclass(v, TritonServer) and v.__module__ == module.__name__]
     if len(found) != 1:
-        raise ValueError(f"labkit.server.launchers.{kind} must define one TritonServer subclass with kind={kind!r}")
+        raise ValueError(f"labkit.server.launchers.{kind} must define one TritonServer subclass")
     return found[0]
 
 
 def create(kind: str = "embedded", repository: str | Path | None = None, **options: Any) -> TritonServer:
-    """A server of the given kind, not yet started. Each kind takes TritonServer's options and its own
-    (``kind="docker"``: ``image=``, ``gpus=``, ...)."""
+    """A server of the given kind, not yet started. Each kind takes ServerConfig's options and its
+    runtime's own (``kind="docker"``: ``image=``, ``gpus=``, ...)."""
     return launcher(kind)(repository, **options)

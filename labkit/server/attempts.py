@@ -1,8 +1,8 @@
 """What became of the latest source written for each model or backend: did it build, did it load.
 
 When a cell's new source does not build or load, Triton keeps the previous version serving. A check
-that only asked the server would then judge the old code. ModelControl records every attempt here
-(``server.attempts[name]``, for the model and for the backend a cell names), so an exercise check
+that only asked the server would then judge the old code. Models records every attempt here
+(``server.models.attempts[name]``, for the model and for the backend a cell names), so an exercise check
 can say "your latest cell did not load" instead.
 """
 

@@ -10,7 +10,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-from .base import OWNER_FILE, OWNER_START_FILE, SERVER_FILE, WORKDIR_PREFIX
+from .runtime import OWNER_FILE, OWNER_START_FILE, SERVER_FILE, WORKDIR_PREFIX
 from .owner import UNKNOWN, Owner
 
 _SHM = Path("/dev/shm")

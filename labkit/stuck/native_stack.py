@@ -14,8 +14,7 @@ from pathlib import PurePosixPath
 
 from ..native.symbols import display_file
 from ..repository.files import source_line
-from .python_stack import Server
-from .tools import EU_STACK, missing_text
+from .tools import EU_STACK, Beside, missing_text
 
 _THREAD = re.compile(r"^TID (\d+):$")
 _FRAME = re.compile(r"^#(\d+)\s+0x[0-9a-f]+\s+(.*?)(?: - (/\S.*))?$")
@@ -81,21 +80,21 @@ def innermost_line(threads: list[Thread], model: str, backend: str) -> str:
     return ""
 
 
-def busy_threads(server: Server, model: str, backend: str) -> tuple[list[Thread], str]:
+def busy_threads(beside: Beside, model: str, backend: str) -> tuple[list[Thread], str]:
     """Triton's threads inside ``model``'s library, and why none could be read ("" if they could)."""
-    tool = server.debug_tool(EU_STACK)
+    tool = beside.debug_tool(EU_STACK)
     if tool is None:
-        return [], missing_text(server, EU_STACK)
-    if server.triton_pid is None:
+        return [], missing_text(beside, EU_STACK)
+    if beside.triton_pid is None:
         return [], ""
-    code, out, err = server.run_beside([tool, "-p", str(server.triton_pid), "-i", "-m", "-s"], 30.0)
+    code, out, err = beside.run_beside([tool, "-p", str(beside.triton_pid), "-i", "-m", "-s"], 30.0)
     threads = parse_eu_stack(out)
     if not threads:  # exit code 1 only means some frames could not be unwound
         return [], f"(eu-stack could not read Triton's threads: {(err or out).strip()[:300]})"
     return [t for t in threads if any(_in_model(f, model, backend) for f in t.frames)], ""
 
 
-def native_stack(server: Server, model: str, backend: str) -> str:
+def native_stack(beside: Beside, model: str, backend: str) -> str:
     """Where Triton's threads are inside ``model``'s C++ backend, as text ("" if none is)."""
-    threads, problem = busy_threads(server, model, backend)
+    threads, problem = busy_threads(beside, model, backend)
     return problem or describe_threads(threads, model, backend)

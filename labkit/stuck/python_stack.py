@@ -12,10 +12,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from ..repository.files import source_line
-from .tools import PY_SPY, missing_text
+from .tools import PY_SPY, Beside, missing_text
 
 REAL_STUB_SUFFIX = "/stub/triton_python_backend_stub"
 _INSTANCE_ARG = 8
@@ -38,19 +37,6 @@ print(json.dumps(found))
 """
 
 
-class Server(Protocol):
-    """What reading stacks needs of a labkit server (TritonServer has it)."""
-
-    @property
-    def triton_pid(self) -> int | None: ...
-
-    def run_beside(self, argv: list[str], timeout_s: float = 30.0) -> tuple[int, str, str]: ...
-
-    def debug_tool(self, name: str) -> str | None: ...
-
-    def describe(self) -> str: ...
-
-
 @dataclass(frozen=True)
 class Stub:
     """One Python stub process serving an instance of a model."""
@@ -59,11 +45,11 @@ class Stub:
     instance: str
 
 
-def stub_processes(server: Server, model: str) -> list[Stub]:
+def stub_processes(beside: Beside, model: str) -> list[Stub]:
     """The live stubs of ``model``'s instances (every generation: a reload starts new ones)."""
-    if server.triton_pid is None:
+    if beside.triton_pid is None:
         return []
-    code, out, _ = server.run_beside(["python", "-c", _LIST_GROUP, str(server.triton_pid)], 15.0)
+    code, out, _ = beside.run_beside(["python", "-c", _LIST_GROUP, str(beside.triton_pid)], 15.0)
     if code != 0:
         return []
     instance = re.compile(rf"{re.escape(model)}_\d+_\d+")
@@ -89,14 +75,14 @@ def describe_frames(frames: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def busy_stubs(server: Server, model: str) -> list[tuple[Stub, list[dict]]] | None:
+def busy_stubs(beside: Beside, model: str) -> list[tuple[Stub, list[dict]]] | None:
     """The stubs of ``model`` inside model.py right now, with their frames; None without py-spy."""
-    tool = server.debug_tool(PY_SPY)
+    tool = beside.debug_tool(PY_SPY)
     if tool is None:
         return None
     busy = []
-    for stub in stub_processes(server, model):
-        code, out, _ = server.run_beside([tool, "dump", "--pid", str(stub.pid), "--json"], 20.0)
+    for stub in stub_processes(beside, model):
+        code, out, _ = beside.run_beside([tool, "dump", "--pid", str(stub.pid), "--json"], 20.0)
         if code != 0:
             continue  # it ended while we looked, or cannot be read
         try:
@@ -108,10 +94,10 @@ def busy_stubs(server: Server, model: str) -> list[tuple[Stub, list[dict]]] | No
     return busy
 
 
-def python_stack(server: Server, model: str) -> str:
+def python_stack(beside: Beside, model: str) -> str:
     """The model.py frames each busy stub of ``model`` is in, as text ("" if none is in model.py)."""
-    busy = busy_stubs(server, model)
+    busy = busy_stubs(beside, model)
     if busy is None:
-        return missing_text(server, PY_SPY)
+        return missing_text(beside, PY_SPY)
     return "\n".join(f"  stub of instance {stub.instance} (pid {stub.pid}), innermost last:\n{describe_frames(frames)}"
                      for stub, frames in busy)

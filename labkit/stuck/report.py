@@ -11,7 +11,7 @@ from .python_stack import python_stack
 
 def is_python(server: Any, backend: str) -> bool:
     """Whether ``backend`` runs model.py in a stub: the Python backend or a Python-based backend."""
-    return backend == "python" or (server.backend_dir / backend / "model.py").exists()
+    return backend == "python" or (server.workspace.backend_dir / backend / "model.py").exists()
 
 
 def backend_of(server: Any, model: str) -> str:
@@ -27,7 +27,7 @@ def where_stuck(server: Any, model: str) -> str:
     backend = backend_of(server, model)
     if not backend or not server.alive:
         return ""
-    return python_stack(server, model) if is_python(server, backend) else native_stack(server, model, backend)
+    return python_stack(server.runtime, model) if is_python(server, backend) else native_stack(server.runtime, model, backend)
 
 
 def _next_steps(server: Any, model: str) -> str:
@@ -53,7 +53,7 @@ def timeout_error(server: Any, model: str, limit_s: float, *, stack: str | None 
     return RequestTimeoutError(
         f"The request to {model!r} got no answer within {limit_s:g} s.{f' {extra}' if extra else ''}\n"
         f"{_where_text(stack)}\n{_next_steps(server, model)}\n"
-        f"If it is only slow, raise the limit: timeout_s= on the call, or lab.request_timeout_s.",
+        f"If it is only slow, raise the limit: timeout_s= on the call, or lab.config = lab.config.with_(request_timeout_s=...).",
         model=model, limit_s=limit_s, stack=stack,
     )
 

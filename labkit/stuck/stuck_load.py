@@ -37,7 +37,7 @@ Answered = Callable[[float], bool]
 def loading_stubs(server: Any, model: str) -> list[tuple[Stub, list[dict]]] | None:
     """The stubs of ``model`` inside its loading code (not those of a version still serving), with
     their model.py frames; None without py-spy."""
-    busy = busy_stubs(server, model)
+    busy = busy_stubs(server.runtime, model)
     if busy is None:
         return None
     return [(stub, frames) for stub, frames in busy
@@ -48,24 +48,24 @@ def _end_python(server: Any, model: str, why: str, answered: Answered) -> tuple[
     """End the stubs stuck loading ``model``: (their stack, the innermost line, whether the load ended)."""
     loading = loading_stubs(server, model)
     if loading is None:
-        return missing_text(server, PY_SPY), "", False
+        return missing_text(server.runtime, PY_SPY), "", False
     if not loading:
         return "", "", False
     stack = "\n".join(f"  stub of instance {stub.instance} (pid {stub.pid}), innermost last:\n{describe_frames(frames)}"
                       for stub, frames in loading)
     location = f"model.py:{loading[0][1][0]['line']}"
     for stub, _ in loading:
-        (server.backend_dir / "python" / RECORDS_DIR / f"{stub.instance}.unstick").write_text(why)
-        server.signal_beside(stub.pid, UNSTICK_SIGNAL)
+        (server.workspace.backend_dir / "python" / RECORDS_DIR / f"{stub.instance}.unstick").write_text(why)
+        server.runtime.signal_beside(stub.pid, UNSTICK_SIGNAL)
     if not answered(_LEAVE_S):
         for stub, _ in loading:
-            server.signal_beside(stub.pid, signal.SIGKILL)
-            (server.backend_dir / "python" / RECORDS_DIR / f"{stub.instance}.unstick").unlink(missing_ok=True)
+            server.runtime.signal_beside(stub.pid, signal.SIGKILL)
+            (server.workspace.backend_dir / "python" / RECORDS_DIR / f"{stub.instance}.unstick").unlink(missing_ok=True)
     return stack, location, answered(_ANSWER_S)
 
 
 def _native(server: Any, model: str, backend: str) -> tuple[str, str]:
-    threads, problem = busy_threads(server, model, backend)
+    threads, problem = busy_threads(server.runtime, model, backend)
     if problem:
         return problem, ""
     return (describe_threads(threads, model, backend), innermost_line(threads, model, backend)) if threads else ("", "")
@@ -104,7 +104,7 @@ def load_timeout(server: Any, model: str, limit_s: float, answered: Answered, re
                 f"loaded).")
     return LoadTimeoutError(
         f"{head}\n{where}\n"
-        f"{then}\nIf it is only slow, raise the limit: timeout_s= on load(), or lab.load_timeout_s.",
+        f"{then}\nIf it is only slow, raise the limit: timeout_s= on load(), or lab.config = lab.config.with_(load_timeout_s=...).",
         model=model, timeout_s=limit_s, stack=stack, location=location, ended=ended,
         interrupted=interrupted_after is not None, reason=reason() if ended else "",
     )

@@ -45,11 +45,29 @@ _INSTALL = {
 
 
 class Beside(Protocol):
-    """A server that can say where a tool is, where Triton runs (TritonServer.debug_tool)."""
+    """Running tools where Triton runs (on this machine for the embedded server, in the container for
+    Docker): what reading the live stack of a stuck model and signalling a stub need. Every runtime has it."""
 
-    def debug_tool(self, name: str) -> str | None: ...
+    @property
+    def triton_pid(self) -> int | None:
+        """Triton's process id as tools beside it see it; its Python stubs share its process group."""
+        ...
 
-    def describe(self) -> str: ...
+    def run_beside(self, argv: list[str], timeout_s: float = 30.0) -> tuple[int, str, str]:
+        """Run a tool where Triton runs: exit code, stdout, stderr. ``argv[0] == "python"`` is a Python 3 there."""
+        ...
+
+    def debug_tool(self, name: str) -> str | None:
+        """Where a debugging tool (``py-spy``, ``eu-stack``) is, as run_beside sees it; None if missing."""
+        ...
+
+    def signal_beside(self, pid: int, sig: int) -> None:
+        """Send a signal to a process beside Triton (a stub); one that already ended is fine."""
+        ...
+
+    def describe(self) -> str:
+        """A short name for messages, e.g. "embedded" or "docker, labkit/tritonserver:23.12-cpu"."""
+        ...
 
 
 def host_tool(name: str) -> str | None:
@@ -58,13 +76,13 @@ def host_tool(name: str) -> str | None:
     return str(here) if here.exists() else shutil.which(name)
 
 
-def debug_tools(server: Beside | None = None) -> list[Tool]:
-    """Whether py-spy and eu-stack are available where ``server`` runs Triton (default: this machine)."""
-    found = server.debug_tool if server is not None else host_tool
+def debug_tools(beside: Beside | None = None) -> list[Tool]:
+    """Whether py-spy and eu-stack are available where ``beside`` runs Triton (a server's runtime) (default: this machine)."""
+    found = beside.debug_tool if beside is not None else host_tool
     return [Tool(name, _PURPOSE[name], _INSTALL[name], found(name)) for name in (PY_SPY, EU_STACK)]
 
 
-def missing_text(server: Beside, name: str) -> str:
+def missing_text(beside: Beside, name: str) -> str:
     """What to say instead of a stack when ``name`` is missing."""
-    where = "on this machine" if server.describe() == "embedded" else f"in the server ({server.describe()})"
+    where = "on this machine" if beside.describe() == "embedded" else f"in the server ({beside.describe()})"
     return f"(labkit cannot show the stack: {name} is not available {where}; install it: {_INSTALL[name]})"

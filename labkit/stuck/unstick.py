@@ -35,22 +35,22 @@ def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
                              model=model, reason="no config")
     if not is_python(server, backend):
         return _unstick_cpp(server, model, backend)
-    busy = busy_stubs(server, model)
-    stuck = [stub for stub, _ in busy] if busy is not None else stub_processes(server, model)
+    busy = busy_stubs(server.runtime, model)
+    stuck = [stub for stub, _ in busy] if busy is not None else stub_processes(server.runtime, model)
     for stub in stuck:
-        (server.backend_dir / "python" / RECORDS_DIR / f"{stub.instance}.unstick").touch()
-        server.signal_beside(stub.pid, UNSTICK_SIGNAL)
+        (server.workspace.backend_dir / "python" / RECORDS_DIR / f"{stub.instance}.unstick").touch()
+        server.runtime.signal_beside(stub.pid, UNSTICK_SIGNAL)
     pids = {stub.pid for stub in stuck}
     if not _wait(lambda: not _still_busy(server, model, pids), _ANSWER_S):
         raise _cannot_end(model, "is stuck below Python, where labkit cannot interrupt it (e.g. inside a C "
-                                 "extension), and ending its stub would crash Triton 23.12", python_stack(server, model))
+                                 "extension), and ending its stub would crash Triton 23.12", python_stack(server.runtime, model))
     _reload(server, model)
     ended = ", ".join(f"{s.instance} (pid {s.pid})" for s in stuck) or "none (nothing was stuck)"
     return f"{model!r}: ended the stuck request(s) in {ended}; reloaded from {server.repository.model_dir(model)}."
 
 
 def _unstick_cpp(server: Any, model: str, backend: str) -> str:
-    threads, problem = busy_threads(server, model, backend)
+    threads, problem = busy_threads(server.runtime, model, backend)
     if threads:
         raise _cannot_end(model, f"is a C++ backend ({backend}) and a Triton thread is still running its code, "
                                  f"which cannot be ended from outside", describe_threads(threads, model, backend))
@@ -71,7 +71,7 @@ def _reload(server: Any, model: str) -> None:
 
 
 def _still_busy(server: Any, model: str, pids: set[int]) -> set[int]:
-    busy = busy_stubs(server, model)
+    busy = busy_stubs(server.runtime, model)
     if busy is None:  # without py-spy, a stub that lives on may still be stuck: assume it left
         return set()
     return pids & {stub.pid for stub, _ in busy}

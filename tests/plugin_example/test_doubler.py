@@ -9,7 +9,7 @@ def test_doubler_doubles(triton):
 
 
 def test_doubler_over_grpc(triton):
-    assert triton.grpc_port and triton.http_port
+    assert triton.endpoints.grpc_port and triton.endpoints.http_port
     assert "doubler" in triton.loaded_models()
     out = triton.infer("doubler", {"X": np.array([-1.5], np.float32)}, protocol="grpc")
     assert out["Y"].tolist() == [-3.0]

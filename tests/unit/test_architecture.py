@@ -1,5 +1,6 @@
-"""The shape of the package: no import cycles (imports inside functions count), small modules, and
-every error a public call raises importable from ``labkit``."""
+"""The shape of the package: no import cycles (imports inside functions count), small files (Python
+and C++, in labkit/ and tests/), one meaning per class name, a thin server facade, and every error a
+public call raises importable from ``labkit``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from pathlib import Path
 import labkit
 
 PACKAGE = Path(labkit.__file__).resolve().parent
-MAX_LINES = 450
+ROOT = PACKAGE.parent
+MAX_LINES = 400
+SOURCE_SUFFIXES = {".py", ".cc", ".cpp", ".h", ".hpp"}
+#: Names that stand for one thing each by Triton's own convention, not labkit's classes.
+SHARED_NAMES = {"TritonPythonModel"}
 
 
 def _modules() -> dict[str, Path]:
@@ -92,9 +97,45 @@ def test_no_import_cycles():
     assert _cycles(graph) == []
 
 
-def test_modules_stay_small():
-    sizes = {name: len(path.read_text().splitlines()) for name, path in _modules().items()}
+def _sources() -> list[Path]:
+    """Every Python and C++ file of labkit and of its tests."""
+    return [p for folder in (PACKAGE, ROOT / "tests") for p in folder.rglob("*")
+            if p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts]
+
+
+def test_files_stay_small():
+    sources = _sources()
+    assert any(p.suffix == ".hpp" for p in sources) and any(p.parent.name == "tests" for p in sources)
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in sources}
     assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
+
+
+def _class_names(path: Path) -> list[str]:
+    return [node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)]
+
+
+def test_one_meaning_per_class_name():
+    assert _duplicates_of({"a": ["X", "Y"], "b": ["X"]}) == {"X": ["a", "b"]}  # the check itself sees one
+    twice = _duplicates_of({name: _class_names(path) for name, path in _modules().items()})
+    assert {cls: where for cls, where in twice.items() if cls not in SHARED_NAMES} == {}
+
+
+def _duplicates_of(classes: dict[str, list[str]]) -> dict[str, list[str]]:
+    seen: dict[str, list[str]] = {}
+    for module, names in classes.items():
+        for cls in names:
+            seen.setdefault(cls, []).append(module)
+    return {cls: where for cls, where in seen.items() if len(where) > 1}
+
+
+def test_the_server_facade_stays_thin():
+    from labkit.server.base import TritonServer
+    from labkit.server.launchers.embedded import EmbeddedServer
+
+    public = {n for n in dir(TritonServer) if not n.startswith("_")}
+    instance_attrs = {"runtime", "health", "models"}  # set in __init__
+    assert len(public | instance_attrs) <= 25, sorted(public | instance_attrs)
+    assert {n for n in dir(EmbeddedServer) if not n.startswith("_")} == public  # launchers add none
 
 
 def test_every_raised_error_is_importable_from_labkit():

@@ -10,7 +10,6 @@ from pathlib import Path
 from labkit.docker.leftovers import LABEL_OWNER, LABEL_OWNER_START, owner_dead, owner_labels
 from labkit.docker.mounts import container_path
 from labkit.native.build import _tidy
-from labkit.server.options import TritonOptions
 from labkit.server.owner import UNKNOWN, Owner, process_start
 
 
@@ -50,20 +49,6 @@ def test_container_paths_keep_host_paths_unless_they_hide_image_files():
     for hidden in ("/usr/local/share/models", "/opt/tritonserver/models", "/", "/labkit/x"):
         assert container_path(Path(hidden), "/labkit/models") == "/labkit/models"
     assert container_path(Path("/usrdata/models"), "/x") == "/usrdata/models"  # only whole path segments
-
-
-def test_triton_command_line_from_one_options_object():
-    argv = TritonOptions("/repo", "/backends", "127.0.0.1", 1, 2, 3, "labkit_1_1_").argv("/bin/tritonserver")
-    assert argv[0] == "/bin/tritonserver"
-    for option in ("--model-repository=/repo", "--backend-directory=/backends", "--model-control-mode=explicit",
-                   "--disable-auto-complete-config", "--http-address=127.0.0.1", "--grpc-port=2",
-                   "--metrics-port=3", "--backend-config=python,shm-region-prefix-name=labkit_1_1_",
-                   "--allow-gpu-metrics=false"):
-        assert option in argv
-    full = TritonOptions("/r", "/b", "0.0.0.0", 8000, 8001, 8002, "p_", auto_complete=True, gpu_metrics=True,
-                         log_verbose=2, extra_args=["--x=1"]).argv()
-    assert "--disable-auto-complete-config" not in full and "--allow-gpu-metrics=true" in full
-    assert full[-1] == "--x=1" and "--log-verbose=2" in full
 
 
 def test_compiler_messages_name_the_users_file_not_the_cache():

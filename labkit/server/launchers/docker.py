@@ -2,23 +2,8 @@
 
     lab = labkit.start(server="docker", image=labkit.docker.cpu_image.IMAGE)   # the offline CPU image
 
-Layout inside the container (chosen so that paths in Triton's log agree with the host):
-
-* the model repository is bind-mounted at the **same path** as on the host;
-* the server's backend folder (``<workdir>/backends``, where ``python_backend()`` writes) is
-  bind-mounted at the same path and is Triton's ``--backend-directory``. Each of the image's own
-  backends (``/opt/tritonserver/backends/*``: in NGC's image ``onnxruntime``, ...) is symbolically
-  linked into it (unless the folder has one of that name), so user backends come from the host. Its
-  ``python/`` holds labkit's stand-ins for the stub and its utilities (labkit.server.stubs) with the
-  image's Python backend linked in beside them (the stub and utilities under ``python/stub/``), so the
-  stub is the image's (it matches the image's Python);
-* py-spy (a static binary) is mounted read-only at ``/labkit/tools/py-spy``, so the live stack of a
-  stuck model.py is read inside the container; eu-stack (for C++ backends) comes from the image;
-* C++ builds happen inside the container (``toolchain()``), in a cache folder mounted at the same path.
-
-A host path under a system folder of the image (``/usr``, ``/opt/tritonserver``, ...) is mounted
-under ``/labkit/`` instead. The engine must see the host's file system (a local engine, or labkit
-running in a container whose work folders are mounted at the same paths on the engine's host).
+The container's layout (mounts at the same paths as on the host, the image's backends linked in)
+is ``_container_layout``.
 
 Ports 8000/8001/8002 are published on 127.0.0.1 only, on host ports Docker picks. Every container
 carries labels (labkit.docker.leftovers) so that leftovers of a killed kernel are removed at every launch.
@@ -27,9 +12,7 @@ carries labels (labkit.docker.leftovers) so that leftovers of a killed kernel ar
 from __future__ import annotations
 
 import os
-import shutil
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Literal
@@ -42,38 +25,24 @@ from docker.types import DeviceRequest, Mount, Ulimit
 from ... import _triton_dist
 from ...docker import engine, images
 from ...docker.leftovers import LABEL_KIND, LABEL_MANAGED, LABEL_WORKDIR, cleanup, owner_labels
-from ...docker.mounts import container_path
-from ...docker.toolchain import BUILDS, ContainerToolchain
-from ...errors import EngineError, ServerNotRunningError, ServerStartError, SetupError
+from ...docker.toolchain import ContainerToolchain
+from ...errors import EngineError, ServerNotRunningError, ServerStartError, SetupError, WaitTimeoutError
 from ...stuck.tools import PY_SPY as PY_SPY_NAME
 from ...stuck.tools import host_tool
-from .. import stubs
-from ..base import TritonServer
+from ..base import TritonServer, compose
+from ..config import ServerConfig, TritonPlace, argv
+from ..endpoints import Endpoints
+from ..polling import wait_until
+from ..runtime import RuntimeDefaults, Workspace
+from ._container_layout import PY_SPY, ContainerLayout
 
 CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
-IMAGE_BACKENDS = "/opt/tritonserver/backends"  # where NGC's image (and labkit's) keep the Python backend
 _DOCKER_ERRORS = (docker.errors.APIError, requests.exceptions.RequestException)
 
-_LINK_IMAGE_BACKENDS = """
-src="$1"; dst="$2"; shift 2
-for b in "$src"/*; do
-  n="${b##*/}"
-  [ -d "$b" ] && [ ! -e "$dst/$n" ] && [ ! -L "$dst/$n" ] && ln -s "$b" "$dst/$n"
-done
-for f in "$src"/python/*; do
-  n="${f##*/}"
-  case "$n" in
-    triton_python_backend_stub|triton_python_backend_utils.py) ln -sfn "$f" "$dst/python/stub/$n" ;;
-    *) [ -e "$dst/python/$n" ] || ln -sfn "$f" "$dst/python/$n" ;;
-  esac
-done
-exec "$@"
-"""
-PY_SPY = "/labkit/tools/py-spy"
 
 
-class DockerServer(TritonServer):
-    """Triton 23.12 in a container: TritonServer's options, plus:
+class DockerRuntime(RuntimeDefaults):
+    """Triton 23.12 in a container. Options:
 
         image: any Triton 23.12 image; default NGC's ``nvcr.io/nvidia/tritonserver:23.12-py3``. Offline,
             use ``labkit/tritonserver:23.12-cpu`` (``labkit image build`` builds it).
@@ -92,8 +61,7 @@ class DockerServer(TritonServer):
 
     def __init__(
         self,
-        repository: str | Path | None = None,
-        workdir: str | Path | None = None,
+        workspace: Workspace,
         *,
         image: str = images.DEFAULT_IMAGE,
         gpus: bool | Literal["auto"] = "auto",
@@ -105,11 +73,10 @@ class DockerServer(TritonServer):
         environment: dict[str, str] | None = None,
         user: str | None = None,
         progress: bool = True,
-        **options: Any,
     ) -> None:
         if gpus not in ("auto", True, False):
             raise ValueError(f"gpus must be 'auto', True or False, not {gpus!r}")
-        super().__init__(repository, workdir, **options)
+        super().__init__(workspace)
         self.image = image
         self.gpus = gpus
         self.pull = pull
@@ -121,6 +88,7 @@ class DockerServer(TritonServer):
         self.user = user if user is not None else (None if os.geteuid() == 0 else f"{os.getuid()}:{os.getgid()}")
         self.progress = progress
         self.build_root = _triton_dist.cache_dir() / "docker-builds"
+        self.layout = ContainerLayout(workspace, self.build_root)
         #: True when the container got a GPU device request.
         self.uses_gpus = False
         self._client: docker.DockerClient | None = None
@@ -128,6 +96,7 @@ class DockerServer(TritonServer):
         self._exited = False
         self._log_thread: threading.Thread | None = None
         self._toolchain_run = ""  # the run_id the toolchain's container belongs to
+        self._config = ServerConfig()
 
     def describe(self) -> str:
         return f"docker, {self.image}"
@@ -139,76 +108,19 @@ class DockerServer(TritonServer):
         """The docker-py Container (None before start)."""
         return self._container
 
-    @property
-    def container_repository(self) -> str:
-        return container_path(self.repository.root, "/labkit/models")
-
-    @property
-    def container_backends(self) -> str:
-        return container_path(self.backend_dir, "/labkit/backends")
+    def _argv(self) -> list[str]:
+        place = TritonPlace(
+            self.layout.container_repository, self.layout.container_backends,
+            # Inside the container Triton listens on all interfaces; the host publishes on 127.0.0.1 only.
+            "0.0.0.0", *CONTAINER_PORTS.values(), gpu_metrics=self.uses_gpus,
+        )
+        return self.layout.command(argv(self._config, place))
 
     def trace_folder(self) -> tuple[Path, str]:
-        folder = self.workdir / "traces"
-        return folder, container_path(folder, "/labkit/traces")
+        return self.layout.trace_folder()
 
-    def _shared_folders(self) -> list[tuple[Path, str]]:
-        """The host folders Triton reads and writes, each with its path in the container."""
-        return [(self.repository.root, self.container_repository), (self.backend_dir, self.container_backends),
-                (self.build_root, container_path(self.build_root, BUILDS)), self.trace_folder()]
-
-    def _host_path(self, path: str) -> str:
-        for host, inside in self._shared_folders():
-            if path == inside or path.startswith(inside + "/"):
-                return str(host) + path[len(inside):]
-        return path
-
-    def _mounts(self) -> list[Mount]:
-        wanted = [(host, inside, False) for host, inside in self._shared_folders()]
-        py_spy = host_tool(PY_SPY_NAME)
-        if py_spy is not None:
-            wanted.append((Path(py_spy).resolve(), PY_SPY, True))
-        for host, target in self.volumes.items():
-            target, _, mode = target.partition(":")
-            if not target.startswith("/"):
-                raise SetupError(f"Mount target {target!r} (for {host}) must be an absolute path in the container.")
-            wanted.append((host.expanduser().resolve(), target, mode == "ro"))
-        mounts = []
-        for host, target, read_only in wanted:
-            if not host.exists():
-                raise SetupError(
-                    f"Cannot mount {host} into the container: it does not exist. Create it (or fix the path) "
-                    f"first; labkit does not let Docker create it as an empty folder."
-                )
-            mounts.append(Mount(target=target, source=str(host), type="bind", read_only=read_only))
-        return mounts
-
-    def _prepare_backends(self) -> None:
-        """backends/python: labkit's stand-ins; the image's Python backend is linked in at start."""
-        self.backend_dir.mkdir(parents=True, exist_ok=True)
-        self.build_root.mkdir(parents=True, exist_ok=True)
-        python = self.backend_dir / "python"
-        if python.is_symlink():  # the layout of older labkit versions: a link to the image's folder
-            python.unlink()
-        if python.is_dir():  # what an earlier run (embedded, or another image) put there is replaced
-            known = stubs.OWN_NAMES | {"libtriton_python.so", "__pycache__"}
-            if {p.name for p in python.iterdir()} - known:
-                raise SetupError(f"{python} holds files other than Triton's Python backend and labkit's; move "
-                                 f"them, the container links the image's Python backend there.")
-            for entry in python.iterdir():
-                if entry.name not in stubs.OWN_NAMES or entry.name == stubs.TRITON_DIR:
-                    shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-        stubs.install(python)
-
-    def _argv(self) -> list[str]:
-        # A tiny shell step first links each of the image's own backends (python, and in NGC's image
-        # onnxruntime, pytorch, tensorrt, ...) into the mounted backend folder, unless the user has one
-        # of that name; then it becomes tritonserver (exec), which stays PID 1.
-        triton = self.options(
-            repository=self.container_repository, backend_directory=self.container_backends,
-            # Inside the container Triton listens on all interfaces; the host publishes on 127.0.0.1 only.
-            address="0.0.0.0", gpu_metrics=self.uses_gpus, **{f"{k}_port": v for k, v in CONTAINER_PORTS.items()},
-        ).argv()
-        return ["sh", "-c", _LINK_IMAGE_BACKENDS, "labkit", IMAGE_BACKENDS, self.container_backends, *triton]
+    def host_path(self, path: str) -> str:
+        return self.layout.host_path(path)
 
     def _device_requests(self, client: docker.DockerClient) -> list[DeviceRequest]:
         if self.gpus is False:
@@ -224,7 +136,9 @@ class DockerServer(TritonServer):
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
-    def _launch(self) -> None:
+    def launch(self, config: ServerConfig) -> Endpoints:
+        self.new_run()
+        self._config = config
         client = self._client = engine.connect()
         try:
             cleanup(client=client)
@@ -233,11 +147,11 @@ class DockerServer(TritonServer):
         images.local_image(self.image, client, pull=self.pull, progress=self.progress)
         devices = self._device_requests(client)
         self.uses_gpus = bool(devices)
-        self._prepare_backends()
-        mounts = self._mounts()
+        self.layout.prepare_backends()
+        mounts = self.layout.mounts(self.volumes)
         labels = {LABEL_MANAGED: "1", LABEL_KIND: "tritonserver", **owner_labels()}
-        if self._own_workdir:
-            labels[LABEL_WORKDIR] = str(self.workdir)
+        if self.workspace.owned:
+            labels[LABEL_WORKDIR] = str(self.workspace.workdir)
         self._exited = False
         ulimits = {"memlock": self.memlock, "stack": self.stack}
         engine_id = client.info().get("ID", "")
@@ -261,12 +175,13 @@ class DockerServer(TritonServer):
             engine.engine_note(engine_id, "memlock_refused", True)
             self._note("the engine may not raise the memlock limit (no CAP_SYS_RESOURCE); "
                        "started with its default memlock limit instead of unlimited")
-        self._read_ports()
+        endpoints = self._read_ports(config.host)
         self._log_thread = threading.Thread(target=self._pump_logs, name=f"{self._container.name}-logs", daemon=True)
         self._log_thread.start()
+        return endpoints
 
     def _note(self, text: str) -> None:
-        with open(self.logs.path, "ab") as log:
+        with open(self.workspace.logs.path, "ab") as log:
             log.write(f"labkit: {text}\n".encode())
 
     def _create_and_start(self, client: docker.DockerClient, mounts: list[Mount], devices: list[DeviceRequest],
@@ -301,28 +216,29 @@ class DockerServer(TritonServer):
         hint = " (the engine has no GPU runtime for the device request; try gpus=False)" if self.uses_gpus else ""
         return ServerStartError(f"Docker could not start the Triton container: {exc.explanation or exc}{hint}", tail)
 
-    def _read_ports(self) -> None:
-        deadline = time.monotonic() + 10
-        while True:
+    def _read_ports(self, host: str) -> Endpoints:
+        def published() -> dict[str, dict] | None:
             self._container.reload()
-            published = self._container.attrs["NetworkSettings"].get("Ports") or {}
+            ports = self._container.attrs["NetworkSettings"].get("Ports") or {}
             try:
-                ports = {key: published[f"{port}/tcp"][0] for key, port in CONTAINER_PORTS.items()}
+                return {key: ports[f"{port}/tcp"][0] for key, port in CONTAINER_PORTS.items()}
             except (KeyError, IndexError, TypeError):
-                ports = None
-            if ports:
-                break
-            if self._container.status != "running" or time.monotonic() > deadline:
-                tail = self._container_logs()
-                raise ServerStartError(f"The Triton container {self._container.name} exited before its ports were "
-                                       f"published (status {self._container.status}).", tail)
-            time.sleep(0.05)
+                if self._container.status != "running":
+                    raise self._unpublished() from None
+                return None
+
+        try:
+            ports = wait_until(published, 10, "the container's ports", interval_s=0.05)
+        except WaitTimeoutError:
+            raise self._unpublished() from None
         for binding in ports.values():
             if binding["HostIp"] not in ("127.0.0.1", ""):
                 raise ServerStartError(f"Docker published a port on {binding['HostIp']}, not 127.0.0.1.")
-        self.http_port = int(ports["http"]["HostPort"])
-        self.grpc_port = int(ports["grpc"]["HostPort"])
-        self.metrics_port = int(ports["metrics"]["HostPort"])
+        return Endpoints(host, *(int(ports[key]["HostPort"]) for key in CONTAINER_PORTS))
+
+    def _unpublished(self) -> ServerStartError:
+        return ServerStartError(f"The Triton container {self._container.name} exited before its ports were "
+                                f"published (status {self._container.status}).", self._container_logs())
 
     def _pump_logs(self) -> None:
         """Copy the container's output into the log file as it comes (ends when the container does)."""
@@ -331,7 +247,7 @@ class DockerServer(TritonServer):
             client = docker.from_env(timeout=None)  # no read timeout: Triton may be quiet for hours
             try:
                 stream = client.api.logs(container_id, stdout=True, stderr=True, stream=True, follow=True)
-                with open(self.logs.path, "ab") as log:
+                with open(self.workspace.logs.path, "ab") as log:
                     for chunk in stream:
                         log.write(chunk)
                         log.flush()
@@ -350,11 +266,11 @@ class DockerServer(TritonServer):
         except (*_DOCKER_ERRORS, AttributeError):
             return ""
 
-    def _failure_tail(self) -> str:
+    def failure_tail(self) -> str:
         self._drain_logs()
-        return self.logs.tail(25) or self._container_logs()
+        return self.workspace.logs.tail(25) or self._container_logs()
 
-    def _exit_summary(self) -> str:
+    def exit_summary(self) -> str:
         try:
             state = self._client.api.inspect_container(self._container.id)["State"]
         except (*_DOCKER_ERRORS, AttributeError):
@@ -378,7 +294,7 @@ class DockerServer(TritonServer):
         except _DOCKER_ERRORS:
             pass  # cleanup() at the next launch removes it (it carries our labels)
 
-    def _end_process(self) -> None:
+    def end(self) -> None:
         if self._container is not None:
             try:
                 # No grace: stop() has unloaded the models already, and Triton's own exit would take another
@@ -391,7 +307,7 @@ class DockerServer(TritonServer):
         if self._client is not None:
             self._client.close()
 
-    def _process_running(self) -> bool:
+    def running(self) -> bool:
         if self._container is None or self._exited:
             return False
         try:
@@ -429,8 +345,8 @@ class DockerServer(TritonServer):
     # -- C++ builds inside the container -------------------------------------------------------------
 
     def _exec(self, argv: list[str], workdir: str | None, environment: dict[str, str]) -> tuple[int, str, str]:
-        if not self.alive:
-            raise ServerNotRunningError("The Triton container is not running; start a server first.", self.logs.tail(25))
+        if not self.running():
+            raise ServerNotRunningError("The Triton container is not running; start a server first.", self.workspace.logs.tail(25))
         try:
             code, (out, err) = self._container.exec_run(argv, workdir=workdir, demux=True, user=self.user or "",
                                                         environment=environment)
@@ -439,7 +355,7 @@ class DockerServer(TritonServer):
                               status_code=getattr(exc, "status_code", 0) or 0) from None
         return code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace")
 
-    def toolchain(self) -> ContainerToolchain:
+    def toolchain(self) -> ContainerToolchain:  # type: ignore[override]
         """The container's own g++ (so the C++ runtime matches the one the backend runs with).
         ``headers="image"`` in a build takes Triton's headers from the image (NGC's /opt/tritonserver/include)."""
         if self._toolchain is None or self._toolchain_run != self.run_id:
@@ -448,3 +364,13 @@ class DockerServer(TritonServer):
             )
             self._toolchain_run = self.run_id
         return self._toolchain
+
+
+class DockerServer(TritonServer):
+    """A TritonServer whose Triton runs in a container (DockerRuntime). Takes the repository and work
+    folders, ServerConfig's options and DockerRuntime's (``image=``, ``gpus=``, ...) as keywords."""
+
+    __slots__ = ()
+
+    def __init__(self, repository: str | Path | None = None, workdir: str | Path | None = None, **options: Any) -> None:
+        super().__init__(*compose(DockerRuntime, repository, workdir, options))

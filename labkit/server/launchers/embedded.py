@@ -9,13 +9,18 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 from ... import _triton_dist
 from ..._downloads import system_has
 from ...errors import SetupError
+from ...stuck.tools import host_tool
 from .. import _process, leftovers, stubs
 from .._ports import free_ports, ports_taken
-from ..base import SERVER_FILE, TritonServer
+from ..base import TritonServer, compose
+from ..config import ServerConfig, TritonPlace, argv
+from ..endpoints import Endpoints
+from ..runtime import SERVER_FILE, RuntimeDefaults, Workspace
 
 LIBPYTHON = f"libpython{sys.version_info.major}.{sys.version_info.minor}.so.1.0"
 
@@ -34,26 +39,29 @@ def libpython_dir() -> str | None:
     )
 
 
-class EmbeddedServer(TritonServer):
-    """Runs the real tritonserver 2.41.0 locally: no Docker, no GPU.
+class EmbeddedRuntime(RuntimeDefaults):
+    """Runs the real tritonserver 2.41.0 locally, as a child process: no Docker, no GPU.
 
-    Takes TritonServer's options, and ``env``: extra environment variables for the server only
-    (e.g. LD_PRELOAD of a sanitizer runtime).
+    ``env``: extra environment variables for the server only (e.g. LD_PRELOAD of a sanitizer runtime).
+    ``kill_on_end``: end Triton with SIGKILL to its whole group at once, without asking (for a Triton
+    whose exit is known to hang, such as one with a sanitizer runtime preloaded).
     """
 
     kind = "embedded"
     launch_attempts = 3  # another process may grab a port between our probe and Triton's bind
 
-    def __init__(self, repository: str | Path | None = None, workdir: str | Path | None = None, *,
-                 env: dict[str, str] | None = None, **options) -> None:
-        leftovers.sweep()  # whatever killed labkit sessions left behind
-        super().__init__(repository, workdir, **options)
+    def __init__(self, workspace: Workspace, *, env: dict[str, str] | None = None, kill_on_end: bool = False) -> None:
+        super().__init__(workspace)
         self.extra_env = dict(env or {})
+        self.kill_on_end = kill_on_end
         self.dist = _triton_dist.locate()
         self._proc: subprocess.Popen | None = None
+        self._ports: tuple[int, int, int] = (0, 0, 0)
+        self._shm_prefix = ""
+        self._host = "127.0.0.1"
 
     def _assemble_backends(self) -> None:
-        python = self.backend_dir / "python"
+        python = self.workspace.backend_dir / "python"
         python.mkdir(parents=True, exist_ok=True)
         files = [p for p in self.dist.python_backend_dir.iterdir() if p.is_file()]
         for src in (p for p in files if p.name not in stubs.TRITON_OWN):
@@ -82,43 +90,47 @@ class EmbeddedServer(TritonServer):
         env.update(self.extra_env)
         return env
 
-    def _argv(self) -> list[str]:
-        return self.options(
-            repository=str(self.repository.root), backend_directory=str(self.backend_dir), address=self.host,
-            http_port=self.http_port, grpc_port=self.grpc_port, metrics_port=self.metrics_port,
-        ).argv(str(self.dist.binary))
-
-    def _launch(self) -> None:
+    def launch(self, config: ServerConfig) -> Endpoints:
+        self.new_run()
         self._assemble_backends()
         env = self._environment()
-        self.http_port, self.grpc_port, self.metrics_port = free_ports(3, self.host)
-        self._proc = _process.spawn(self._argv(), env, self.logs.path, self.workdir)
-        (self.workdir / SERVER_FILE).write_text(str(self._proc.pid))
+        self._ports = free_ports(3, config.host)
+        self._shm_prefix, self._host = config.shm_prefix, config.host
+        http, grpc, metrics = self._ports
+        place = TritonPlace(str(self.workspace.repository.root), str(self.workspace.backend_dir), config.host,
+                            http, grpc, metrics)
+        self._proc = _process.spawn(argv(config, place, str(self.dist.binary)), env, self.workspace.logs.path,
+                                    self.workspace.workdir)
+        (self.workspace.workdir / SERVER_FILE).write_text(str(self._proc.pid))
+        return Endpoints(config.host, http, grpc, metrics)
 
-    def _retry_launch(self) -> bool:
-        return ports_taken([self.http_port, self.grpc_port, self.metrics_port], self.host)
+    def retry_launch(self) -> bool:
+        return ports_taken(list(self._ports), self._host)
 
-    def _process_running(self) -> bool:
+    def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def _after_death(self) -> None:
+    def after_death(self) -> None:
         if self._proc is not None:
             try:
                 os.killpg(self._proc.pid, signal.SIGKILL)  # the stubs: Triton led their process group
             except ProcessLookupError:
                 pass
 
-    def _end_process(self) -> None:
+    def end(self) -> None:
+        if self.kill_on_end:
+            self.after_death()
         if self._proc is not None:
             # No grace: stop() has unloaded the models already, and Triton's own exit would take another
             # second or more (its exit loop polls once a second; --exit-timeout-secs with a stuck model).
             _process.stop_group(self._proc, grace_s=0.0)
-        leftovers.free_shm(self.shm_prefix)  # a killed stub cannot unlink its regions
+        if self._shm_prefix:
+            leftovers.free_shm(self._shm_prefix)  # a killed stub cannot unlink its regions
 
-    def _triton_threads(self) -> Path | None:
+    def triton_threads(self) -> Path | None:
         return Path(f"/proc/{self._proc.pid}/task") if self._proc is not None else None
 
-    def _exit_summary(self) -> str:
+    def exit_summary(self) -> str:
         code = self._proc.poll() if self._proc is not None else None
         if code is None:
             return ""
@@ -130,16 +142,44 @@ class EmbeddedServer(TritonServer):
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
-                if int(fields[2]) == self.pid:  # the process group: tritonserver and its stubs
+                if int(fields[2]) == self.triton_pid:  # the process group: tritonserver and its stubs
                     total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # rss, in pages
             except (OSError, IndexError, ValueError):
                 continue  # a process that ended while we looked
         return total
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
+    # -- tools beside Triton: on this machine, Triton being our child ----------------------------------
 
     @property
     def triton_pid(self) -> int | None:
-        return self.pid
+        return self._proc.pid if self._proc else None
+
+    def run_beside(self, argv: list[str], timeout_s: float = 30.0) -> tuple[int, str, str]:
+        argv = [sys.executable if argv[0] == "python" else argv[0], *argv[1:]]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return 124, "", f"{argv[0]} did not finish within {timeout_s:.0f} s"
+        except OSError as exc:
+            return 127, "", f"could not run {argv[0]}: {exc}"
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def debug_tool(self, name: str) -> str | None:
+        return host_tool(name)
+
+    def signal_beside(self, pid: int, sig: int) -> None:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+class EmbeddedServer(TritonServer):
+    """A TritonServer whose Triton runs here (EmbeddedRuntime). Takes the repository and work folders,
+    ServerConfig's options and EmbeddedRuntime's (``env=``, ``kill_on_end=``) as keywords."""
+
+    __slots__ = ()
+
+    def __init__(self, repository: str | Path | None = None, workdir: str | Path | None = None, **options: Any) -> None:
+        leftovers.sweep()  # whatever killed labkit sessions left behind
+        super().__init__(*compose(EmbeddedRuntime, repository, workdir, options))

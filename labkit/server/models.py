@@ -1,7 +1,8 @@
-"""The model half of a labkit server: Triton's repository API (load, unload, index, configs,
-statistics) and backends written from a notebook (Python models, Python-based backends, C++).
+"""The models of a labkit server: Triton's repository API (load, unload, index, configs, statistics)
+and backends written from a notebook (Python models, Python-based backends, C++).
 
-TritonServer inherits it; it relies on the server's ``_call``, ``repository``, ``logs`` and hooks.
+``Models`` is a component: it holds the server's runtime (where Triton runs, tools beside it), its
+control plane (the HTTP client calls) and its config (time limits), and nothing else of the server.
 """
 
 from __future__ import annotations
@@ -11,17 +12,16 @@ import re
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tritonclient.utils import InferenceServerException
 
-from ..errors import ModelLoadError, RepositoryError, ServerNotRunningError, TraceError
+from ..errors import ModelLoadError, RepositoryError, ServerNotRunningError, TraceError, WaitTimeoutError
 from ..native import deploy
 from ..native.build import Build, build_backend
 from ..native.export import export_backend
-from ..native.toolchain import Toolchain
 from ..repository import ModelConfig, ModelRepository, check_name
 from ..repository.files import write_atomic
 from ..repository.python_source import model_source
@@ -30,48 +30,52 @@ from ..stuck import unstick as _unstick
 from ..stuck.stuck_load import load_timeout
 from . import idle, stubs
 from .attempts import Attempt, digest, recording
+from .config import ServerConfig
 from .connection import CONNECTION_ERRORS
-from .logs import LogView
+from .control import ControlPlane
+from .polling import wait_until
+from .runtime import Runtime, Workspace
 
 # Lines worth showing when a load fails: Python tracebacks, errors, and the model's own lines.
 _REASON = re.compile(r"Traceback|Error|error|line \d+|^E\d{4}|^  ")
 
 
-class ModelControl:
+class Models:
     """Load, unload and inspect models; write Python and C++ backends and serve them at once."""
 
-    # What this class uses of the server that inherits it (TritonServer sets and defines them).
-    repository: ModelRepository
-    logs: LogView
-    backend_dir: Path
-    metrics_url: str
-    load_timeout_s: float
-    before_load: list[Callable[[str], None]]
-    _loaded: set[str]
-    attempts: dict[str, Attempt]
+    def __init__(self, runtime: Runtime, control: ControlPlane, config: ServerConfig) -> None:
+        self.runtime = runtime
+        self.control = control
+        self.config = config
+        #: Called with a model's name just before labkit (re)loads it, e.g. so a statistics
+        #: collector can read the counters a reload is about to reset.
+        self.before_load: list[Callable[[str], None]] = []
+        #: Per model or backend, what became of the latest source written for it (see attempts.py).
+        self.attempts: dict[str, Attempt] = {}
+        self._loaded: set[str] = set()  # what a restart brings back
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.runtime.workspace
+
+    @property
+    def repository(self) -> ModelRepository:
+        return self.runtime.workspace.repository
 
     @property
     def alive(self) -> bool:
-        raise NotImplementedError
+        return self.control.health.alive
+
+    def to_restore(self) -> list[str]:
+        """The models labkit loaded (and did not unload): what a restart loads again."""
+        return sorted(self._loaded)
 
     def _call(self, what: str, fn: Callable[[Any], Any], refused: Callable[..., Exception] | None = None) -> Any:
-        raise NotImplementedError
-
-    def toolchain(self) -> Toolchain:
-        raise NotImplementedError
-
-    def client(self, protocol: str = "http", *, network_timeout_s: float = 60.0) -> Any:
-        raise NotImplementedError
-
-    def _close_clients(self) -> None:
-        raise NotImplementedError
-
-    def _triton_threads(self) -> Path | None:
-        raise NotImplementedError
+        return self.control.call(what, fn, refused)
 
     def _let_backend_threads_settle(self) -> None:
         """Before Triton deletes a model (unload, or a reload replacing it): see labkit.server.idle."""
-        threads = self._triton_threads()
+        threads = self.runtime.triton_threads()
         if threads is not None:
             idle.wait_idle(threads)
 
@@ -97,9 +101,9 @@ class ModelControl:
         self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
         for listener in list(self.before_load):
             listener(name)
-        limit = self.load_timeout_s if timeout_s is None else timeout_s
+        limit = self.config.load_timeout_s if timeout_s is None else timeout_s
         limit = math.inf if not limit or limit <= 0 else float(limit)
-        mark, since = self.logs.mark(), time.time()
+        mark, since = self.workspace.logs.mark(), time.time()
         self._let_backend_threads_settle()  # a reload deletes the model it replaces
         self._call(
             f"load model {name!r}", lambda _: self._load_within(name, limit),
@@ -110,7 +114,7 @@ class ModelControl:
     def _load_within(self, name: str, limit_s: float) -> None:
         """Triton's load call, waited for in short steps on a client of its own (a stuck load is then
         ended while the call is under way, and its answer read)."""
-        client = self.client("http", network_timeout_s=waiting.SOCKET_TIMEOUT_S)
+        client = self.control.client("http", network_timeout_s=waiting.SOCKET_TIMEOUT_S)
         pending = waiting.HttpPending(lambda: client.load_model(name))
         try:
             started, interrupted = time.monotonic(), False
@@ -125,7 +129,7 @@ class ModelControl:
                 interrupted = True
             # The stuck load holds one of Triton's HTTP threads, and keep-alive connections that
             # thread serves wait with it (seen with a C++ ModelInitialize): connect afresh.
-            self._close_clients()
+            self.control.close()
             raise load_timeout(self, name, limit_s, pending.wait, lambda: _refusal(pending),
                                interrupted_after=time.monotonic() - started if interrupted else None)
         finally:
@@ -134,13 +138,13 @@ class ModelControl:
 
     def _load_failure(self, name: str, exc: InferenceServerException, mark: int, since: float) -> ModelLoadError:
         reason = exc.message() or str(exc)
-        self.logs.settle()  # the stub's traceback can land in the log just after the HTTP answer
+        self.workspace.logs.settle()  # the stub's traceback can land in the log just after the HTTP answer
         lines = [
-            line for line in self.logs.since(mark).splitlines()
+            line for line in self.workspace.logs.since(mark).splitlines()
             if _REASON.search(line) and "<frozen importlib" not in line
         ]
         detail = "\n".join(lines[-20:])
-        ended = stubs.exits(self.backend_dir / "python", name, since)
+        ended = stubs.exits(self.workspace.backend_dir / "python", name, since)
         still = ", ".join(self.loaded_models()) or "none"
         text = f"Triton could not load model {name!r}:\n{reason}"
         if ended:  # the stub ended itself: say how and where, its own last lines say the rest
@@ -156,32 +160,29 @@ class ModelControl:
         self._let_backend_threads_settle()
         self._call(f"unload model {name!r}", lambda c: c.unload_model(name))
         self._loaded.discard(name)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            states = [m.get("state") for m in self.index() if m["name"] == name]
-            if not any(s in ("READY", "UNLOADING", "LOADING") for s in states):
-                return
-            time.sleep(0.02)
-        raise ModelLoadError(
-            f"Model {name!r} was still unloading after {timeout_s:.0f} s; see server.logs.tail().",
-            model=name, reason="still unloading",
-        )
+        try:
+            wait_until(lambda: not any(m.get("state") in ("READY", "UNLOADING", "LOADING")
+                                       for m in self.index() if m["name"] == name),
+                       timeout_s, f"model {name!r} to unload")
+        except WaitTimeoutError:
+            raise ModelLoadError(
+                f"Model {name!r} was still unloading after {timeout_s:.0f} s; see server.logs.tail().",
+                model=name, reason="still unloading",
+            ) from None
 
-    def _unload_all(self, within_s: float) -> None:
+    def unload_all(self, within_s: float) -> None:
         """Ask Triton to unload every ready model and wait up to ``within_s`` for it, so that each
         model's finalize runs before stop() ends the process. Best effort: a server that does not
         answer, or a model that does not finish, is ended with the process anyway."""
-        deadline = time.monotonic() + within_s
-        client = self.client("http", network_timeout_s=within_s)
+        client = self.control.client("http", network_timeout_s=within_s)
         try:
             for model in client.get_model_repository_index():
                 if model.get("state") == "READY":
                     client.unload_model(model["name"])
-            while time.monotonic() < deadline:
-                if not any(m.get("state") in ("READY", "UNLOADING") for m in client.get_model_repository_index()):
-                    return
-                time.sleep(0.02)
-        except (InferenceServerException, *CONNECTION_ERRORS):
+            wait_until(lambda: not any(m.get("state") in ("READY", "UNLOADING")
+                                       for m in client.get_model_repository_index()),
+                       within_s, "the models to unload")
+        except (InferenceServerException, WaitTimeoutError, *CONNECTION_ERRORS):
             pass  # the process is ended next, whatever Triton says now
         finally:
             client.close()
@@ -220,15 +221,21 @@ class ModelControl:
 
     def metrics_text(self, timeout_s: float = 5.0) -> str:
         """The Prometheus text from /metrics (its service starts a moment after HTTP is ready)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+        url = self.control.endpoints.metrics_url
+
+        def scrape() -> list[str] | None:  # a list: an empty page is an answer too
             try:
-                with urllib.request.urlopen(self.metrics_url, timeout=10) as resp:
-                    return resp.read().decode()
+                with urllib.request.urlopen(url, timeout=10) as resp:
+                    return [resp.read().decode()]
             except (urllib.error.URLError, OSError):
-                if not self.alive or time.monotonic() > deadline:
-                    raise ServerNotRunningError(f"The metrics endpoint {self.metrics_url} does not answer.") from None
-                time.sleep(0.05)
+                if not self.alive:
+                    raise ServerNotRunningError(f"The metrics endpoint {url} does not answer.") from None
+                return None
+
+        try:
+            return wait_until(scrape, timeout_s, f"the metrics endpoint {url}", interval_s=0.05)[0]
+        except WaitTimeoutError:
+            raise ServerNotRunningError(f"The metrics endpoint {url} does not answer.") from None
 
     # -- Python backends written from a notebook ---------------------------------------------------------
 
@@ -277,7 +284,7 @@ class ModelControl:
         if backend == "python":
             raise RepositoryError("'python' is the Python backend itself; give your backend another name.")
         text = model_source(source)
-        write_atomic(self.backend_dir / backend / "model.py", text)
+        write_atomic(self.workspace.backend_dir / backend / "model.py", text)
         with recording(self.attempts, [backend], digest(text), load=reload):
             if not reload:
                 return []
@@ -293,7 +300,7 @@ class ModelControl:
 
     def build(self, backend: str, source: str | Path, **options: Any) -> Build:
         """Compile a C++ backend with this server's toolchain (see ``labkit.native.build_backend``)."""
-        return build_backend(backend, source, toolchain=self.toolchain(), **options)
+        return build_backend(backend, source, toolchain=self.runtime.toolchain(), **options)
 
     def cpp_backend(
         self, backend: str, source: str | Path, models: list[str] | None = None, **options: Any
@@ -318,7 +325,7 @@ class ModelControl:
     def export_backend(self, backend: str, directory: str | Path, **options: Any) -> Path:
         """A standalone CMake project for a backend built here, with this repository's models that use
         it (see ``labkit.native.export_backend``)."""
-        return export_backend(backend, directory, repository=self.repository, toolchain=self.toolchain(), **options)
+        return export_backend(backend, directory, repository=self.repository, toolchain=self.runtime.toolchain(), **options)
 
 
 def _refusal(pending: waiting.Pending) -> str:
