@@ -81,7 +81,9 @@ class Batch {
 
   // Send every response, report statistics, then release every request, in that order; only the
   // first call does anything. execute() calls it; the destructor does when nobody did, so a Batch
-  // dropped early or unwound by an exception still answers and releases what it holds.
+  // dropped early or unwound by an exception still answers and releases what it holds. A backend
+  // that builds a Batch itself must then return NULL from TRITONBACKEND_ModelInstanceExecute (catch
+  // inside, as execute() does): an error returned there gives Triton back requests already released.
   void finish(Timestamps t) noexcept;
 
   // When input() last finished and output() first started (0 if never): execute() uses them to
@@ -103,8 +105,16 @@ class Batch {
     std::string error;     // empty while the request is sound
     TRITONSERVER_Error_Code code = TRITONSERVER_ERROR_INTERNAL;
     int64_t rows = 1;
+    // Whether it was answered with outputs: once the response is sent, ok() can no longer tell,
+    // and the statistics reported after sending need it.
+    bool succeeded = false;
   };
   void answer(uint32_t i, uint32_t failed) noexcept;
+  // Both ways a Batch ends (execute() and the destructor) take the statistics' moments from here,
+  // so the two cannot drift apart.
+  Timestamps timestamps(uint64_t exec_start, uint64_t work_start, uint64_t work_end) const;
+  friend TRITONSERVER_Error* execute_with(TRITONBACKEND_ModelInstance*, TRITONBACKEND_Request**, uint32_t,
+                                          void (*)(Batch&, void*), void*) noexcept;
 
   TRITONBACKEND_ModelInstance* instance_;
   std::vector<Slot> requests_;
