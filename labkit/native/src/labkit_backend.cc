@@ -1,5 +1,6 @@
-// The helper layer declared in labkit/backend.hpp. Compiled once per toolchain, flags and headers
-// (labkit.native.helpers) and linked into every backend library, so a cell compiles only itself.
+// The helper layer declared in labkit/errors.hpp, model.hpp and metrics.hpp. Compiled once per
+// toolchain, flags and headers (labkit.native.helpers) and linked into every backend library, so a
+// cell compiles only itself.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
