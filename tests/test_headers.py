@@ -3,13 +3,14 @@ the server library of the wheel: offline, no server started."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from labkit.native.build import INCLUDE_DIR
+from labkit.native.build import INCLUDE_DIR, json_include
 from labkit.native.toolchain import LocalToolchain
 
 CORE = INCLUDE_DIR / "triton" / "core"
@@ -19,8 +20,8 @@ _DECLARED = re.compile(r"TRITON(?:SERVER|BACKEND)_(?P<kind>DECLSPEC|ISPEC)\s+[^;
 def _declarations() -> dict[str, str]:
     """Every function the headers declare -> DECLSPEC (the server defines it) or ISPEC (an entry point)."""
     found = {}
-    for header in ("tritonserver.h", "tritonbackend.h"):
-        text = re.sub(r"/\*.*?\*/", "", (CORE / header).read_text(), flags=re.S)
+    for header in sorted(CORE.glob("*.h")):  # tritonserver.h, tritonbackend.h and the parts they include
+        text = re.sub(r"/\*.*?\*/", "", header.read_text(), flags=re.S)
         for match in _DECLARED.finditer(text):
             found[match["name"]] = match["kind"]
     return found
@@ -64,11 +65,30 @@ def test_what_backend_authors_need_is_declared():
     assert re.search(r"TRITONSERVER_REQUEST_RELEASE_RESCHEDULE\s*=\s*2\b", server_h)
 
 
+@pytest.mark.parametrize("header", sorted(p.name for p in CORE.glob("*.h")))
 @pytest.mark.parametrize("language", ["c", "c++"])
-def test_headers_compile_alone(tmp_path: Path, language: str):
+def test_headers_compile_alone(tmp_path: Path, language: str, header: str):
     source = tmp_path / ("check.c" if language == "c" else "check.cc")
-    source.write_text('#include "triton/core/tritonbackend.h"\n')
+    source.write_text(f'#include "triton/core/{header}"\n')
     compiler = "gcc" if language == "c" else "g++"
     proc = subprocess.run([compiler, "-fsyntax-only", "-Wall", "-Wextra", f"-I{INCLUDE_DIR}", str(source)],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("header", sorted(p.name for p in (INCLUDE_DIR / "labkit").glob("*.hpp")))
+def test_helper_headers_compile_alone(tmp_path: Path, header: str):
+    source = tmp_path / "check.cc"
+    source.write_text(f'#include "labkit/{header}"\n')
+    proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", f"-I{INCLUDE_DIR}",
+                           f"-I{json_include()}", str(source)], capture_output=True, text=True)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+
+
+def test_no_cpp_file_of_labkit_is_over_400_lines():
+    package = INCLUDE_DIR.parents[1]  # labkit/
+    sources = [Path(folder) / name for folder, _, names in os.walk(package, followlinks=True)  # model_repository is a link
+               for name in names if Path(name).suffix in {".h", ".hpp", ".cc", ".cpp"}]
+    assert any(p.name == "backend.hpp" for p in sources)
+    too_long = {str(p.relative_to(package)): n for p in sources if (n := len(p.read_text().splitlines())) > 400}
+    assert too_long == {}

@@ -228,3 +228,32 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     delta = labkit.model_stats(lab, "dropped_batch", settle=True).since(before)
     assert delta.fail_count == 1 and delta.execution_count == 1, delta
     assert lab.alive and labkit.check_passthrough(lab, "minimal_batching").ok
+
+
+def test_batch_unwound_by_an_exception_answers_and_releases_its_requests(lab):
+    """A Batch built by hand and unwound by an exception: its destructor sends the responses (the
+    failure it was told), reports statistics and releases the requests before the handler runs."""
+    lab.repository.write_config(_config("unwound_batch", "unwinder", [4]))
+    source = """
+#include <stdexcept>
+#include "labkit/backend.hpp"
+LABKIT_MODEL_STATE(labkit::ModelState)
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
+  try {
+    labkit::Batch batch(instance, requests, count);
+    batch.fail_all("unwound on purpose", TRITONSERVER_ERROR_UNAVAILABLE);
+    throw std::logic_error("the backend's own failure");
+  } catch (const std::logic_error& e) {
+    labkit::log_info(std::string("caught after the batch answered: ") + e.what());
+  }
+  return nullptr;  // the Batch released the requests: Triton must not get them back
+}
+"""
+    lab.cpp_backend("unwinder", source, ["unwound_batch"], progress=False)
+    before = labkit.model_stats(lab, "unwound_batch", settle=True)
+    with pytest.raises(labkit.InferenceError, match="unwound on purpose"):
+        labkit.infer(lab, "unwound_batch", {"IN0": np.arange(4, dtype=np.int32).reshape(1, 4)})
+    delta = labkit.model_stats(lab, "unwound_batch", settle=True).since(before)
+    assert delta.fail_count == 1 and delta.execution_count == 1, delta
+    assert lab.alive and labkit.check_passthrough(lab, "minimal_batching").ok

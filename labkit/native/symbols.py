@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 #: The helper layer's sources (labkit/native/src): shown as labkit's, never as the user's.
-HELPER_SOURCES = ("labkit_backend.cc", "labkit_batch.cc", "labkit_crash.cc", "labkit_tensors.cc", "backend.hpp", "json.hpp")
+HELPER_SOURCES = ("labkit_backend.cc", "labkit_batch.cc", "labkit_crash.cc", "labkit_tensors.cc", "backend.hpp",
+                  "batch.hpp", "errors.hpp", "json.hpp", "metrics.hpp", "model.hpp", "tensors.hpp")
 _LIBRARY = re.compile(r"libtriton_(?P<backend>[A-Za-z0-9_.-]+)\.so$")
 #: addr2line programs, best first; each prints addr2line's -a -f -i format (elfutils' with columns,
 #: and "f inlined at file:line:column in symbol" for an inlined function).

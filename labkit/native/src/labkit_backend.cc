@@ -1,10 +1,13 @@
-// The helper layer declared in labkit/backend.hpp. Compiled once per toolchain, flags and headers
-// (labkit.native.helpers) and linked into every backend library, so a cell compiles only itself.
+// The helper layer declared in labkit/errors.hpp, model.hpp and metrics.hpp. Compiled once per
+// toolchain, flags and headers (labkit.native.helpers) and linked into every backend library, so a
+// cell compiles only itself.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_set>
+#include <utility>
 
 #include "labkit/json.hpp"
 
@@ -95,15 +98,24 @@ TRITONBACKEND_Backend* model_backend(TRITONBACKEND_Model* model) {
   return backend;
 }
 
+namespace {
+// The config's JSON text points into the message: it is deleted only once parsing is over, and
+// also when serializing or parsing throws.
+struct MessageDeleter {
+  void operator()(TRITONSERVER_Message* message) const noexcept {
+    log_if_error(TRITONSERVER_MessageDelete(message), "deleting the model config message");
+  }
+};
+}  // namespace
+
 json model_config(TRITONBACKEND_Model* model) {
-  TRITONSERVER_Message* message = nullptr;
-  check(TRITONBACKEND_ModelConfig(model, 1 /* the only config format version */, &message));
+  TRITONSERVER_Message* raw = nullptr;
+  check(TRITONBACKEND_ModelConfig(model, 1 /* the only config format version */, &raw));
+  const std::unique_ptr<TRITONSERVER_Message, MessageDeleter> message{raw};
   const char* base = nullptr;
   size_t size = 0;
-  TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(message, &base, &size);
-  json config = err == nullptr ? json::parse(base, base + size, nullptr, false) : json();
-  log_if_error(TRITONSERVER_MessageDelete(message), "deleting the model config message");
-  check(err);
+  check(TRITONSERVER_MessageSerializeToJson(message.get(), &base, &size));
+  json config = json::parse(base, base + size, nullptr, false);
   if (config.is_discarded()) throw Error("Triton's model config is not valid JSON");
   return config;
 }
@@ -267,15 +279,23 @@ MetricFamily::MetricFamily(const std::string& name, const std::string& descripti
 
 MetricFamily::~MetricFamily() { log_if_error(TRITONSERVER_MetricFamilyDelete(family_), "deleting a metric family"); }
 
+namespace {
+struct ParameterDeleter {
+  void operator()(TRITONSERVER_Parameter* parameter) const noexcept { TRITONSERVER_ParameterDelete(parameter); }
+};
+using ParameterPtr = std::unique_ptr<TRITONSERVER_Parameter, ParameterDeleter>;
+}  // namespace
+
 Metric::Metric(const MetricFamily& family, const std::vector<std::pair<std::string, std::string>>& labels) {
-  std::vector<TRITONSERVER_Parameter*> owned;
+  // MetricNew copies the labels, so they are freed when the constructor ends, whichever way.
+  std::vector<ParameterPtr> owned;
+  std::vector<const TRITONSERVER_Parameter*> params;
   for (const auto& kv : labels) {
-    owned.push_back(TRITONSERVER_ParameterNew(kv.first.c_str(), TRITONSERVER_PARAMETER_STRING, kv.second.c_str()));
+    ParameterPtr label{TRITONSERVER_ParameterNew(kv.first.c_str(), TRITONSERVER_PARAMETER_STRING, kv.second.c_str())};
+    params.push_back(label.get());
+    owned.push_back(std::move(label));
   }
-  std::vector<const TRITONSERVER_Parameter*> params(owned.begin(), owned.end());
-  TRITONSERVER_Error* err = TRITONSERVER_MetricNew(&metric_, family.get(), params.data(), params.size());
-  for (TRITONSERVER_Parameter* p : owned) TRITONSERVER_ParameterDelete(p);  // MetricNew copied them
-  check(err);
+  check(TRITONSERVER_MetricNew(&metric_, family.get(), params.data(), params.size()));
 }
 
 Metric::~Metric() { log_if_error(TRITONSERVER_MetricDelete(metric_), "deleting a metric"); }

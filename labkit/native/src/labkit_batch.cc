@@ -93,12 +93,14 @@ Batch::Batch(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requ
   }
 }
 
-Batch::~Batch() {
+Batch::~Batch() { finish(timestamps(created_, created_, now_ns())); }
+
+Timestamps Batch::timestamps(uint64_t exec_start, uint64_t work_start, uint64_t work_end) const {
   Timestamps t;
-  t.exec_start = created_;
-  t.compute_start = inputs_done_ != 0 ? inputs_done_ : created_;
-  t.compute_end = std::max(outputs_start_ != 0 ? outputs_start_ : now_ns(), t.compute_start);
-  finish(t);
+  t.exec_start = exec_start;
+  t.compute_start = inputs_done_ != 0 ? inputs_done_ : work_start;
+  t.compute_end = std::max(outputs_start_ != 0 ? outputs_start_ : work_end, t.compute_start);
+  return t;
 }
 
 bool Batch::ok(uint32_t i) const {
@@ -304,29 +306,28 @@ void Batch::answer(uint32_t i, uint32_t failed) noexcept {
                    " failed: " + slot.error);
   }
   if (slot.response == nullptr) return;
-  const bool success = ok(i);
   // Triton owns a response once it is sent, even when sending fails.
   TRITONBACKEND_Response* response = slot.response.release();
-  logged("sending a response", [&] { success ? send(response) : send_error(response, slot.error, slot.code); });
+  logged("sending a response",
+         [&] { slot.succeeded ? send(response) : send_error(response, slot.error, slot.code); });
 }
 
 void Batch::finish(Timestamps t) noexcept {
   if (finished_) return;
   finished_ = true;
-  std::vector<bool> success(size());
   uint32_t failed = 0;
   for (uint32_t i = 0; i < size(); ++i) {
-    success[i] = ok(i);
-    failed += success[i] ? 0 : 1;
+    requests_[i].succeeded = ok(i);
+    failed += requests_[i].succeeded ? 0 : 1;
   }
   for (uint32_t i = 0; i < size(); ++i) answer(i, failed);
   t.exec_end = now_ns();  // sending belongs to compute_output
   // The executed batch size, as Triton's own backend utilities report it: every request's batch
   // dimension (1 each without batching), whether or not it succeeded, once per execution.
   uint64_t executed = 0;
-  for (uint32_t i = 0; i < size(); ++i) {
-    logged("reporting request statistics", [&] { report_request(instance_, requests_[i].request, success[i], t); });
-    executed += static_cast<uint64_t>(requests_[i].rows);
+  for (const Slot& slot : requests_) {
+    logged("reporting request statistics", [&] { report_request(instance_, slot.request, slot.succeeded, t); });
+    executed += static_cast<uint64_t>(slot.rows);
   }
   logged("reporting batch statistics", [&] { report_batch(instance_, executed, t); });
   for (const Slot& slot : requests_) logged("releasing a request", [&] { release(slot.request); });
@@ -334,8 +335,7 @@ void Batch::finish(Timestamps t) noexcept {
 
 TRITONSERVER_Error* execute_with(TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests,
                                  uint32_t count, void (*fn)(Batch&, void*), void* context) noexcept {
-  Timestamps t;
-  t.exec_start = now_ns();
+  const uint64_t exec_start = now_ns();
   std::unique_ptr<Batch> batch;
   if (TRITONSERVER_Error* err = guard([&] { batch = std::make_unique<Batch>(instance, requests, count); })) {
     return err;  // nothing was created for the requests: Triton fails them itself
@@ -343,11 +343,8 @@ TRITONSERVER_Error* execute_with(TRITONBACKEND_ModelInstance* instance, TRITONBA
   const uint64_t fn_start = now_ns();
   const ErrorPtr failure{guard([&] { fn(*batch, context); })};
   const uint64_t fn_end = now_ns();
-  t.compute_start = batch->inputs_done_ns() != 0 ? batch->inputs_done_ns() : fn_start;
-  t.compute_end = batch->outputs_start_ns() != 0 ? batch->outputs_start_ns() : fn_end;
-  if (t.compute_end < t.compute_start) t.compute_end = t.compute_start;
   if (failure) batch->fail_all(TRITONSERVER_ErrorMessage(failure.get()), TRITONSERVER_ErrorCode(failure.get()));
-  batch->finish(t);
+  batch->finish(batch->timestamps(exec_start, fn_start, fn_end));
   return nullptr;
 }
 

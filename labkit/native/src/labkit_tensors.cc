@@ -1,5 +1,5 @@
 // The helper layer's tensors, outputs and the end of a request's life (declared in
-// labkit/backend.hpp): everything that reads a request or writes a response.
+// labkit/tensors.hpp): everything that reads a request or writes a response.
 #include <algorithm>
 #include <cstring>
 
