@@ -26,7 +26,8 @@ handles an error reads its fields, never its text.
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
     │   └── UnstableMeasurementError
     ├── TraceError                  Triton's request traces could not be recorded or read
-    └── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
+    ├── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
+    └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
 """
 
 from __future__ import annotations
@@ -252,3 +253,13 @@ class UnknownExerciseError(LabkitError):
         self.known = list(known)
         super().__init__(f"{notebook}: a cell is tagged 'exercise:{exercise}', and there is no exercise {exercise!r} "
                          f"(nothing was changed). Fix the cell's tag; the exercises are: {', '.join(self.known)}.")
+
+
+class UnknownProtocolError(LabkitError, ValueError):
+    """A ``protocol=`` that labkit does not speak (``protocol`` is the value given, ``known`` the ones
+    it does: "http" and "grpc"). Also a ValueError, as a bad argument."""
+
+    def __init__(self, *, protocol: object, known: Sequence[str]) -> None:
+        self.protocol = protocol
+        self.known = list(known)
+        super().__init__(f"protocol must be {' or '.join(map(repr, self.known))}, not {protocol!r}.")
