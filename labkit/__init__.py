@@ -42,10 +42,11 @@ from .errors import (
     SetupError,
     TraceError,
     UnknownExerciseError,
+    UnknownProtocolError,
     UnstableMeasurementError,
 )
 from .inference import infer, infer_with_parameters, stream_infer
-from .load import Load, LoadResult, run_load
+from .load import Load, LoadErrorRecord, LoadResult, run_load
 from .perf_analyzer import PerfStep, PerfSweep, perf
 from .magics import register as _register_magics
 from .native import export_backend
@@ -54,6 +55,7 @@ from .server import EmbeddedServer, LogView, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
 from .timelines import Timeline, plot_timelines, timeline
+from .transport import Transport
 from .stuck.report import where_stuck
 from .stuck.tools import debug_tools
 
@@ -104,6 +106,7 @@ __all__ = [
     "InvalidNameError",
     "LabkitError",
     "Load",
+    "LoadErrorRecord",
     "LoadResult",
     "LoadTimeoutError",
     "LogView",
@@ -130,8 +133,10 @@ __all__ = [
     "StatsCollector",
     "Timeline",
     "TraceError",
+    "Transport",
     "TritonServer",
     "UnknownExerciseError",
+    "UnknownProtocolError",
     "UnstableMeasurementError",
     "check_add_sub",
     "check_passthrough",

@@ -23,6 +23,7 @@ from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
 from .inference import prepare
+from .transport import Transport
 
 Inputs = Mapping[str, np.ndarray]
 
@@ -46,7 +47,7 @@ class Request:
 
 
 def http_request(host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None) -> Request:
-    tensors, wanted = prepare("http", inputs, outputs)
+    tensors, wanted = prepare(Transport.HTTP, inputs, outputs)
     body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=wanted)
     head = f"POST /v2/models/{quote(model)}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n"
     if json_size is not None:  # binary tensors follow the JSON header: Triton needs to know where
@@ -142,7 +143,7 @@ class HttpConnection(asyncio.Protocol):
 
 
 def grpc_request(model: str, inputs: Inputs, outputs: Sequence[str] | None) -> Request:
-    tensors, _ = prepare("grpc", inputs, outputs)
+    tensors, _ = prepare(Transport.GRPC, inputs, outputs)
     message = service_pb2.ModelInferRequest(model_name=model)
     for name, value in inputs.items():
         array = np.asarray(value)
@@ -200,12 +201,12 @@ class GrpcConnection:
             await channel.close()
 
 
-CONNECTIONS = {"http": HttpConnection, "grpc": GrpcConnection}
+CONNECTIONS: dict[Transport, type[HttpConnection] | type[GrpcConnection]] = {
+    Transport.HTTP: HttpConnection, Transport.GRPC: GrpcConnection,
+}
 
 
-def build_request(protocol: str, host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None) -> Request:
-    if protocol == "http":
+def build_request(transport: Transport, host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None) -> Request:
+    if Transport.of(transport) is Transport.HTTP:
         return http_request(host, model, inputs, outputs)
-    if protocol == "grpc":
-        return grpc_request(model, inputs, outputs)
-    raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
+    return grpc_request(model, inputs, outputs)

@@ -25,6 +25,7 @@ from .native import deploy, export_backend
 from .perf_analyzer import check_steps
 from .perf_analyzer import perf as sweep_with_perf_analyzer
 from .server import create, kinds
+from .transport import Transport
 
 EXIT_OK = 0
 EXIT_NOT_PASSED = 1  # a verdict, not an error: `workshop check` not yet, `doctor` FAIL, a demo check
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     perf_cmd.add_argument("--request-rate", type=lambda t: _numbers(t, float), help="requests per second, e.g. 100,200,400")
     perf_cmd.add_argument("--distribution", choices=["constant", "poisson"], default="constant",
                           help="how request-rate arrivals are spaced")
-    perf_cmd.add_argument("--protocol", choices=["http", "grpc"], default="http")
+    perf_cmd.add_argument("--protocol", choices=Transport.choices(), default=Transport.HTTP.value)
     perf_cmd.add_argument("--batch", type=int, default=1, help="rows per request (batching models)")
     perf_cmd.add_argument("--shape", action="append", help="NAME:D1,D2 for an input with -1 dimensions (repeatable)")
     perf_cmd.add_argument("--measurement-ms", type=int, default=1000, help="length of a measurement window")

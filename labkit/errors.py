@@ -27,7 +27,8 @@ handles an error reads its fields, never its text.
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
     │   └── UnstableMeasurementError
     ├── TraceError                  Triton's request traces could not be recorded or read
-    └── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
+    ├── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
+    └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
 """
 
 from __future__ import annotations
@@ -263,3 +264,13 @@ class WaitTimeoutError(ServerError):
         self.timeout_s = timeout_s
         super().__init__(f"Waited {timeout_s:g} s for {what}; it did not happen. Read server.logs.tail(), "
                          f"or wait longer.", log_tail)
+
+
+class UnknownProtocolError(LabkitError, ValueError):
+    """A ``protocol=`` that labkit does not speak (``protocol`` is the value given, ``known`` the ones
+    it does: "http" and "grpc"). Also a ValueError, as a bad argument."""
+
+    def __init__(self, *, protocol: object, known: Sequence[str]) -> None:
+        self.protocol = protocol
+        self.known = list(known)
+        super().__init__(f"protocol must be {' or '.join(map(repr, self.known))}, not {protocol!r}.")

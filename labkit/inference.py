@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, triton_to_np_dtype
 
 from . import breakpoints, request_fit, waiting
@@ -26,21 +24,13 @@ from .errors import InferenceError, InputSizeError, LabkitError, ModelNotFoundEr
 from .server import stubs
 from .server.base import TritonServer
 from .server.connection import CONNECTION_ERRORS
-
-_MODULES = {"http": httpclient, "grpc": grpcclient}
-
-
-def _module(protocol: str) -> Any:
-    try:
-        return _MODULES[protocol]
-    except KeyError:
-        raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}") from None
+from .transport import Transport
 
 
-def prepare(protocol: str, inputs: Mapping[str, Any], outputs: Sequence[str] | None = None) -> tuple[list, list | None]:
+def prepare(protocol: str | Transport, inputs: Mapping[str, Any], outputs: Sequence[str] | None = None) -> tuple[list, list | None]:
     """tritonclient input and requested-output objects for one request (reusable across requests).
     An input may also be a tritonclient ``InferInput`` of that protocol, built by hand: it is sent as it is."""
-    mod = _module(protocol)
+    mod = Transport.of(protocol).module
     tensors = []
     for name, value in inputs.items():
         if isinstance(value, mod.InferInput):
@@ -161,16 +151,17 @@ def infer(
     ``timeout_s``: how long to wait for the answer (default ``server.config.request_timeout_s``; ``math.inf``
     waits forever); then RequestTimeoutError shows where the model is stuck.
     """
-    result = _send(server, client, model, inputs, outputs, protocol, timeout_s)
-    return _answer(server, model, result, protocol, outputs)
+    transport = Transport.of(protocol)
+    result = _send(server, client, model, inputs, outputs, transport, timeout_s)
+    return _answer(server, model, result, transport, outputs)
 
 
-def _answer(server: TritonServer, model: str, result: Any, protocol: str, outputs: Sequence[str] | None) -> dict[str, np.ndarray]:
+def _answer(server: TritonServer, model: str, result: Any, transport: Transport, outputs: Sequence[str] | None) -> dict[str, np.ndarray]:
     """The outputs by name. Triton drops a tensor whose name the config does not know, so a misspelled
     name would come back as nothing: OutputNameError when an output asked for is not in the answer, or
     (none asked for) when the answer is empty and the config declares outputs. An answer with some of
     the declared outputs is returned as it is (a model may leave one out; the exercises say which)."""
-    produced = [o["name"] for o in _output_meta(result, protocol)]
+    produced = [o["name"] for o in _output_meta(result, transport)]
     if outputs:
         missing = [n for n in outputs if n not in produced]
         if missing:
@@ -185,21 +176,21 @@ def _answer(server: TritonServer, model: str, result: Any, protocol: str, output
 
 def _send(
     server: TritonServer, client: Any, model: str, inputs: Mapping[str, np.ndarray],
-    outputs: Sequence[str] | None, protocol: str, timeout_s: float | None,
+    outputs: Sequence[str] | None, transport: Transport, timeout_s: float | None,
 ) -> Any:
     """One request on ``client`` (a new one if None), waited for within its time limit; Triton's
     refusals and a dead server become labkit errors."""
-    tensors, wanted = prepare(protocol, inputs, outputs)
+    tensors, wanted = prepare(transport, inputs, outputs)
     check_sizes(model, tensors)
     limit = waiting.limit_of(server, timeout_s)
     own = client is None
     if own:
-        client = server.client(protocol, network_timeout_s=waiting.SOCKET_TIMEOUT_S)
+        client = server.client(transport, network_timeout_s=waiting.SOCKET_TIMEOUT_S)
     request_id = breakpoints.request_id() if waiting.interactive() else ""
     since = time.time()
     server.health.track_request(model, 1)
     try:
-        if protocol == "http":
+        if transport is Transport.HTTP:
             pending: waiting.Pending = waiting.HttpPending(
                 lambda: client.infer(model, tensors, outputs=wanted, request_id=request_id))
         else:
@@ -222,8 +213,8 @@ def _send(
             client.close()
 
 
-def _output_meta(result: Any, protocol: str) -> list[dict]:
-    if protocol == "http":
+def _output_meta(result: Any, transport: Transport) -> list[dict]:
+    if transport is Transport.HTTP:
         return result.get_response()["outputs"]
     return [{"name": o.name} for o in result.get_response().outputs]
 
@@ -240,6 +231,7 @@ def infer_together(
     """Send several requests at the same moment (one client and thread each, released together), so
     that a batching model can execute them together; their outputs in the order given. The first
     failure is raised once every request has ended. ``timeout_s`` as for ``infer``."""
+    protocol = Transport.of(protocol)  # a wrong one is refused here, before any thread starts
     barrier = threading.Barrier(len(requests))
     answers: dict[int, dict[str, np.ndarray]] = {}
     failures: list[BaseException] = []
@@ -282,9 +274,9 @@ def stream_infer(
     server is asked for an empty final response, so the end is known even after zero responses.
     ``timeout_s`` (default ``server.config.request_timeout_s``) limits the wait for each next response.
     """
-    tensors, wanted = prepare("grpc", inputs, outputs)
+    tensors, wanted = prepare(Transport.GRPC, inputs, outputs)
     check_sizes(model, tensors)
-    client = server.client("grpc")
+    client = server.client(Transport.GRPC)
     limit = waiting.limit_of(server, timeout_s)
     request_id = breakpoints.request_id() if waiting.interactive() else ""
     pending = waiting.CallbackPending()
@@ -344,10 +336,11 @@ def infer_with_parameters(
     """Send one request; return its outputs and the parameters the backend set on the response
     (TRITONBACKEND_ResponseSet{String,Int,Bool}Parameter) as str, int and bool values.
     ``timeout_s`` as for ``infer``."""
-    result = _send(server, None, model, inputs, outputs, protocol, timeout_s)
+    transport = Transport.of(protocol)
+    result = _send(server, None, model, inputs, outputs, transport, timeout_s)
     response = result.get_response()
-    if protocol == "http":  # JSON already gives str / int / bool
+    if transport is Transport.HTTP:  # JSON already gives str / int / bool
         params = dict(response.get("parameters", {}))
     else:
         params = {k: _parameter_value(v) for k, v in response.parameters.items()}
-    return _answer(server, model, result, protocol, outputs), params
+    return _answer(server, model, result, transport, outputs), params

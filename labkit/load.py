@@ -22,12 +22,46 @@ import numpy as np
 from tritonclient.utils import InferenceServerException
 
 from ._transports import CONNECTIONS, RequestExpired, build_request
-from .errors import RequestTimeoutError, ServerNotRunningError
+from .errors import LabkitError, ModelNotFoundError, RequestError, RequestTimeoutError, ServerNotRunningError
 from .inference import translate
 from .server.base import TritonServer
+from .transport import Transport
 
 Inputs = Mapping[str, np.ndarray]
 _TICK_S = 0.05  # how often time limits, a dead server and concurrency changes are looked at
+
+# A failed request's kind, by the labkit error it became (the first class that matches):
+_KINDS: tuple[tuple[type[LabkitError], str], ...] = (
+    (RequestTimeoutError, "timeout"),  # no answer within timeout_s
+    (ModelNotFoundError, "not_loaded"),  # the model was not loaded
+    (RequestError, "refused"),  # Triton refused it: it does not fit the model's inputs
+)
+
+
+@dataclass(frozen=True)
+class LoadErrorRecord:
+    """One failed request of a load. ``kind`` says what went wrong, from the labkit error it became:
+    "timeout" (no answer within the time limit), "refused" (Triton refused it: it does not fit the
+    model's inputs), "not_loaded" (the model was not loaded), "connection" (the connection broke) or
+    "failed" (the model's backend failed it). ``message`` is the error's first line, ``at_s`` when it
+    failed, in seconds since the load started (as ``LoadResult.finished_at``)."""
+
+    kind: str
+    model: str
+    message: str
+    at_s: float
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _kind(error: LabkitError, caught: BaseException | None) -> str:
+    """The kind of a failed request: from the labkit error it became, or from the error caught when it
+    never reached Triton's answer (a broken connection)."""
+    for cls, kind in _KINDS:
+        if isinstance(error, cls):
+            return kind
+    return "connection" if isinstance(caught, OSError) else "failed"
 
 
 @dataclass
@@ -41,7 +75,7 @@ class LoadResult:
     duration_s: float
     latencies_s: np.ndarray
     finished_at: np.ndarray  # seconds since start, per successful request
-    errors: list[str] = field(default_factory=list)
+    errors: list[LoadErrorRecord] = field(default_factory=list)  # one per failed request, in order
     stuck: bool = False  # it stopped early because every worker waited past its time limit
 
     @property
@@ -89,7 +123,8 @@ class Load:
     ``inputs`` is one request's tensors (serialized once), or a function of the request index returning
     them. Each request may take ``timeout_s`` (default: the server's ``request_timeout_s``); one that
     takes longer is counted as an error, and when every worker is waiting past it the load stops.
-    Errors are counted, not raised, unless the server died (ServerNotRunningError).
+    Errors are counted, not raised, unless the server died (ServerNotRunningError): ``errors`` holds a
+    LoadErrorRecord per failed request (its kind, the model, the message, when).
     """
 
     def __init__(
@@ -108,9 +143,8 @@ class Load:
     ) -> None:
         if (requests is not None and requests < 1) or concurrency < 1:
             raise ValueError("requests and concurrency must be at least 1")
-        if protocol not in CONNECTIONS:
-            raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
-        self.server, self.model, self.protocol = server, model, protocol
+        self.transport = Transport.of(protocol)
+        self.server, self.model, self.protocol = server, model, self.transport.value
         self._inputs, self._outputs = inputs, outputs
         self._requests = requests if requests is not None else float("inf")
         self._duration_s = duration_s
@@ -120,7 +154,7 @@ class Load:
         self.started = 0.0
         self._t0 = self._t_end = 0.0
         self._done: list[tuple[float, float]] = []  # (finished since start, latency) per success
-        self.errors: list[str] = []
+        self.errors: list[LoadErrorRecord] = []
         self.stuck = False
         self._fatal: BaseException | None = None
         self._stopping = False
@@ -212,7 +246,7 @@ class Load:
 
     async def _main(self) -> None:
         fixed = None if callable(self._inputs) else build_request(
-            self.protocol, self.server.endpoints.http_url, self.model, self._inputs, self._outputs)
+            self.transport, self.server.endpoints.http_url, self.model, self._inputs, self._outputs)
         self._indices = itertools.count()
         self._count = itertools.count(1)
         self._deadline = float("inf") if self._duration_s is None else self._t0 + self._duration_s
@@ -260,8 +294,8 @@ class Load:
 
     async def _worker(self, slot: int, fixed: Any) -> None:
         clock, t0, host = time.perf_counter, self._t0, self.server.endpoints.host
-        port = self.server.endpoints.http_port if self.protocol == "http" else self.server.endpoints.grpc_port
-        opener = CONNECTIONS[self.protocol].open
+        port = self.transport.port(self.server.endpoints)
+        opener = CONNECTIONS[self.transport].open
         conn = None
         try:
             while slot < self.concurrency and not self._no_more():
@@ -270,7 +304,7 @@ class Load:
                     self._exhausted = True
                     return
                 request = fixed or build_request(
-                    self.protocol, self.server.endpoints.http_url, self.model, self._inputs(index), self._outputs)
+                    self.transport, self.server.endpoints.http_url, self.model, self._inputs(index), self._outputs)
                 start = clock()
                 try:
                     if conn is None:
@@ -284,7 +318,7 @@ class Load:
                         f"The request to {self.model!r} got no answer within {self.timeout_s:g} s (timeout_s).",
                         model=self.model, limit_s=self.timeout_s,
                     )
-                    self.errors.append(str(error))
+                    self._record(error)
                     continue
                 except (InferenceServerException, OSError) as exc:
                     if isinstance(exc, OSError) and conn is not None:
@@ -311,8 +345,12 @@ class Load:
         if isinstance(error, ServerNotRunningError):
             self._fatal = self._fatal or error
             return False
-        self.errors.append(str(error).splitlines()[0])
+        self._record(error, exc)
         return True
+
+    def _record(self, error: LabkitError, caught: BaseException | None = None) -> None:
+        at_s = time.perf_counter() - self._t0
+        self.errors.append(LoadErrorRecord(_kind(error, caught), self.model, str(error).splitlines()[0], at_s))
 
 
 def run_load(

@@ -30,6 +30,7 @@ from . import _perf_dist
 from .errors import ModelNotFoundError, PerfAnalyzerError, UnstableMeasurementError
 from .plots import Picture
 from .server.base import TritonServer
+from .transport import Transport
 
 # perf_analyzer's exit statuses (perf_analyzer/constants.h, 23.12)
 _UNSTABLE = 2
@@ -214,8 +215,7 @@ def perf(
         raise ValueError("give concurrency or request_rate, not both")
     if distribution not in ("constant", "poisson"):
         raise ValueError(f"distribution must be 'constant' or 'poisson', not {distribution!r}")
-    if protocol not in ("http", "grpc"):
-        raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
+    transport = Transport.of(protocol)
     mode, values = ("request_rate", list(request_rate)) if request_rate is not None else (
         "concurrency", list(concurrency or [1, 2, 4, 8]))
     check_steps(concurrency, request_rate)
@@ -224,7 +224,7 @@ def perf(
         raise missing
     tool = _perf_dist.locate()
     base = [
-        str(tool.binary), "-m", model, "-i", protocol, "-u", server.endpoints.http_url if protocol == "http" else server.endpoints.grpc_url,
+        str(tool.binary), "-m", model, "-i", transport.value, "-u", transport.url(server.endpoints),
         "-b", str(batch), "-r", str(max_trials),
         "--percentile", "95", "--verbose-csv", *_shape_args(server, model, shapes or {}), *extra_args,
     ]
@@ -258,4 +258,4 @@ def perf(
                 output = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
                 raise _failure(server, model, proc.returncode, output, what)
             steps.append(replace(_read_step(report, mode), stable=stable, measurement_ms=window_ms))
-    return PerfSweep(model, protocol, steps, distribution if mode == "request_rate" else "constant")
+    return PerfSweep(model, transport.value, steps, distribution if mode == "request_rate" else "constant")

@@ -87,7 +87,7 @@ def delay(server: TritonServer, delay_us: object) -> None:
         before = model_stats(server, model, settle=True)
         result = run_load(server, model, inputs, requests=300, concurrency=DELAY_CLIENTS)
         if result.errors:
-            raise NotYet(f"{len(result.errors)} of 300 requests failed: {result.errors[0]}")
+            raise NotYet(f"{len(result.errors)} of 300 requests failed: {result.errors[0].message}")
         batches = model_stats(server, model, settle=True).since(before).batch_counts
     average, p50 = _average(batches), result.percentile_ms(50)
     if average < DELAY_MIN_BATCH:

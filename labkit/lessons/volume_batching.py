@@ -188,7 +188,7 @@ def burst(server: TritonServer, model: str, requests: int = 48, concurrency: int
     inputs = reference.sample_inputs(model, server=server)
     result = run_load(server, model, inputs, requests=requests, concurrency=concurrency)
     if result.errors:
-        raise InferenceError(f"{len(result.errors)} of {requests} requests to {model!r} failed: {result.errors[0]}",
+        raise InferenceError(f"{len(result.errors)} of {requests} requests to {model!r} failed: {result.errors[0].message}",
                              model=model)
     return model_stats(server, model, settle=True).since(before)
 

@@ -23,8 +23,10 @@ _SHOWN = 8  # frames in a report: enough to see the path from the entry point to
 
 
 @dataclass(frozen=True)
-class Frame:
-    """One stack frame as the crashed process saw it: a library path and the offset from its load address."""
+class CrashFrame:
+    """One stack frame as the crashed process saw it: a library path and the offset from its load
+    address, not yet a source line (``Crash.lines`` maps them). A live thread's frame, already named by
+    eu-stack, is labkit.stuck.native_stack.StackFrame."""
 
     library: str
     offset: int
@@ -34,9 +36,9 @@ class Frame:
 @dataclass(frozen=True)
 class Crash:
     signal: str  # e.g. "SIGSEGV"
-    frames: list[Frame]
+    frames: list[CrashFrame]
     exception: str = ""  # "std::runtime_error: what()" when an uncaught exception ended the process
-    lines: list[tuple[Frame, list[SourceLine]]] = field(default_factory=list)  # backend frames, innermost first
+    lines: list[tuple[CrashFrame, list[SourceLine]]] = field(default_factory=list)  # backend frames, innermost first
 
     @property
     def where(self) -> SourceLine | None:
@@ -80,7 +82,7 @@ def read(log: str, host_path: Callable[[str], str] = str) -> Crash | None:
     block = log[start.end():]
     frames = []
     for match in _FRAME.finditer(block):
-        frames.append(Frame(match["library"], int(match["offset"], 16), match["kind"] == "ret"))
+        frames.append(CrashFrame(match["library"], int(match["offset"], 16), match["kind"] == "ret"))
     thrown = list(_THROWN.finditer(log[: start.start()]))
     exception = ""
     if thrown:

@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from ..errors import LabkitError, ServerError, ServerNotRunningError
+from ..transport import Transport
 from .connection import CONNECTION_ERRORS
 from .endpoints import Endpoints
 from .health import Health
@@ -33,11 +33,7 @@ class ControlPlane:
         """A new tritonclient client. They are not thread-safe: make one per thread.
         ``network_timeout_s``: how long an HTTP client waits on its socket (labkit's own calls wait
         with their time limit instead, and give a longer one)."""
-        if protocol == "http":
-            return httpclient.InferenceServerClient(self.endpoints.http_url, network_timeout=network_timeout_s)
-        if protocol == "grpc":
-            return grpcclient.InferenceServerClient(self.endpoints.grpc_url)
-        raise ValueError(f"protocol must be 'http' or 'grpc', not {protocol!r}")
+        return Transport.of(protocol).client(self.endpoints, network_timeout_s=network_timeout_s)
 
     def _mine(self) -> httpclient.InferenceServerClient:
         client = getattr(self._local, "client", None)

@@ -22,7 +22,11 @@ _SOURCE = re.compile(r"^\s+(\S.*?):(\d+)(?::\d+)?$")
 
 
 @dataclass
-class Frame:
+class StackFrame:
+    """One frame of a live Triton thread as eu-stack names it: function, module (library path), and
+    its source file and line when the module has line tables. A crashed process's frame (library and
+    offset only) is labkit.native.crash.CrashFrame."""
+
     function: str
     module: str
     source: str = ""
@@ -32,7 +36,7 @@ class Frame:
 @dataclass
 class Thread:
     tid: int
-    frames: list[Frame] = field(default_factory=list)
+    frames: list[StackFrame] = field(default_factory=list)
 
 
 def parse_eu_stack(text: str) -> list[Thread]:
@@ -42,13 +46,13 @@ def parse_eu_stack(text: str) -> list[Thread]:
         if match := _THREAD.match(row):
             threads.append(Thread(int(match.group(1))))
         elif threads and (match := _FRAME.match(row)):
-            threads[-1].frames.append(Frame(match.group(2).strip(), match.group(3) or ""))
+            threads[-1].frames.append(StackFrame(match.group(2).strip(), match.group(3) or ""))
         elif threads and threads[-1].frames and (match := _SOURCE.match(row)):
             threads[-1].frames[-1].source, threads[-1].frames[-1].line = match.group(1), int(match.group(2))
     return threads
 
 
-def _in_model(frame: Frame, model: str, backend: str) -> bool:
+def _in_model(frame: StackFrame, model: str, backend: str) -> bool:
     path = PurePosixPath(frame.module)
     return path.name == f"libtriton_{backend}.so" and model in path.parts
 

@@ -1,0 +1,57 @@
+"""The two ways to reach Triton, as one value: ``Transport.HTTP`` and ``Transport.GRPC``.
+
+Everything that chooses between HTTP and gRPC asks a Transport instead of comparing strings: which
+tritonclient module builds the requests, which of the server's URLs and ports to use, and how to make
+a client. ``Transport.of("grpc")`` turns a ``protocol=`` argument into one, and refuses anything else
+with UnknownProtocolError (naming the choices). A Transport is also its own name as a string
+(``Transport.GRPC == "grpc"``), so results and tables keep showing "http" and "grpc".
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from types import ModuleType
+from typing import Any
+
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from .errors import UnknownProtocolError
+from .server.endpoints import Endpoints
+
+
+class Transport(StrEnum):
+    HTTP = "http"
+    GRPC = "grpc"
+
+    @classmethod
+    def of(cls, protocol: "str | Transport") -> "Transport":
+        """The Transport named ``protocol`` ("http" or "grpc"); UnknownProtocolError for anything else."""
+        try:
+            return cls(protocol)
+        except ValueError:
+            raise UnknownProtocolError(protocol=protocol, known=[t.value for t in cls]) from None
+
+    @classmethod
+    def choices(cls) -> list[str]:
+        """The names a ``protocol=`` may take (for command-line choices and messages)."""
+        return [t.value for t in cls]
+
+    @property
+    def module(self) -> ModuleType:
+        """The tritonclient module of this transport (tritonclient.http or tritonclient.grpc)."""
+        return httpclient if self is Transport.HTTP else grpcclient
+
+    def url(self, where: Endpoints) -> str:
+        """The URL (host:port) of ``where`` (a server's ``endpoints``) for this transport."""
+        return where.http_url if self is Transport.HTTP else where.grpc_url
+
+    def port(self, where: Endpoints) -> int:
+        return where.http_port if self is Transport.HTTP else where.grpc_port
+
+    def client(self, where: Endpoints, *, network_timeout_s: float = 60.0) -> Any:
+        """A new tritonclient client of this transport for ``server`` (not thread-safe: one per thread).
+        ``network_timeout_s`` is how long an HTTP client waits on its socket (gRPC clients have no such limit)."""
+        if self is Transport.HTTP:
+            return httpclient.InferenceServerClient(self.url(where), network_timeout=network_timeout_s)
+        return grpcclient.InferenceServerClient(self.url(where))

@@ -1,0 +1,46 @@
+"""The HTTP / gRPC choice as one value, and a load's failed requests as records, without a server."""
+
+from __future__ import annotations
+
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+import labkit
+from labkit.errors import InferenceError, InputSizeError, ModelNotFoundError, RequestError, RequestTimeoutError
+from labkit.load import LoadErrorRecord, _kind
+from labkit.server.endpoints import Endpoints
+from labkit.transport import Transport
+
+
+_WHERE = Endpoints("localhost", 8000, 8001, 8002)
+
+
+def test_a_transport_is_its_name_and_knows_its_module_url_and_port():
+    assert Transport.of("http") is Transport.HTTP and Transport.of(Transport.GRPC) is Transport.GRPC
+    assert Transport.GRPC == "grpc" and f"{Transport.HTTP}" == "http" and Transport.choices() == ["http", "grpc"]
+    assert Transport.HTTP.module is httpclient and Transport.GRPC.module is grpcclient
+    assert Transport.GRPC.url(_WHERE) == "localhost:8001" and Transport.HTTP.port(_WHERE) == 8000
+    assert isinstance(Transport.HTTP.client(_WHERE, network_timeout_s=5), httpclient.InferenceServerClient)
+
+
+def test_an_unknown_protocol_is_a_labkit_error_naming_the_choices():
+    with pytest.raises(labkit.UnknownProtocolError, match="'http' or 'grpc', not 'htp'") as info:
+        Transport.of("htp")
+    assert isinstance(info.value, ValueError) and info.value.protocol == "htp" and info.value.known == ["http", "grpc"]
+    with pytest.raises(labkit.UnknownProtocolError):
+        labkit.inference.prepare("https", {})
+
+
+def test_a_failed_request_is_kept_as_a_record_whose_kind_comes_from_its_error_class():
+    timeout = RequestTimeoutError("no answer", model="m", limit_s=1)
+    assert _kind(timeout, None) == "timeout"
+    assert _kind(ModelNotFoundError(model="m", loaded=[]), None) == "not_loaded"
+    assert _kind(RequestError("x", model="m"), None) == "refused"
+    assert _kind(InputSizeError("x", model="m", input="A", needed=4, carried=3, unit="bytes"), None) == "refused"
+    assert _kind(InferenceError("x", model="m"), ConnectionResetError()) == "connection"
+    assert _kind(InferenceError("x", model="m"), None) == "failed"
+    record = LoadErrorRecord("timeout", "m", "no answer", 0.25)
+    assert str(record) == "no answer" and labkit.LoadErrorRecord is LoadErrorRecord
+    with pytest.raises(AttributeError):
+        record.kind = "failed"  # frozen
