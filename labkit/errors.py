@@ -3,27 +3,27 @@ carries what happened as fields (``model``, ``reason``, ``compiler_output``, ...
 handles an error reads its fields, never its text.
 
     LabkitError
-    ├── SetupError                  the machine lacks something (a file, a library, an engine)
+    ├── SetupError                  .missing .reason: the machine lacks something (a file, a library, an engine)
     ├── EngineError                 .status_code: the Docker engine refused an operation
     ├── ServerError                 .log_tail
     │   ├── ServerStartError
     │   ├── ServerNotRunningError  .crash
     │   └── WaitTimeoutError        .what .timeout_s: the server never reached a state labkit waited for
-    ├── RepositoryError
+    ├── RepositoryError             .missing .refused
     │   ├── InvalidNameError        .name .what (also a ValueError)
     │   ├── RepositoryWriteError    .path .errno: the file system refused a write
-    │   └── ConfigError
+    │   └── ConfigError             .field .value .valid .lacks .source
     ├── ModelLoadError              .model .reason
     │   └── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
-    ├── InferenceError              .model
+    ├── InferenceError              .model .reason
     │   ├── ModelNotFoundError      .loaded
-    │   ├── RequestError            .expected .sent
+    │   ├── RequestError            .expected .sent .differs
     │   │   └── InputSizeError      .input .needed .carried .unit: refused before sending
     │   ├── OutputNameError         .missing .outputs .produced
-    │   ├── RequestTimeoutError     .limit_s .stack
+    │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
     │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
-    ├── BuildError                  .backend .compiler_output
+    ├── BuildError                  .backend .compiler_output .missing_exports .unavailable
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
     │   └── UnstableMeasurementError
     ├── TraceError                  Triton's request traces could not be recorded or read
@@ -41,7 +41,14 @@ class LabkitError(Exception):
 
 
 class SetupError(LabkitError):
-    """The machine or environment lacks something Triton needs (files, a Python, a library)."""
+    """The machine or environment lacks something Triton needs (files, a Python, a library).
+    ``missing``: what is missing (an image name, a file, "Docker engine"), when known; ``reason``: why,
+    in a few fixed words ("pull failed", "invalid image name", "not pulled", "unreachable", ...)."""
+
+    def __init__(self, message: str, *, missing: str = "", reason: str = "") -> None:
+        self.missing = missing
+        self.reason = reason
+        super().__init__(message)
 
 
 class EngineError(LabkitError):
@@ -76,7 +83,13 @@ class ServerNotRunningError(ServerError):
 
 
 class RepositoryError(LabkitError):
-    """A model repository operation was refused or failed."""
+    """A model repository operation was refused or failed. ``missing``: what a model source or folder
+    lacks (e.g. "TritonPythonModel"), when that is why; ``refused``: the value refused (e.g. a version)."""
+
+    def __init__(self, message: str, *, missing: str = "", refused: object = None) -> None:
+        self.missing = missing
+        self.refused = refused
+        super().__init__(message)
 
 
 class InvalidNameError(RepositoryError, ValueError):
@@ -100,7 +113,19 @@ class RepositoryWriteError(RepositoryError):
 
 
 class ConfigError(RepositoryError):
-    """A config.pbtxt is malformed (unknown field, wrong type) or incomplete."""
+    """A config.pbtxt is malformed (unknown field, wrong type) or incomplete. ``field``: the field at
+    fault (a misspelt name, a field given the wrong type), ``value`` the value refused and ``valid``
+    the values allowed there; ``lacks``: what an incomplete config (or a model folder) lacks;
+    ``source``: the file or config it is about."""
+
+    def __init__(self, message: str, *, field: str = "", value: str = "", valid: Sequence[str] = (),
+                 lacks: Sequence[str] = (), source: str = "") -> None:
+        self.field = field
+        self.value = value
+        self.valid = list(valid)
+        self.lacks = list(lacks)
+        self.source = source
+        super().__init__(message)
 
 
 class ModelLoadError(LabkitError):
@@ -131,10 +156,12 @@ class LoadTimeoutError(ModelLoadError):
 
 
 class InferenceError(LabkitError):
-    """A request to ``model`` failed."""
+    """A request to ``model`` failed. ``reason``: Triton's (or the backend's) own words for the
+    failure, or why labkit refused, when there are such words; else empty."""
 
-    def __init__(self, message: str, *, model: str = "") -> None:
+    def __init__(self, message: str, *, model: str = "", reason: str = "") -> None:
         self.model = model
+        self.reason = reason
         super().__init__(message)
 
 
@@ -151,14 +178,16 @@ class ModelNotFoundError(InferenceError):
 class RequestError(InferenceError):
     """Triton rejected the request's inputs (name, datatype or shape).
 
-    ``reason`` is Triton's words; ``expected`` and ``sent`` describe the model's inputs and the request's.
+    ``reason`` is Triton's words; ``expected`` and ``sent`` describe the model's inputs and the request's;
+    ``differs`` lists what differs, one item per input ("INPUT0 is INT32, the model takes FP32").
     """
 
-    def __init__(self, message: str, *, model: str, reason: str = "", expected: str = "", sent: str = "") -> None:
-        self.reason = reason
+    def __init__(self, message: str, *, model: str, reason: str = "", expected: str = "", sent: str = "",
+                 differs: Sequence[str] = ()) -> None:
         self.expected = expected
         self.sent = sent
-        super().__init__(message, model=model)
+        self.differs = list(differs)
+        super().__init__(message, model=model, reason=reason)
 
 
 class InputSizeError(RequestError):
@@ -190,21 +219,27 @@ class OutputNameError(InferenceError):
 
 class RequestTimeoutError(InferenceError):
     """A request to ``model`` got no answer within ``limit_s`` seconds. ``stack`` is where the model
-    was stuck (its code's frames, innermost last), when labkit could read it; else empty."""
+    was stuck (its code's frames, innermost last), when labkit could read it; else empty.
+    ``restart_needed``: only a restart ends it (a thread inside Triton, a C++ backend); else
+    ``lab.unstick(model)`` can. ``reason``: why the wait ended without an answer beyond the time
+    limit, when there is more to say (a stream that sent no final flag)."""
 
-    def __init__(self, message: str, *, model: str, limit_s: float, stack: str = "") -> None:
+    def __init__(self, message: str, *, model: str, limit_s: float, stack: str = "",
+                 restart_needed: bool = False, reason: str = "") -> None:
         self.limit_s = limit_s
         self.stack = stack
-        super().__init__(message, model=model)
+        self.restart_needed = restart_needed
+        super().__init__(message, model=model, reason=reason)
 
 
 class RequestInterruptedError(RequestTimeoutError):
     """A kernel interrupt (Ctrl-C, the notebook's stop button) ended the wait for ``model`` after
     ``waited_s`` seconds, before the time limit; ``stack`` is where the model was at that moment."""
 
-    def __init__(self, message: str, *, model: str, limit_s: float, waited_s: float, stack: str = "") -> None:
+    def __init__(self, message: str, *, model: str, limit_s: float, waited_s: float, stack: str = "",
+                 restart_needed: bool = False) -> None:
         self.waited_s = waited_s
-        super().__init__(message, model=model, limit_s=limit_s, stack=stack)
+        super().__init__(message, model=model, limit_s=limit_s, stack=stack, restart_needed=restart_needed)
 
 
 class AnswerMismatchError(InferenceError):
@@ -214,12 +249,17 @@ class AnswerMismatchError(InferenceError):
 class BuildError(LabkitError):
     """A C++ backend did not compile, or the library lacks what Triton requires; nothing was loaded.
 
-    ``compiler_output`` holds the compiler's messages (line numbers of the user's source), if any.
+    ``compiler_output`` holds the compiler's messages (line numbers of the user's source), if any;
+    ``missing_exports`` the entry points Triton requires that the library does not export;
+    ``unavailable`` the Triton functions it calls that the 23.12 server does not have.
     """
 
-    def __init__(self, message: str, *, backend: str = "", compiler_output: str = "") -> None:
+    def __init__(self, message: str, *, backend: str = "", compiler_output: str = "",
+                 missing_exports: Sequence[str] = (), unavailable: Sequence[str] = ()) -> None:
         self.backend = backend
         self.compiler_output = compiler_output
+        self.missing_exports = list(missing_exports)
+        self.unavailable = list(unavailable)
         super().__init__(message)
 
 

@@ -100,20 +100,21 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
     if dead is not None:
         return dead
     if not isinstance(exc, InferenceServerException):
-        return InferenceError(f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model)
+        return InferenceError(f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model,
+                              reason=repr(exc))
     text = exc.message() or str(exc)
     ended = stubs.exits(server.workspace.backend_dir / "python", model, since) if since is not None else []
     if ended:
         return InferenceError(
             f"The request to {model!r} failed: {text}\n{stubs.describe(ended)}\n"
             f"Triton starts a new stub for the next request; fix the model (lab.python_model) to stop it ending.",
-            model=model,
+            model=model, reason=text,
         )
     try:
         loaded = server.loaded_models()
         config = server.model_config(model) if model in loaded else None
     except LabkitError:
-        return InferenceError(f"The request to {model!r} failed: {text}", model=model)
+        return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
     if config is None:
         return ModelNotFoundError(model=model, loaded=loaded)
     sent = [(t.name(), t.datatype(), t.shape()) for t in tensors]
@@ -122,7 +123,7 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
     if not problems and unknown:
         return _output_error(model, unknown, config, [], asked=True)
     if not problems:  # the request fits: the backend (or the model's kind) refused it
-        return InferenceError(f"The request to {model!r} failed: {text}", model=model)
+        return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
     expected, sent_text = request_fit.describe_inputs(config), request_fit.describe_sent(sent)
     return RequestError(
         f"Triton rejected the request to {model!r}: {text}\n"
@@ -130,7 +131,7 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
         f"  the model expects: {expected}\n"
         f"  the request sent:  {sent_text}\n"
         f"(full config: server.model_config({model!r}))",
-        model=model, reason=text, expected=expected, sent=sent_text,
+        model=model, reason=text, expected=expected, sent=sent_text, differs=problems,
     )
 
 

@@ -42,7 +42,8 @@ def triton_python(line: str, cell: str) -> None:
     if not (server.repository.model_dir(args.name) / "config.pbtxt").exists():
         raise ConfigError(
             f"Model {args.name!r} has no config.pbtxt yet; write it first, e.g. "
-            f"lab.repository.write_config(labkit.model_config({args.name!r}, 'python', inputs, outputs))."
+            f"lab.repository.write_config(labkit.model_config({args.name!r}, 'python', inputs, outputs)).",
+            lacks=["config.pbtxt"], source=args.name,
         )
     server.python_model(args.name, cell, load=not args.no_load)
     print(f"model {args.name!r}: model.py written" + ("" if args.no_load else ", loaded and READY"))

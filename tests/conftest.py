@@ -59,3 +59,17 @@ def engine():
 def cpu_image(engine):
     """labkit/tritonserver:23.12-cpu, built here if missing or outdated (about 80 s), else reused."""
     return lk_image.build_image(progress=False).tag
+
+
+@pytest.fixture(scope="module")
+def dserver(cpu_image):
+    """A Triton container from the CPU image with add_sub loaded, one per test module; removed after."""
+    from docker_support import engine_client, gone
+    from labkit.server.launchers.docker import DockerServer
+
+    with DockerServer(image=cpu_image) as srv:
+        srv.start(timeout_s=120)
+        srv.repository.copy_model_from(labkit.reference_repository(), "add_sub")
+        srv.load("add_sub")
+        yield srv
+    assert gone(engine_client(), srv.runtime.container.id)

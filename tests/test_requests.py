@@ -26,8 +26,9 @@ def test_add_sub_batching(server, protocol):
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_unknown_model(server, protocol):
-    with pytest.raises(labkit.ModelNotFoundError, match="'nosuch' is not loaded.*add_sub"):
+    with pytest.raises(labkit.ModelNotFoundError) as info:
         labkit.infer(server, "nosuch", {"INPUT0": np.zeros(4, np.float32)}, protocol=protocol)
+    assert info.value.model == "nosuch" and "add_sub" in info.value.loaded
 
 
 GOOD = np.zeros(4, np.float32)
@@ -47,13 +48,14 @@ GOOD = np.zeros(4, np.float32)
 def test_bad_requests_are_request_errors(server, protocol, inputs, phrase):
     with pytest.raises(labkit.RequestError) as info:
         labkit.infer(server, "add_sub", inputs, protocol=protocol)
-    assert phrase in str(info.value) and "model_config('add_sub')" in str(info.value)
+    assert info.value.model == "add_sub" and any(phrase in d for d in info.value.differs), info.value.differs
     assert labkit.check_add_sub(server, protocol=protocol).ok
 
 
 def test_batch_over_max_is_refused(server):
-    with pytest.raises(labkit.RequestError, match="batch"):
+    with pytest.raises(labkit.RequestError) as info:
         labkit.check_add_sub(server, "add_sub_batching", batch=9)
+    assert any("batch" in d for d in info.value.differs), info.value.differs
 
 
 MISSPELLED = '''

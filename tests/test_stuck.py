@@ -82,8 +82,7 @@ def test_a_sleeping_execute_times_out_at_its_line_and_unstick_serves_the_fix(fre
     err = info.value
     assert err.model == "hang" and err.limit_s == 2
     assert f"model.py:{HANG_LINE} in TritonPythonModel.execute:  time.sleep(100000)" in err.stack
-    assert "'hang'" in str(err) and "2 s" in str(err) and err.stack in str(err)
-    assert "lab.unstick('hang')" in str(err)
+    assert not err.restart_needed  # lab.unstick('hang') ends it (its message: test_error_messages)
     assert labkit.check_add_sub(fresh_server).ok  # another model serves meanwhile
 
     fresh_server.repository.write_python_model("hang", _hanging(7, "pass"))
@@ -113,7 +112,7 @@ def test_a_kernel_interrupt_ends_the_wait_with_the_same_report(fresh_server):
             labkit.infer(fresh_server, "hang", X, protocol=protocol, timeout_s=60)
         timer.join()
         assert 0.9 < info.value.waited_s < 10 and info.value.limit_s == 60
-        assert f"model.py:{HANG_LINE}" in info.value.stack and "lab.unstick('hang')" in str(info.value)
+        assert f"model.py:{HANG_LINE}" in info.value.stack and not info.value.restart_needed  # lab.unstick ends it
     assert labkit.check_add_sub(fresh_server).ok
 
 
@@ -126,10 +125,11 @@ def test_a_cpp_endless_loop_shows_the_cell_line(fresh_server, capfd):
         labkit.infer(fresh_server, "spinner", {"IN0": np.zeros(4, np.int32)}, timeout_s=2)
     assert time.monotonic() - t0 < 2 + 4
     assert f"spinny.cc:{SPIN_LINE} in operator():  spins = spins + 1;  // the endless loop" in info.value.stack
-    assert "lab.restart()" in str(info.value)
+    assert info.value.restart_needed  # a thread inside Triton: lab.restart()
     assert labkit.check_add_sub(fresh_server).ok
-    with pytest.raises(labkit.InferenceError, match=r"cannot be ended from outside") as refused:
+    with pytest.raises(labkit.InferenceError) as refused:
         fresh_server.unstick("spinner")
+    assert refused.value.model == "spinner" and "cannot be ended from outside" in refused.value.reason
     assert f"spinny.cc:{SPIN_LINE}" in str(refused.value)
     capfd.readouterr()
     assert fresh_server.restart() == ["add_sub", "spinner"]  # what the error offers
@@ -182,14 +182,14 @@ def test_a_stream_that_never_ends_times_out_and_a_stuck_one_shows_its_line(fresh
     with pytest.raises(labkit.RequestTimeoutError) as info:
         labkit.stream_infer(fresh_server, "forgetful", X, timeout_s=1.5)
     assert info.value.stack == ""  # execute returned: nothing is stuck, the final flag is missing
-    assert "sent 1 response(s) so far and no final flag" in str(info.value)
+    assert "sent 1 response(s) so far and no final flag" in info.value.reason
 
     cfg.name = "hang"
     fresh_server.repository.write_config(cfg)
     fresh_server.python_model("hang", _hanging(1, "time.sleep(100000)"))
     with pytest.raises(labkit.RequestTimeoutError) as info:
         labkit.stream_infer(fresh_server, "hang", X, timeout_s=1.5)
-    assert f"model.py:{HANG_LINE}" in info.value.stack and "sent 0 response(s)" in str(info.value)
+    assert f"model.py:{HANG_LINE}" in info.value.stack and "sent 0 response(s)" in info.value.reason
     assert labkit.check_add_sub(fresh_server).ok
 
 
@@ -200,7 +200,8 @@ def test_a_stub_stuck_below_python_is_left_alone_with_a_clear_error(fresh_server
     fresh_server.python_model("hang", _hanging(1, deadlock))
     with pytest.raises(labkit.RequestTimeoutError):
         labkit.infer(fresh_server, "hang", X, timeout_s=1)
-    with pytest.raises(labkit.InferenceError, match="stuck below Python") as info:
+    with pytest.raises(labkit.InferenceError) as info:
         fresh_server.unstick("hang")
+    assert info.value.model == "hang" and "stuck below Python" in info.value.reason
     assert f"model.py:{HANG_LINE}" in str(info.value) and "lab.restart()" in str(info.value)
     assert fresh_server.alive and labkit.check_add_sub(fresh_server).ok  # nothing was killed

@@ -70,7 +70,8 @@ def pull_image(image: str, client: docker.DockerClient, progress: bool = True) -
             if image.startswith("nvcr.io/") else ""
         raise SetupError(
             f"Docker image {image!r} is not on this engine and could not be pulled: {reason}.{login} "
-            f"{missing_hint(image)}"
+            f"{missing_hint(image)}",
+            missing=image, reason="pull failed",
         ) from None
     bar.finish(True)
 
@@ -84,12 +85,15 @@ def local_image(image: str, client: docker.DockerClient, *, pull: bool = True, p
     except docker.errors.APIError as exc:
         if exc.status_code == _BAD_REQUEST:
             raise SetupError(f"{image!r} is not a valid Docker image name ({exc.explanation}); "
-                             f"write it as [registry/]name[:tag], e.g. {OFFLINE_IMAGE!r}.") from None
+                             f"write it as [registry/]name[:tag], e.g. {OFFLINE_IMAGE!r}.",
+                             missing=image, reason="invalid image name") from None
         raise EngineError(f"The Docker engine could not look up {image!r}: {exc.explanation or exc}.",
                           status_code=exc.status_code or 0) from None
     if image == OFFLINE_IMAGE:  # built locally, published nowhere: pulling would only fail
-        raise SetupError(f"Docker image {image!r} is not on this engine yet. {missing_hint(image)}")
+        raise SetupError(f"Docker image {image!r} is not on this engine yet. {missing_hint(image)}",
+                         missing=image, reason="not built")
     if not pull:
-        raise SetupError(f"Docker image {image!r} is not on this engine (and pull=False). {missing_hint(image)}")
+        raise SetupError(f"Docker image {image!r} is not on this engine (and pull=False). {missing_hint(image)}",
+                         missing=image, reason="not pulled")
     pull_image(image, client, progress)
     return client.images.get(image)

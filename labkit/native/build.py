@@ -73,7 +73,8 @@ def official_headers(include_dir: str | Path | None = None) -> Path:
     if include_dir is not None:
         path = Path(include_dir)
         if not (path / "triton" / "core" / "tritonbackend.h").exists():
-            raise SetupError(f"{path} holds no triton/core/tritonbackend.h; give the folder that contains triton/.")
+            raise SetupError(f"{path} holds no triton/core/tritonbackend.h; give the folder that contains triton/.",
+                             missing=str(path / "triton" / "core" / "tritonbackend.h"), reason="no such file")
         return path
     target = _triton_dist.cache_dir() / f"triton-core-{OFFICIAL_TAG}"
     if not (target / "include" / "triton" / "core" / "tritonbackend.h").exists():
@@ -234,7 +235,7 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
             f"Backend {backend!r} compiled but does not export {', '.join(missing)}{why}; it was not loaded. "
             f"Define it in your source, with \"labkit/backend.hpp\" "
             f"included (it declares the entry points exported) or marked LABKIT_EXPORT.",
-            backend=backend,
+            backend=backend, missing_exports=missing,
         )
     available = server_exports(toolchain)
     unknown = sorted(s for s in undefined if s.startswith("TRITON") and available is not None and s not in available)
@@ -243,7 +244,7 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
             f"Backend {backend!r} calls {', '.join(unknown)}, which Triton 23.12 does not have; it was not loaded. "
             f"Headers newer than r23.12 declare functions this server lacks: build with labkit's own headers "
             f"(the default) or Triton's r23.12 ones, and do without these calls.",
-            backend=backend,
+            backend=backend, unavailable=unknown,
         )
 
 

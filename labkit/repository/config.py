@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -24,8 +25,9 @@ def _data_type(name: str) -> int:
     try:
         return pb.DataType.Value(key)
     except ValueError:
-        valid = ", ".join(n[5:] for n in pb.DataType.keys() if n != "TYPE_INVALID")
-        raise ConfigError(f"Unknown datatype {name!r}; use one of: {valid}.") from None
+        valid = [n[5:] for n in pb.DataType.keys() if n != "TYPE_INVALID"]
+        raise ConfigError(f"Unknown datatype {name!r}; use one of: {', '.join(valid)}.",
+                          field="data_type", value=name, valid=valid) from None
 
 
 def model_config(
@@ -52,7 +54,8 @@ def model_config(
             field.add(name=tname, data_type=_data_type(dtype), dims=list(dims))
     kind_value = f"KIND_{kind.upper()}"
     if kind_value not in pb.ModelInstanceGroup.Kind.keys():
-        raise ConfigError(f"Unknown instance kind {kind!r}; use 'CPU', 'GPU', 'MODEL' or 'AUTO'.")
+        raise ConfigError(f"Unknown instance kind {kind!r}; use 'CPU', 'GPU', 'MODEL' or 'AUTO'.",
+                          field="kind", value=kind, valid=["CPU", "GPU", "MODEL", "AUTO"])
     cfg.instance_group.add(count=instances, kind=pb.ModelInstanceGroup.Kind.Value(kind_value))
     if dynamic_batching:
         cfg.dynamic_batching.SetInParent()
@@ -72,7 +75,15 @@ def parse(text: str, source: str = "config.pbtxt") -> ModelConfig:
     try:
         return text_format.Parse(text, ModelConfig())
     except text_format.ParseError as exc:
-        raise ConfigError(f"{source}: {exc}. Fix that line; field names are those of Triton's ModelConfig.") from None
+        raise ConfigError(f"{source}: {exc}. Fix that line; field names are those of Triton's ModelConfig.",
+                          field=_field_of(str(exc)), source=source) from None
+
+
+def _field_of(parse_error: str) -> str:
+    """The field a protobuf text-format ParseError is about: a misspelt name, or the field whose value
+    has the wrong type ("" if its words say neither)."""
+    named = re.search(r'has no field named "(\w+)"', parse_error) or re.search(r"'(\w+)\s*:", parse_error)
+    return named.group(1) if named else ""
 
 
 def read(path: Path) -> ModelConfig:
@@ -89,5 +100,6 @@ def check_complete(cfg: ModelConfig, source: str = "config") -> None:
     if missing:
         raise ConfigError(
             f"{source} lacks {', '.join(missing)}. labkit runs Triton with auto-complete off "
-            f"(it avoids a load hang in 23.12), so every config must name its backend, inputs and outputs."
+            f"(it avoids a load hang in 23.12), so every config must name its backend, inputs and outputs.",
+            lacks=missing, source=source,
         )

@@ -71,6 +71,7 @@ def model_source(source: str | Path | type) -> str:
         raise TypeError(f"model source must be str, pathlib.Path or a class, not {type(source).__name__}")
     if _TRITON_CLASS not in text:
         raise RepositoryError(
-            f"The model source defines no class {_TRITON_CLASS}; Triton's Python backend looks for it by that name."
+            f"The model source defines no class {_TRITON_CLASS}; Triton's Python backend looks for it by that name.",
+            missing=_TRITON_CLASS,
         )
     return text if text.endswith("\n") else text + "\n"

@@ -45,10 +45,12 @@ class ModelRepository:
     def read_config(self, name: str) -> _config.ModelConfig:
         path = self.model_dir(name) / "config.pbtxt"
         if not path.exists():
-            raise ConfigError(f"Model {name!r} has no config at {path}; write one with write_config().")
+            raise ConfigError(f"Model {name!r} has no config at {path}; write one with write_config().",
+                              lacks=["config.pbtxt"], source=str(path))
         cfg = _config.read(path)
         if cfg.name and cfg.name != name:
-            raise ConfigError(f"{path} names the model {cfg.name!r}, but its folder is {name!r}; make them equal.")
+            raise ConfigError(f"{path} names the model {cfg.name!r}, but its folder is {name!r}; make them equal.",
+                              field="name", value=cfg.name, source=str(path))
         return cfg
 
     def models_using(self, backend: str) -> list[str]:
@@ -64,7 +66,7 @@ class ModelRepository:
         folder = self.model_dir(name)
         if version is not None:
             if not isinstance(version, int) or version < 1:
-                raise RepositoryError(f"Model versions are whole numbers from 1 up, not {version!r}.")
+                raise RepositoryError(f"Model versions are whole numbers from 1 up, not {version!r}.", refused=version)
             folder = folder / str(version)
         stamp = self._next_stamp(name)  # before the write, which erases the file's previous stamp
         path = write_atomic(folder / check_relpath(relpath), data)

@@ -30,9 +30,14 @@ def where_stuck(server: Any, model: str) -> str:
     return python_stack(server.runtime, model) if is_python(server, backend) else native_stack(server.runtime, model, backend)
 
 
-def _next_steps(server: Any, model: str) -> str:
+def _restart_needed(server: Any, model: str) -> bool:
+    """Only a restart ends a request stuck in ``model``: a thread inside Triton (a C++ backend)."""
     backend = backend_of(server, model)
-    if backend and not is_python(server, backend):
+    return bool(backend) and not is_python(server, backend)
+
+
+def _next_steps(server: Any, model: str) -> str:
+    if _restart_needed(server, model):
         return (f"A thread inside Triton cannot be ended from outside: fix the backend, rebuild it, and call "
                 f"lab.restart() (same repository, same models loaded); lab.unstick({model!r}) says the same.")
     return (f"The stuck request keeps its instance busy: fix the code, then lab.unstick({model!r}) ends the "
@@ -54,7 +59,7 @@ def timeout_error(server: Any, model: str, limit_s: float, *, stack: str | None 
         f"The request to {model!r} got no answer within {limit_s:g} s.{f' {extra}' if extra else ''}\n"
         f"{_where_text(stack)}\n{_next_steps(server, model)}\n"
         f"If it is only slow, raise the limit: timeout_s= on the call, or lab.config = lab.config.with_(request_timeout_s=...).",
-        model=model, limit_s=limit_s, stack=stack,
+        model=model, limit_s=limit_s, stack=stack, restart_needed=_restart_needed(server, model), reason=extra,
     )
 
 
@@ -64,5 +69,5 @@ def interrupted_error(server: Any, model: str, limit_s: float, waited_s: float) 
     return RequestInterruptedError(
         f"You interrupted the request to {model!r} after {waited_s:.1f} s (its limit: {limit_s:g} s).\n"
         f"{_where_text(stack)}\n{_next_steps(server, model)}",
-        model=model, limit_s=limit_s, waited_s=waited_s, stack=stack,
+        model=model, limit_s=limit_s, waited_s=waited_s, stack=stack, restart_needed=_restart_needed(server, model),
     )

@@ -1,0 +1,86 @@
+"""The one message test of each error class: what its message says, above all what to do next. Every
+other test asserts an error's type and fields (labkit.errors), never its text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+
+import labkit
+from labkit import inference
+from labkit.docker import engine as lk_engine
+from labkit.native import build
+from labkit.repository import config as cfgmod
+from labkit.repository import names
+from labkit.repository.python_source import model_source
+from labkit.stuck import report
+
+
+class _NoConfigs:
+    """A server stand-in for the timeout report: no config to read, nothing running."""
+
+    alive = False
+
+    class repository:  # noqa: N801
+        @staticmethod
+        def read_config(model):
+            raise labkit.ConfigError("none")
+
+
+def _raised(call):
+    with pytest.raises(labkit.LabkitError) as info:
+        call()
+    return info.value
+
+
+def _no_engine(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    return _raised(lk_engine.connect)
+
+
+def _missing_entry_point(monkeypatch):
+    monkeypatch.setattr(build, "dynamic_symbols", lambda library, toolchain=None: (set(), set()))
+    return _raised(lambda: build._check_symbols("b", Path("libtriton_b.so"), None, (build.REQUIRED_ENTRY_POINT,)))
+
+
+def _short_input():
+    tensor = httpclient.InferInput("X", [4], "FP32")
+    tensor.set_data_from_numpy(np.zeros(4, np.float32))
+    tensor._raw_data = tensor._raw_data[:8]
+    return _raised(lambda: inference.check_sizes("m", [tensor]))
+
+
+CASES = {
+    "ConfigError": (lambda mp, tmp: _raised(lambda: cfgmod.parse('max_batch_sise: 4\n')),
+                    ["max_batch_sise", "Fix that line"]),
+    "InvalidNameError": (lambda mp, tmp: _raised(lambda: names.check_name("")), ["name is empty", "give a name"]),
+    "RepositoryError": (lambda mp, tmp: _raised(lambda: model_source("def execute(requests): pass\n")),
+                        ["no class TritonPythonModel", "looks for it by that name"]),
+    "SetupError": (lambda mp, tmp: _no_engine(mp, tmp), ["No Docker engine is reachable", "dockerd", "docker-engine.sh"]),
+    "BuildError": (lambda mp, tmp: _missing_entry_point(mp),
+                   ["does not export TRITONBACKEND_ModelInstanceExecute, the one entry point Triton requires",
+                    "it was not loaded", "Define it in your source"]),
+    "InputSizeError": (lambda mp, tmp: _short_input(), ["needs 16 bytes", "carries 8 bytes", "nothing was sent"]),
+    "ModelNotFoundError": (lambda mp, tmp: labkit.ModelNotFoundError(model="nosuch", loaded=["add_sub"]),
+                           ["'nosuch' is not loaded", "add_sub", "server.load('nosuch')"]),
+    "RequestTimeoutError": (lambda mp, tmp: report.timeout_error(_NoConfigs(), "hang", 2, stack="model.py:7 in execute"),
+                            ["'hang'", "2 s", "model.py:7 in execute", "lab.unstick('hang')", "timeout_s="]),
+    "ServerNotRunningError": (lambda mp, tmp: labkit.ServerNotRunningError("gone", "last line"),
+                              ["--- last server log lines ---\nlast line"]),
+    "PerfAnalyzerError": (lambda mp, tmp: labkit.PerfAnalyzerError("failed", exit_code=1, output="its words"),
+                          ["--- perf_analyzer said ---\nits words"]),
+    "UnknownExerciseError": (lambda mp, tmp: labkit.UnknownExerciseError(exercise="x", notebook="n.ipynb", known=["a"]),
+                             ["'exercise:x'", "nothing was changed", "Fix the cell's tag", "a"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_message_says_what_happened_and_what_to_do(name, monkeypatch, tmp_path):
+    make, phrases = CASES[name]
+    error = make(monkeypatch, tmp_path)
+    assert type(error).__name__ == name, repr(error)
+    for phrase in phrases:
+        assert phrase in str(error), (phrase, str(error))
