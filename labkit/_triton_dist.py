@@ -47,7 +47,8 @@ class TritonDist:
             raise SetupError(
                 f"The Triton 23.12 wheel has no Python backend stub for Python "
                 f"{version[0]}.{version[1]} (it ships {', '.join(have)}). "
-                f"Create the lab environment with Python 3.11 (e.g. `python3.11 -m venv .venv`)."
+                f"Create the lab environment with Python 3.11 (e.g. `python3.11 -m venv .venv`).",
+                missing=f"Python backend stub for Python {version[0]}.{version[1]}", reason="not in the wheel",
             )
         return stub
 

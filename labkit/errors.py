@@ -5,17 +5,17 @@ handles an error reads its fields, never its text.
     LabkitError
     ├── SetupError                  .missing .reason: the machine lacks something (a file, a library, an engine)
     ├── EngineError                 .status_code: the Docker engine refused an operation
-    ├── ServerError                 .log_tail
+    ├── ServerError                 .log_tail .exit_summary
     │   ├── ServerStartError
-    │   ├── ServerNotRunningError  .crash
+    │   ├── ServerNotRunningError  .crash .doing .stopped
     │   └── WaitTimeoutError        .what .timeout_s: the server never reached a state labkit waited for
     ├── RepositoryError             .missing .refused
     │   ├── InvalidNameError        .name .what (also a ValueError)
     │   ├── RepositoryWriteError    .path .errno: the file system refused a write
     │   └── ConfigError             .field .value .valid .lacks .source
-    ├── ModelLoadError              .model .reason
+    ├── ModelLoadError              .model .reason .serving
     │   └── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
-    ├── InferenceError              .model .reason
+    ├── InferenceError              .model .reason .stack
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent .differs
     │   │   └── InputSizeError      .input .needed .carried .unit: refused before sending
@@ -60,10 +60,12 @@ class EngineError(LabkitError):
 
 
 class ServerError(LabkitError):
-    """The Triton server could not start, or stopped working. ``log_tail``: its last log lines."""
+    """The Triton server could not start, or stopped working. ``log_tail``: its last log lines;
+    ``exit_summary``: how Triton ended ("exit code 137", "killed by signal 9"), when it did and that is known."""
 
-    def __init__(self, message: str, log_tail: str = "") -> None:
+    def __init__(self, message: str, log_tail: str = "", *, exit_summary: str = "") -> None:
         self.log_tail = log_tail
+        self.exit_summary = exit_summary
         if log_tail:
             message = f"{message}\n--- last server log lines ---\n{log_tail}"
         super().__init__(message)
@@ -75,11 +77,15 @@ class ServerStartError(ServerError):
 
 class ServerNotRunningError(ServerError):
     """An operation needs a running server, and there is none (stopped, or died). ``crash``: where a
-    C++ backend crashed it (signal or exception, and the cell's source lines), when one did; else empty."""
+    C++ backend crashed it (signal or exception, and the cell's source lines), when one did; else empty.
+    ``doing``: what failed because of it; ``stopped``: the server was stopped, not crashed."""
 
-    def __init__(self, message: str, log_tail: str = "", *, crash: str = "") -> None:
+    def __init__(self, message: str, log_tail: str = "", *, crash: str = "", exit_summary: str = "",
+                 doing: str = "", stopped: bool = False) -> None:
         self.crash = crash
-        super().__init__(message, log_tail)
+        self.doing = doing  # what failed because the server is gone, e.g. "The request to 'm' failed"
+        self.stopped = stopped  # the server was stopped on purpose (not a crash)
+        super().__init__(message, log_tail, exit_summary=exit_summary)
 
 
 class RepositoryError(LabkitError):
@@ -131,9 +137,10 @@ class ConfigError(RepositoryError):
 class ModelLoadError(LabkitError):
     """Triton refused to load (or did not finish unloading) ``model``; ``reason`` is Triton's own words."""
 
-    def __init__(self, message: str, *, model: str, reason: str = "") -> None:
+    def __init__(self, message: str, *, model: str, reason: str = "", serving: Sequence[str] = ()) -> None:
         self.model = model
         self.reason = reason
+        self.serving = list(serving)  # the models still serving after the failure
         super().__init__(message)
 
 
@@ -159,9 +166,10 @@ class InferenceError(LabkitError):
     """A request to ``model`` failed. ``reason``: Triton's (or the backend's) own words for the
     failure, or why labkit refused, when there are such words; else empty."""
 
-    def __init__(self, message: str, *, model: str = "", reason: str = "") -> None:
+    def __init__(self, message: str, *, model: str = "", reason: str = "", stack: str = "") -> None:
         self.model = model
         self.reason = reason
+        self.stack = stack  # where the model's code is, when labkit read it
         super().__init__(message)
 
 
@@ -227,9 +235,8 @@ class RequestTimeoutError(InferenceError):
     def __init__(self, message: str, *, model: str, limit_s: float, stack: str = "",
                  restart_needed: bool = False, reason: str = "") -> None:
         self.limit_s = limit_s
-        self.stack = stack
         self.restart_needed = restart_needed
-        super().__init__(message, model=model, reason=reason)
+        super().__init__(message, model=model, reason=reason, stack=stack)
 
 
 class RequestInterruptedError(RequestTimeoutError):

@@ -130,7 +130,7 @@ def test_a_cpp_endless_loop_shows_the_cell_line(fresh_server, capfd):
     with pytest.raises(labkit.InferenceError) as refused:
         fresh_server.unstick("spinner")
     assert refused.value.model == "spinner" and "cannot be ended from outside" in refused.value.reason
-    assert f"spinny.cc:{SPIN_LINE}" in str(refused.value)
+    assert f"spinny.cc:{SPIN_LINE}" in refused.value.stack
     capfd.readouterr()
     assert fresh_server.restart() == ["add_sub", "spinner"]  # what the error offers
     assert labkit.check_add_sub(fresh_server).ok
@@ -203,5 +203,5 @@ def test_a_stub_stuck_below_python_is_left_alone_with_a_clear_error(fresh_server
     with pytest.raises(labkit.InferenceError) as info:
         fresh_server.unstick("hang")
     assert info.value.model == "hang" and "stuck below Python" in info.value.reason
-    assert f"model.py:{HANG_LINE}" in str(info.value) and "lab.restart()" in str(info.value)
+    assert f"model.py:{HANG_LINE}" in info.value.stack and "lab.restart()" in str(info.value)
     assert fresh_server.alive and labkit.check_add_sub(fresh_server).ok  # nothing was killed

@@ -159,7 +159,7 @@ class TritonServer:
                 summary = self.runtime.exit_summary()
                 raise ServerStartError(
                     f"Triton ({self.runtime.describe()}) exited during start-up{f' ({summary})' if summary else ''}; "
-                    f"see {self.logs.path}.", self.runtime.failure_tail(),
+                    f"see {self.logs.path}.", self.runtime.failure_tail(), exit_summary=summary or "exited",
                 )
             return self._control.ready()
 

@@ -62,7 +62,8 @@ class ControlPlane:
         """Run a control-plane call on this thread's HTTP client. A dead server, Triton's refusal
         (``refused`` makes the error) and a failed connection all become labkit errors."""
         if self.health.stopped:
-            raise ServerNotRunningError(f"Cannot {what}: this server was stopped; start a new one.")
+            raise ServerNotRunningError(f"Cannot {what}: this server was stopped; start a new one.",
+                                        doing=f"Cannot {what}", stopped=True)
         try:
             return fn(self._mine())
         except (InferenceServerException, *CONNECTION_ERRORS) as exc:

@@ -145,14 +145,15 @@ class Models:
         ]
         detail = "\n".join(lines[-20:])
         ended = stubs.exits(self.workspace.backend_dir / "python", name, since)
-        still = ", ".join(self.loaded_models()) or "none"
+        serving = self.loaded_models()
+        still = ", ".join(serving) or "none"
         text = f"Triton could not load model {name!r}:\n{reason}"
         if ended:  # the stub ended itself: say how and where, its own last lines say the rest
             text += f"\n{stubs.describe(ended)}"
         elif detail:
             text += f"\n--- server log during the load ---\n{detail}"
         text += f"\nFix the model and load it again. Models still serving: {still}."
-        return ModelLoadError(text, model=name, reason=reason)
+        return ModelLoadError(text, model=name, reason=reason, serving=serving)
 
     def unload(self, name: str, timeout_s: float = 30.0) -> None:
         """Unload and wait until Triton has finished (its unload call returns before that)."""

@@ -62,7 +62,7 @@ def _unstick_cpp(server: Any, model: str, backend: str) -> str:
 
 def _cannot_end(model: str, why: str, stack: str) -> InferenceError:
     return InferenceError(f"Model {model!r} {why}:\n{stack}\nFix the code and call lab.restart() (same repository, "
-                          f"same models loaded).", model=model, reason=why)
+                          f"same models loaded).", model=model, reason=why, stack=stack)
 
 
 def _reload(server: Any, model: str) -> None:

@@ -102,7 +102,8 @@ class ContainerLayout:
             if not host.exists():
                 raise SetupError(
                     f"Cannot mount {host} into the container: it does not exist. Create it (or fix the path) "
-                    f"first; labkit does not let Docker create it as an empty folder."
+                    f"first; labkit does not let Docker create it as an empty folder.",
+                    missing=str(host), reason="mount source does not exist",
                 )
             mounts.append(Mount(target=target, source=str(host), type="bind", read_only=read_only))
         return mounts

@@ -129,7 +129,8 @@ class DockerRuntime(RuntimeDefaults):
             if self.gpus is True:
                 raise SetupError(
                     "gpus=True, but the Docker engine lists no GPU runtime (no 'nvidia' in `docker info` Runtimes). "
-                    "Install the NVIDIA Container Toolkit and restart the engine, or use gpus='auto'/False for CPU only."
+                    "Install the NVIDIA Container Toolkit and restart the engine, or use gpus='auto'/False for CPU only.",
+                    missing="GPU runtime", reason="gpus=True",
                 )
             return []
         return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
