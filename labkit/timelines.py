@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -36,9 +35,10 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from .errors import TraceError
+from .errors import TraceError, WaitTimeoutError
 from .plots import Picture
 from .server.base import TritonServer
+from .server.polling import wait_until
 from .stats import ModelStats, model_stats
 
 _SETTINGS = ("trace_file", "trace_level", "trace_rate", "log_frequency", "trace_count")
@@ -165,17 +165,19 @@ class Timeline:
         self._path.unlink(missing_ok=True)
 
     def _read(self, timeout_s: float = 10.0) -> list[dict]:
-        deadline = time.monotonic() + timeout_s
-        while True:
+        def parsed() -> list[Any] | None:  # a list: an empty trace file is an answer too
             try:
-                return json.loads(self._path.read_text())
+                return [json.loads(self._path.read_text())]
             except (OSError, ValueError):  # not there yet, or still being written
-                if time.monotonic() > deadline:
-                    raise TraceError(
-                        f"Triton's trace file {self._file} for {self.model!r} did not appear (complete) within "
-                        f"{timeout_s:.0f} s; see server.logs.tail()."
-                    ) from None
-                time.sleep(0.05)
+                return None
+
+        try:
+            return wait_until(parsed, timeout_s, f"the trace file {self._file}", interval_s=0.05)[0]
+        except WaitTimeoutError:
+            raise TraceError(
+                f"Triton's trace file {self._file} for {self.model!r} did not appear (complete) within "
+                f"{timeout_s:.0f} s; see server.logs.tail()."
+            ) from None
 
     # -- what it recorded ----------------------------------------------------------------------------------
 

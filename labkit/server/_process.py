@@ -6,8 +6,10 @@ import ctypes
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
+
+from ..errors import WaitTimeoutError
+from .polling import wait_until
 
 _PR_SET_PDEATHSIG = 1
 
@@ -51,9 +53,10 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         pass
     # The stubs may still be finishing after the server exits; give them a moment, then kill.
-    deadline = time.monotonic() + (2.0 if grace_s else 0.0)
-    while time.monotonic() < deadline and group_alive(pgid):
-        time.sleep(0.05)
+    try:
+        wait_until(lambda: not group_alive(pgid), 2.0 if grace_s else 0.0, "the stubs to exit", interval_s=0.05)
+    except WaitTimeoutError:
+        pass  # killed next
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:

@@ -13,11 +13,11 @@ safely: labkit says so, with where it is, and offers ``lab.restart()``.
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import InferenceError, ModelLoadError
+from ..errors import InferenceError, ModelLoadError, WaitTimeoutError
+from ..server.polling import wait_until
 from ..server.stubs import RECORDS_DIR
 from .native_stack import busy_threads, describe_threads
 from .python_stack import busy_stubs, python_stack, stub_processes
@@ -78,9 +78,7 @@ def _still_busy(server: Any, model: str, pids: set[int]) -> set[int]:
 
 
 def _wait(done: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
+    try:
+        return wait_until(done, timeout_s, "the stuck stubs to leave model.py", interval_s=0.1)
+    except WaitTimeoutError:
+        return False
