@@ -51,7 +51,7 @@ from .perf_analyzer import PerfStep, PerfSweep, perf
 from .magics import register as _register_magics
 from .native import export_backend
 from .repository import ModelConfig, ModelRepository, model_config
-from .server import EmbeddedServer, LogView, TritonServer, current
+from .server import EmbeddedServer, LogView, ServerConfig, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
 from .timelines import Timeline, plot_timelines, timeline
@@ -126,6 +126,7 @@ __all__ = [
     "RequestInterruptedError",
     "RequestTimeoutError",
     "ServerError",
+    "ServerConfig",
     "ServerNotRunningError",
     "WaitTimeoutError",
     "ServerStartError",

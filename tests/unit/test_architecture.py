@@ -110,6 +110,12 @@ def test_files_stay_small():
     assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
 
 
+def test_test_modules_have_one_basename_each():
+    """pytest imports test modules by basename (no packages): two of one name stop the whole collection."""
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert len(names) > 30 and sorted({n for n in names if names.count(n) > 1}) == []
+
+
 def _class_names(path: Path) -> list[str]:
     return [node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)]
 
