@@ -56,8 +56,7 @@ from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
 from .timelines import Timeline, plot_timelines, timeline
 from .transport import Transport
-from .stuck.report import where_stuck
-from .stuck.tools import debug_tools
+from .stuck.report import debug_tools, where_stuck
 
 __version__ = "0.1.0"
 

@@ -21,7 +21,7 @@ from .native.build import json_include
 from .native.toolchain import LocalToolchain
 from .server._ports import free_ports
 from .server.launchers.embedded import LIBPYTHON, libpython_dir
-from .stuck.tools import debug_tools
+from .stuck.tools import available as debug_tools_here
 
 _MIN_SHM_MB = 64  # Triton's Python backend moves tensors through /dev/shm; Docker's default is 64 MB
 
@@ -133,7 +133,7 @@ def _perf_analyzer() -> Finding:
 
 def _debug_tools() -> list[Finding]:
     return [Finding(tool.name, tool.found, tool.path or "not found", f"for {tool.purpose}: {tool.install}", required=False)
-            for tool in debug_tools()]
+            for tool in debug_tools_here()]
 
 
 def _docker() -> Finding:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.stuck.tools import debug_tools
+from labkit import debug_tools
 
 pytestmark = pytest.mark.slow
 

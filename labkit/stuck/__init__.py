@@ -3,7 +3,7 @@
     report.where_stuck(server, model)   # text: the live model.py or C++ cell frames of the model
     report.timeout_error(...)           # the RequestTimeoutError a request (or a load run) raises
     unstick.unstick(server, model)      # end the stuck request inside model.py and reload
-    tools.debug_tools(server)           # whether py-spy and eu-stack are there, and how to get them
+    report.debug_tools(server)          # whether py-spy and eu-stack are there, and how to get them
 
 Nothing is imported here, so that ``labkit.server`` can use ``labkit.stuck.tools`` without a cycle.
 """

@@ -7,6 +7,7 @@ from typing import Any
 from ..errors import LabkitError, RequestInterruptedError, RequestTimeoutError
 from .native_stack import native_stack
 from .python_stack import python_stack
+from .tools import Tool, available
 
 
 def is_python(server: Any, backend: str) -> bool:
@@ -19,6 +20,11 @@ def backend_of(server: Any, model: str) -> str:
         return server.repository.read_config(model).backend
     except LabkitError:
         return ""  # a model labkit has no config for: nothing to say about its code
+
+
+def debug_tools(server: Any | None = None) -> list[Tool]:
+    """Whether py-spy and eu-stack are available where ``server`` runs Triton (default: this machine)."""
+    return available(server.runtime if server is not None else None)
 
 
 def where_stuck(server: Any, model: str) -> str:

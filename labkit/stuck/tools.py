@@ -76,7 +76,7 @@ def host_tool(name: str) -> str | None:
     return str(here) if here.exists() else shutil.which(name)
 
 
-def debug_tools(beside: Beside | None = None) -> list[Tool]:
+def available(beside: Beside | None = None) -> list[Tool]:
     """Whether py-spy and eu-stack are available where ``beside`` runs Triton (a server's runtime) (default: this machine)."""
     found = beside.debug_tool if beside is not None else host_tool
     return [Tool(name, _PURPOSE[name], _INSTALL[name], found(name)) for name in (PY_SPY, EU_STACK)]
