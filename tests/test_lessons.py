@@ -12,6 +12,7 @@ from labkit.lessons import artifacts, auto_complete, bls, decoupled, response_pa
 from labkit.tour import api_tour_section
 from labkit.native import build_backend
 from labkit.native.build import exported_symbols
+from labkit.server.config import TritonPlace, argv
 
 
 @pytest.fixture(scope="module")
@@ -217,8 +218,11 @@ def test_unreadable_artifact_is_refused_and_the_old_version_keeps_serving(lab):
 
 
 def test_embedded_server_keeps_auto_complete_off_unless_asked():
-    assert "--disable-auto-complete-config" in labkit.EmbeddedServer()._argv()
-    assert "--disable-auto-complete-config" not in labkit.EmbeddedServer(auto_complete=True)._argv()
+    place = TritonPlace("/r", "/b", "127.0.0.1", 1, 2, 3)
+    for options, flag_there in (({}, True), ({"auto_complete": True}, False)):
+        server = labkit.EmbeddedServer(**options)
+        assert ("--disable-auto-complete-config" in argv(server.config, place)) is flag_there
+        server.stop()  # never started: removes its work folder
 
 
 def test_cpp_backend_completes_its_config(auto_lab):
