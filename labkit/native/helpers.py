@@ -68,10 +68,12 @@ def compiled(toolchain: Toolchain, label: str, sources: list[Path], flags: list[
         return outputs
     folder.mkdir(parents=True, exist_ok=True)
     include_args = [f"-I{p}" for p in [*extra_includes, *(toolchain.include(f) for f in includes)]]
+    # folders as the compiler sees them, once (a container toolchain copies each: not from several threads)
+    src_dirs = {folder: toolchain.include(folder) for folder in {src.parent for src in sources}}
 
     def compile_one(src: Path, obj: Path) -> tuple[int, str]:
         partial = obj.with_suffix(".o.partial")
-        argv = ["c++", *flags, "-c", *include_args, f"{toolchain.include(src.parent)}/{src.name}", "-o", toolchain.path(partial)]
+        argv = ["c++", *flags, "-c", *include_args, f"{src_dirs[src.parent]}/{src.name}", "-o", toolchain.path(partial)]
         code, messages = toolchain.run(argv, folder)
         if code == 0:
             partial.rename(obj)
