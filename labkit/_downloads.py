@@ -37,15 +37,16 @@ def make_executable(path: Path) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def pip_download(spec: str, pattern: str, size: str, otherwise: str) -> Path:
-    """The wheel ``spec`` in the cache's wheels/ folder (``pattern`` finds it), downloaded once."""
+def pip_download(spec: str, pattern: str, size: str, otherwise: str, options: tuple[str, ...] = ()) -> Path:
+    """The wheel ``spec`` in the cache's wheels/ folder (``pattern`` finds it), downloaded once
+    (``options`` for pip, e.g. ``--no-binary=:all:`` for a source archive)."""
     wheels = cache_dir() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     found = sorted(wheels.glob(pattern))
     if not found:
         say(f"downloading {spec} ({size}, once) into {wheels} ...")
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), spec],
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), *options, spec],
             capture_output=True, text=True,
         )
         found = sorted(wheels.glob(pattern))

@@ -148,6 +148,9 @@ def _setup(args: argparse.Namespace) -> int:
     dist = _triton_dist.locate()
     print(f"tritonserver  {dist.binary}")
     print(f"perf_analyzer {_perf_dist.locate(check=True).binary}")
+    from .native.official import rapidjson_include  # official-mode C++ builds (Triton's triton_json.h)
+
+    print(f"rapidjson     {rapidjson_include()}")
     return 0
 
 
@@ -211,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     perf_cmd.add_argument("--json", metavar="PATH", help="also write the table as JSON")
     perf_cmd.set_defaults(func=_perf)
 
-    setup = sub.add_parser("setup", help="fetch Triton 23.12 and perf_analyzer 23.12 into labkit's cache (once)")
+    setup = sub.add_parser("setup", help="fetch Triton 23.12, perf_analyzer 23.12 and RapidJSON's headers into labkit's cache (once)")
     setup.set_defaults(func=_setup)
 
     cleanup = sub.add_parser("cleanup", help="remove Docker containers left by killed labkit sessions")

@@ -258,12 +258,15 @@ class BuildError(LabkitError):
 
     ``compiler_output`` holds the compiler's messages (line numbers of the user's source), if any;
     ``missing_exports`` the entry points Triton requires that the library does not export;
-    ``unavailable`` the Triton functions it calls that the 23.12 server does not have.
+    ``unavailable`` the Triton functions it calls that the 23.12 server does not have; ``undefined``
+    the functions it calls that nothing defines (as the linker names them).
     """
 
     def __init__(self, message: str, *, backend: str = "", compiler_output: str = "",
-                 missing_exports: Sequence[str] = (), unavailable: Sequence[str] = ()) -> None:
+                 missing_exports: Sequence[str] = (), unavailable: Sequence[str] = (),
+                 undefined: Sequence[str] = ()) -> None:
         self.backend = backend
+        self.undefined = list(undefined)
         self.compiler_output = compiler_output
         self.missing_exports = list(missing_exports)
         self.unavailable = list(unavailable)

@@ -4,6 +4,7 @@ and offline CPU image the Docker tests need."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,11 @@ from labkit.docker import engine as lk_engine
 pytest_plugins = ("pytester",)
 # A user's project that tests/test_pytest_plugin.py runs with its own pytest; not our tests.
 collect_ignore = ["plugin_example"]
+
+# Official-mode C++ builds read Triton's pinned r23.12 sources from here (as .ci/run sets it), not GitHub.
+_SHARED_SOURCES = Path(__file__).resolve().parents[1].parent / "shared" / "triton-r23.12"
+if not os.environ.get("LABKIT_TRITON_SOURCES") and _SHARED_SOURCES.is_dir():
+    os.environ["LABKIT_TRITON_SOURCES"] = str(_SHARED_SOURCES)
 
 
 @pytest.fixture(scope="session")

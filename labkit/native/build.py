@@ -1,7 +1,10 @@
 """Compile a C++ backend into libtriton_<name>.so, cached by content, checked before Triton sees it.
 
 The cell is the only translation unit compiled per edit: the helper layer is prebuilt per toolchain
-(labkit.native.helpers) and linked in. The library carries line tables (``-g1``) so a crash can be
+(labkit.native.helpers) and linked in. A source that includes Triton's own ``triton/backend/`` or
+``triton/common/`` headers builds in official mode instead (labkit.native.official): Triton's r23.12
+include folders and its backend utilities, prebuilt the same way. A check link with ``--no-undefined``
+against the server library turns a call to a function nothing defines into a BuildError at build time. The library carries line tables (``-g1``) so a crash can be
 shown at the cell's line (labkit.native.symbols), exports only the TRITONBACKEND_* entry points
 (a linker version script), and may call only functions Triton 23.12 has (checked against the
 server library's own symbol table).
@@ -12,23 +15,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import _triton_dist
 from ..errors import BuildError, SetupError
 from ..repository.files import write_atomic
 from ..repository.names import check_name
+from . import official, triton_sources
 from .helpers import INCLUDE_DIR, SRC_DIR, digest, folder_digest, helper_objects, prune
 from .toolchain import LocalToolchain, Toolchain
 
 REFERENCE_DIR = Path(__file__).resolve().parent / "backends"
 REQUIRED_ENTRY_POINT = "TRITONBACKEND_ModelInstanceExecute"
-OFFICIAL_TAG = "r23.12"
-OFFICIAL_REPO = "https://github.com/triton-inference-server/core"
 _KEEP_BUILDS = 5  # per backend name; older ones are removed from the cache
 
 #: Every build; then OPTIMIZED (the default) or DEBUG (``debug=True``: for stepping with gdb).
@@ -69,29 +69,14 @@ def json_include() -> Path:
 
 def official_headers(include_dir: str | Path | None = None) -> Path:
     """Triton's own r23.12 headers: ``include_dir`` (e.g. the NGC image's /opt/tritonserver/include),
-    else a shallow clone of triton-inference-server/core at r23.12 into the cache (needs network)."""
+    else core's include/ from the pinned r23.12 sources (labkit.native.triton_sources)."""
     if include_dir is not None:
         path = Path(include_dir)
         if not (path / "triton" / "core" / "tritonbackend.h").exists():
             raise SetupError(f"{path} holds no triton/core/tritonbackend.h; give the folder that contains triton/.",
                              missing=str(path / "triton" / "core" / "tritonbackend.h"), reason="no such file")
         return path
-    target = _triton_dist.cache_dir() / f"triton-core-{OFFICIAL_TAG}"
-    if not (target / "include" / "triton" / "core" / "tritonbackend.h").exists():
-        git = shutil.which("git")
-        if git is None:
-            raise SetupError("Fetching the official headers needs git; install it or pass include_dir=.")
-        shutil.rmtree(target, ignore_errors=True)
-        proc = subprocess.run(
-            [git, "clone", "--quiet", "--depth", "1", "--branch", OFFICIAL_TAG, OFFICIAL_REPO, str(target)],
-            capture_output=True, text=True, timeout=300,
-        )
-        if proc.returncode != 0:
-            raise SetupError(
-                f"Could not fetch {OFFICIAL_REPO} at {OFFICIAL_TAG}: {proc.stderr.strip()[-400:]}\n"
-                f"Offline, build with labkit's own declarations (the default) or pass include_dir=."
-            )
-    return target / "include"
+    return triton_sources.source("core") / "include"
 
 
 def dynamic_symbols(library: Path, toolchain: Toolchain | None = None) -> tuple[set[str], set[str]]:
@@ -171,12 +156,17 @@ def build_backend(
             )
         extra_includes, headers = image_headers + extra_includes, None
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
-    host_includes = [*api, INCLUDE_DIR, json_include()]
     flags = CXXFLAGS + (DEBUG if debug else OPTIMIZED) + list(extra_flags or [])
+    official_mode = official.uses_official_headers(text)
+    if official_mode:  # Triton's headers as system headers: their warnings are not the cell's
+        host_includes, flags = [*api, *official.include_folders(), json_include()], official.flags_for(flags)
+        linked = [triton_sources.source(repo) / "src" for repo in official.UTILITIES]
+    else:
+        host_includes, linked = [*api, INCLUDE_DIR, json_include()], [SRC_DIR]
     key = digest(
         [backend.encode(), text.encode(), " ".join(flags).encode(), toolchain.version().encode(),
-         toolchain.cache_key(), " ".join(extra_includes).encode(), " ".join(required).encode(),
-         folder_digest(SRC_DIR).encode()]
+         toolchain.cache_key(), " ".join(extra_includes).encode(), " ".join(required).encode()]
+        + [folder_digest(src).encode() for src in linked]  # the helpers or utilities linked in
         + [folder_digest(inc).encode() for inc in host_includes]  # labkit's, Triton's and nlohmann's headers
         # include folders given as the compiler sees them: their contents when this machine sees them too
         + [folder_digest(Path(inc)).encode() for inc in extra_includes if Path(inc).is_dir()]
@@ -193,16 +183,23 @@ def build_backend(
         return Build(backend, library, key, 0.0, True)
     t0 = time.perf_counter()
     try:
-        objects = helper_objects(toolchain, flags, host_includes, extra_includes)
+        if official_mode:
+            objects = [official.utilities(toolchain, flags, extra_includes)]
+        else:
+            objects = helper_objects(toolchain, flags, host_includes, extra_includes)
         folder.mkdir(parents=True, exist_ok=True)
         src = write_atomic(folder / f"{backend}.cc", text)
         exports = write_atomic(folder / "exports.map", VERSION_SCRIPT)
         partial = folder / f".libtriton_{backend}.so.partial"
-        includes = [*extra_includes, *(toolchain.include(p) for p in host_includes)]
-        argv = ["c++", *flags, "-shared", f"-Wl,--version-script={toolchain.path(exports)}",
-                *(f"-I{p}" for p in includes), toolchain.path(src), *(toolchain.path(o) for o in objects),
-                "-o", toolchain.path(partial)]
-        code, messages = toolchain.run(argv, folder)
+        include = "-isystem" if official_mode else "-I"
+        includes = [*(f"-I{p}" for p in extra_includes), *(f"{include}{toolchain.include(p)}" for p in host_includes)]
+        cell = folder / f"{backend}.o"
+        code, messages = toolchain.run(["c++", *flags, "-c", *includes, toolchain.path(src), "-o", toolchain.path(cell)], folder)
+        if code == 0:  # linked without the server library: its symbols resolve from the running server
+            linking = [toolchain.path(cell), *(toolchain.path(o) for o in objects)]
+            argv = ["c++", *flags, "-shared", f"-Wl,--version-script={toolchain.path(exports)}", *linking,
+                    "-o", toolchain.path(partial)]
+            code, messages = toolchain.run(argv, folder)
         if code != 0:
             output = _tidy(messages, toolchain.path(src), backend)
             raise BuildError(
@@ -211,6 +208,7 @@ def build_backend(
                 backend=backend, compiler_output=output,
             )
         _check_symbols(backend, partial, toolchain, required)
+        _check_defined(backend, toolchain, flags, linking, folder, toolchain.path(src))
     except BuildError:
         if progress:
             print(" failed")
@@ -245,6 +243,30 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
             f"Headers newer than r23.12 declare functions this server lacks: build with labkit's own headers "
             f"(the default) or Triton's r23.12 ones, and do without these calls.",
             backend=backend, unavailable=unknown,
+        )
+
+
+_UNDEFINED = re.compile(r"undefined reference to [`']([^']+)'")
+
+
+def _check_defined(backend: str, toolchain: Toolchain, flags: list[str], linking: list[str], folder: Path, src: str) -> None:
+    """Link once more, with ``--no-undefined`` against the server library (the kept library does not
+    need it): a function that neither the backend, its libraries nor Triton defines fails here, with
+    the line that calls it, not at Triton's dlopen. Skipped where the server library is not at hand."""
+    server = toolchain.triton_library()
+    if server is None:
+        return
+    check = folder / ".no-undefined-check.so"
+    code, messages = toolchain.run(
+        ["c++", *flags, "-shared", *linking, "-Wl,--no-undefined", server, "-o", toolchain.path(check)], folder)
+    check.unlink(missing_ok=True)
+    names = sorted(set(_UNDEFINED.findall(messages)))
+    if code != 0 and names:  # any other failure of this second link is not the backend's to answer for
+        output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder)}/", "")
+        raise BuildError(
+            f"Backend {backend!r} calls {', '.join(names)}, which nothing defines (not the backend, its libraries, "
+            f"nor Triton 23.12); it was not loaded. Linker messages:\n{output}",
+            backend=backend, compiler_output=output, undefined=names,
         )
 
 

@@ -46,41 +46,58 @@ def folder_digest(folder: Path) -> str:
 def helper_objects(toolchain: Toolchain, flags: list[str], includes: list[Path], extra_includes: list[str]) -> list[Path]:
     """The compiled helpers for these flags and include folders (host paths, compiled where the
     toolchain runs; ``extra_includes`` as the compiler sees them, searched first). Built on first use."""
-    sources = sorted(SRC_DIR.glob("*.cc"))
+    return compiled(toolchain, "helpers", sorted(SRC_DIR.glob("*.cc")), flags, includes, extra_includes,
+                    what="labkit's helper layer", owner="labkit")
+
+
+def compiled(toolchain: Toolchain, label: str, sources: list[Path], flags: list[str], includes: list[Path],
+             extra_includes: list[str], *, what: str, owner: str, archive: str = "") -> list[Path]:
+    """``sources`` (host paths) compiled once per toolchain, flags and headers into the build cache's
+    ``.<label>/<digest>/``: their objects, or with ``archive`` the one static library of them (a link then
+    takes only the objects it needs). ``what`` names them in a BuildError (with ``owner`` as its backend)."""
     key = digest([
-        b"helpers", " ".join(flags).encode(), toolchain.version().encode(), toolchain.cache_key(),
-        " ".join(extra_includes).encode(), folder_digest(SRC_DIR).encode(),
+        label.encode(), " ".join(flags).encode(), toolchain.version().encode(), toolchain.cache_key(),
+        " ".join(extra_includes).encode(), " ".join(s.name for s in sources).encode(),
+        *(folder_digest(folder).encode() for folder in sorted({s.parent for s in sources})),
         *(folder_digest(folder).encode() for folder in includes),
     ])
-    folder = toolchain.cache_root / ".helpers" / key[:16]
+    folder = toolchain.cache_root / f".{label}" / key[:16]
     objects = [folder / f"{src.stem}.o" for src in sources]
-    if all(o.exists() for o in objects):
-        return objects
+    outputs = [folder / archive] if archive else objects
+    if all(o.exists() for o in outputs):
+        return outputs
     folder.mkdir(parents=True, exist_ok=True)
-    src_dir = toolchain.include(SRC_DIR)
     include_args = [f"-I{p}" for p in [*extra_includes, *(toolchain.include(f) for f in includes)]]
+    # folders as the compiler sees them, once (a container toolchain copies each: not from several threads)
+    src_dirs = {folder: toolchain.include(folder) for folder in {src.parent for src in sources}}
 
     def compile_one(src: Path, obj: Path) -> tuple[int, str]:
         partial = obj.with_suffix(".o.partial")
-        argv = ["c++", *flags, "-c", *include_args, f"{src_dir}/{src.name}", "-o", toolchain.path(partial)]
+        argv = ["c++", *flags, "-c", *include_args, f"{src_dirs[src.parent]}/{src.name}", "-o", toolchain.path(partial)]
         code, messages = toolchain.run(argv, folder)
         if code == 0:
             partial.rename(obj)
         return code, messages
 
-    with ThreadPoolExecutor(max_workers=len(sources)) as pool:  # the TUs are independent
+    with ThreadPoolExecutor(max_workers=min(len(sources), 8)) as pool:  # the TUs are independent
         results = list(pool.map(compile_one, sources, objects))
     failed = [(src.name, messages) for src, (code, messages) in zip(sources, results) if code != 0]
+    if not failed and archive:
+        partial = folder / f".{archive}.partial"
+        code, messages = toolchain.run(["ar", "rcs", toolchain.path(partial), *(toolchain.path(o) for o in objects)], folder)
+        failed = [] if code == 0 else [(archive, messages)]
+        if code == 0:
+            partial.rename(folder / archive)
     if failed:
         shutil.rmtree(folder, ignore_errors=True)
         name, messages = failed[0]
         raise BuildError(
-            f"labkit's helper layer ({name}) did not compile{toolchain.label} with these flags and headers; "
+            f"{what} ({name}) did not compile{toolchain.label} with these flags and headers; "
             f"nothing was loaded. Compiler messages:\n{messages.strip()}",
-            backend="labkit", compiler_output=messages,
+            backend=owner, compiler_output=messages,
         )
     prune(folder, _KEEP)
-    return objects
+    return outputs
 
 
 def prune(keep: Path, count: int) -> None:

@@ -1,0 +1,109 @@
+"""Triton's own r23.12 sources (backend, common, core's include/), unpacked, for official-mode builds.
+
+Taken from ``$LABKIT_TRITON_SOURCES`` when set: a folder holding the pinned archives
+(``backend-r23.12.tar.gz``, ``common-r23.12.tar.gz``, ``core-include-r23.12.tar.gz``) or the unpacked
+folders (``backend/``, ``common/``, ``core/``); nothing is downloaded then. Otherwise each repository is
+downloaded once from GitHub at its pinned commit into ``~/.cache/labkit/triton-sources/``. labkit
+commits none of this code: it is read at build time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import urllib.request
+from pathlib import Path
+
+from .._downloads import cache_dir, fill_once, say
+from ..errors import SetupError
+
+ENV = "LABKIT_TRITON_SOURCES"
+#: repository -> (archive name in a LABKIT_TRITON_SOURCES folder, commit of its r23.12 branch)
+PINNED = {
+    "backend": ("backend-r23.12.tar.gz", "33be4466c3319d21daf2de9594cc13ef48aab7d8"),
+    "common": ("common-r23.12.tar.gz", "c8ce7c7dba7903d8d17c5d80b0cc9781d1d1626d"),
+    "core": ("core-include-r23.12.tar.gz", "e978d80c5138890bc48d798f5187b11be3ac6d23"),
+}
+#: a file each unpacked folder must hold (how a folder is told from an incomplete one)
+MARKER = {
+    "backend": "include/triton/backend/backend_common.h",
+    "common": "include/triton/common/triton_json.h",
+    "core": "include/triton/core/tritonbackend.h",
+}
+GITHUB = "https://github.com/triton-inference-server/{repo}/archive/{commit}.tar.gz"
+
+
+def source(repo: str) -> Path:
+    """The unpacked r23.12 folder of ``repo`` ("backend", "common" or "core"); SetupError if missing."""
+    if repo not in PINNED:
+        raise ValueError(f"no pinned Triton repository {repo!r}; there are: {', '.join(PINNED)}")
+    given = os.environ.get(ENV, "").strip()
+    folder = _from_folder(repo, Path(given).expanduser()) if given else _downloaded(repo)
+    if not (folder / MARKER[repo]).is_file():
+        raise SetupError(f"{folder} is not Triton's {repo} repository at r23.12 (no {MARKER[repo]}); "
+                         f"set {ENV} to a folder holding {PINNED[repo][0]} or an unpacked {repo}/.",
+                         missing=str(folder / MARKER[repo]), reason="no such file")
+    return folder
+
+
+def _from_folder(repo: str, root: Path) -> Path:
+    unpacked, archive = root / repo, root / PINNED[repo][0]
+    if (unpacked / MARKER[repo]).is_file():
+        return unpacked
+    if archive.is_file():
+        data = archive.read_bytes()
+        key = hashlib.sha256(data).hexdigest()[:16]
+        target = cache_dir() / "triton-sources" / f"{repo}-{key}"
+        fill_once(target, lambda partial: _unpack(archive, repo, partial))
+        return target
+    raise SetupError(
+        f"{ENV}={root} holds neither {PINNED[repo][0]} nor an unpacked {repo}/ folder; set {ENV} to a folder "
+        f"laid out like the pinned Triton r23.12 archives, or unset it to download them from GitHub.",
+        missing=str(archive), reason="no such file",
+    )
+
+
+def _unpack(archive: Path, repo: str, partial: Path) -> None:
+    """Unpack ``archive`` so that ``partial`` is the repository's own top folder (archives hold one
+    folder: ``repo/`` for the pinned ones, ``repo-<commit>/`` for GitHub's)."""
+    scratch = partial / ".unpack"
+    with tarfile.open(archive) as tar:
+        tar.extractall(scratch, filter="data")
+    tops = [p for p in scratch.iterdir() if p.is_dir()]
+    if len(tops) != 1:
+        raise SetupError(f"{archive} does not hold one top folder ({repo}/); it is not a Triton source archive.",
+                         missing=str(archive), reason="unexpected layout")
+    for item in tops[0].iterdir():
+        item.rename(partial / item.name)
+    shutil.rmtree(scratch)
+
+
+def _downloaded(repo: str) -> Path:
+    commit = PINNED[repo][1]
+    target = cache_dir() / "triton-sources" / f"{repo}-{commit[:12]}"
+    if (target / MARKER[repo]).is_file():
+        return target
+    url = GITHUB.format(repo=repo, commit=commit)
+    archive = cache_dir() / "triton-sources" / f".{repo}-{commit[:12]}.tar.gz"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    say(f"downloading Triton's {repo} sources at r23.12 ({commit[:12]}, once) ...")
+    try:
+        with urllib.request.urlopen(url, timeout=120) as answer, open(archive, "wb") as out:
+            shutil.copyfileobj(answer, out)
+        fill_once(target, lambda partial: _unpack(archive, repo, partial))
+    except OSError as exc:
+        raise SetupError(
+            f"Could not download {url}: {exc}. Offline, set {ENV} to a folder holding the pinned r23.12 "
+            f"archives ({', '.join(name for name, _ in PINNED.values())}) or their unpacked folders.",
+            missing=url, reason="unreachable",
+        ) from None
+    finally:
+        archive.unlink(missing_ok=True)
+    return target
+
+
+def include_dirs() -> list[Path]:
+    """The official include folders: core's, backend's and common's ``include/``."""
+    return [source(repo) / "include" for repo in ("core", "backend", "common")]
