@@ -18,6 +18,7 @@ from .checks import AddSubResult, PassthroughResult, check_add_sub, check_passth
 from .dashboard import Dashboard
 from .errors import (
     AnswerMismatchError,
+    BackendClashError,
     BuildError,
     ConfigError,
     EngineError,
@@ -30,6 +31,7 @@ from .errors import (
     ModelNotFoundError,
     OutputNameError,
     PerfAnalyzerError,
+    PortTakenError,
     RepositoryError,
     RepositoryWriteError,
     RequestError,
@@ -96,6 +98,7 @@ def load_ipython_extension(ipython: Any) -> None:
 __all__ = [
     "AddSubResult",
     "AnswerMismatchError",
+    "BackendClashError",
     "BuildError",
     "ConfigError",
     "Dashboard",
@@ -118,6 +121,7 @@ __all__ = [
     "ModelStats",
     "PassthroughResult",
     "PerfAnalyzerError",
+    "PortTakenError",
     "PerfStep",
     "PerfSweep",
     "RepositoryError",
