@@ -83,9 +83,7 @@ def _serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    # The model.py files are read where they are: no __pycache__ is written beside them.
-    quiet = {"PYTHONDONTWRITEBYTECODE": "1"}
-    server = _server(args, repo, **options, **({"environment": quiet} if args.server == "docker" else {"env": quiet}))
+    server = _server(args, repo, **options)
     follower = LogFollower(server.logs, lambda line: print(line, file=sys.stderr, flush=True)).start()
     try:
         server.start()

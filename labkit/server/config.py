@@ -39,7 +39,8 @@ class ServerConfig:
         PortTakenError (no retry on other ports). ``labkit serve`` asks for Triton's 8000/8001/8002.
     backend_directory: a folder of backends built outside labkit (``<dir>/<name>/libtriton_<name>.so``).
         Triton's ``--backend-directory`` stays labkit's own folder (it holds labkit's Python backend):
-        each ``<dir>/<name>/`` is linked into it at launch; nothing is written into ``<dir>``.
+        each ``<dir>/<name>/`` appears in it at launch as a folder of links (labkit.server.user_backends);
+        nothing is written into ``<dir>``.
     """
 
     host: str = "127.0.0.1"

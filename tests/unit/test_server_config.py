@@ -131,17 +131,25 @@ def test_user_backends_are_linked_by_name_never_written_and_python_refused(tmp_p
     (mine / "minimal").mkdir(parents=True)
     (mine / "minimal" / "libtriton_minimal.so").write_bytes(b"x")
     (ours / "python").mkdir(parents=True)
+    (ours / "notebook_backend").mkdir()  # written from a notebook: kept, and a clash
     before = sorted(str(p) for p in mine.rglob("*"))
     assert user_backends.link(ours, mine) == ["minimal"]
-    assert (ours / "minimal").is_symlink() and (ours / "minimal" / "libtriton_minimal.so").read_bytes() == b"x"
+    assert (ours / "minimal" / "libtriton_minimal.so").is_symlink()
+    assert (ours / "minimal" / "libtriton_minimal.so").read_bytes() == b"x"
+    (ours / "minimal" / "__pycache__").mkdir()  # what Triton writes beside a backend lands in labkit's folder
     assert user_backends.link(ours, mine, seen_as="/inside") == ["minimal"]  # a relaunch replaces its links
-    assert str((ours / "minimal").readlink()) == "/inside/minimal"
+    assert str((ours / "minimal" / "libtriton_minimal.so").readlink()) == "/inside/minimal/libtriton_minimal.so"
     assert user_backends.link(ours, None) == [] and not (ours / "minimal").exists()
     (mine / "python").mkdir()
     with pytest.raises(labkit.BackendClashError) as caught:
         user_backends.link(ours, mine)
     assert (caught.value.backend, caught.value.directory) == ("python", str(mine.resolve()))
     assert sorted(str(p) for p in mine.rglob("*")) == before + [str(mine / "python")]
+    (mine / "python").rmdir()
+    (mine / "notebook_backend").mkdir()
+    with pytest.raises(labkit.BackendClashError) as caught:
+        user_backends.link(ours, mine)
+    assert caught.value.backend == "notebook_backend" and (ours / "notebook_backend").is_dir()
     with pytest.raises(labkit.SetupError) as missing:
         user_backends.link(ours, tmp_path / "nope")
     assert missing.value.missing == str(tmp_path / "nope")

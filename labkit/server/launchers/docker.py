@@ -214,7 +214,7 @@ class DockerRuntime(RuntimeDefaults):
                 shm_size=self.shm_size,
                 ulimits=[Ulimit(name=key, soft=value, hard=value) for key, value in ulimits.items()],
                 device_requests=devices or None,
-                environment={"PYTHONUNBUFFERED": "1", **self._quiet_bytecode(), **self.environment},
+                environment={"PYTHONUNBUFFERED": "1", **self.environment},
                 user=self.user or "",
                 detach=True,
                 auto_remove=False,  # a container that fails keeps its logs until labkit has read them
@@ -224,10 +224,6 @@ class DockerRuntime(RuntimeDefaults):
                                    f"{exc.explanation or exc}") from None
         self._note(f"container {name} from {self.image}")
         self._container.start()
-
-    def _quiet_bytecode(self) -> dict[str, str]:
-        """No __pycache__ written into a person's backend folder (it is mounted read-only anyway)."""
-        return {"PYTHONDONTWRITEBYTECODE": "1"} if self._config.backend_directory is not None else {}
 
     def _start_error(self, exc: docker.errors.APIError) -> ServerStartError:
         tail = self._container_logs()

@@ -97,8 +97,6 @@ class EmbeddedRuntime(RuntimeDefaults):
         self._assemble_backends()
         user_backends.link(self.workspace.backend_dir, config.backend_directory)
         env = self._environment()
-        if config.backend_directory is not None:  # the person's model.py files: no __pycache__ beside them
-            env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         self._ports = http, grpc, metrics = tuple(claim_ports(config.ports, config.host).values())
         self._shm_prefix, self._host = config.shm_prefix, config.host
         place = TritonPlace(str(self.workspace.repository.root), str(self.workspace.backend_dir), config.host,
