@@ -183,3 +183,24 @@ def test_backends_of_a_persons_folder_serve_and_python_is_refused(tmp_path):
         labkit.start(repo, backend_directory=backends)
     assert (caught.value.backend, caught.value.directory) == ("python", str(backends.resolve()))
     assert os.listdir(backends / "python") == []
+
+
+@pytest.mark.slow
+def test_docker_publishes_the_ports_asked_for_and_serves_a_persons_backends(cpu_image, tmp_path):
+    from labkit.server.launchers.docker import DockerServer
+
+    backends, repo = tmp_path / "backends", tmp_path / "repo"
+    (backends / "doubler").mkdir(parents=True)
+    (backends / "doubler" / "model.py").write_text(ECHO)
+    (repo / "twice" / "1").mkdir(parents=True)
+    (repo / "twice" / "config.pbtxt").write_text(CONFIG.format(name="twice", backend="doubler"))
+    before = _listing(backends)
+    http, grpc, metrics = free_ports(3)
+    with DockerServer(repo, image=cpu_image, http_port=http, grpc_port=grpc, metrics_port=metrics,
+                      backend_directory=backends) as lab:
+        lab.start(timeout_s=120)
+        assert (lab.endpoints.http_port, lab.endpoints.grpc_port, lab.endpoints.metrics_port) == (http, grpc, metrics)
+        lab.load("twice")
+        out = labkit.infer(lab, "twice", {"IN": np.array([3.0, 4.0], np.float32)})
+        np.testing.assert_allclose(out["OUT"], [6.0, 8.0])
+    assert _listing(backends) == before
