@@ -18,6 +18,7 @@ from .checks import AddSubResult, PassthroughResult, check_add_sub, check_passth
 from .dashboard import Dashboard
 from .errors import (
     AnswerMismatchError,
+    BackendClashError,
     BuildError,
     ConfigError,
     EngineError,
@@ -30,6 +31,7 @@ from .errors import (
     ModelNotFoundError,
     OutputNameError,
     PerfAnalyzerError,
+    PortTakenError,
     RepositoryError,
     RepositoryWriteError,
     RequestError,
@@ -95,6 +97,7 @@ def load_ipython_extension(ipython: Any) -> None:
 __all__ = [
     "AddSubResult",
     "AnswerMismatchError",
+    "BackendClashError",
     "BuildError",
     "ConfigError",
     "Dashboard",
@@ -117,6 +120,7 @@ __all__ = [
     "ModelStats",
     "PassthroughResult",
     "PerfAnalyzerError",
+    "PortTakenError",
     "PerfStep",
     "PerfSweep",
     "RepositoryError",

@@ -24,7 +24,9 @@ from .errors import LabkitError
 from .native import deploy, export_backend
 from .perf_analyzer import check_steps
 from .perf_analyzer import perf as sweep_with_perf_analyzer
-from .server import create, kinds
+from .repository import ModelRepository
+from .server import ServerConfig, create, kinds
+from .server.logs import LogFollower
 from .transport import Transport
 
 EXIT_OK = 0
@@ -33,26 +35,66 @@ EXIT_USAGE = 2  # argparse's own code for a command line it cannot parse
 EXIT_LABKIT_ERROR = 3  # a LabkitError: labkit said what went wrong and what to do
 
 
-def _server(args: argparse.Namespace, repository: Path | None = None) -> Any:
+def _server(args: argparse.Namespace, repository: Path | None = None, **config: Any) -> Any:
     """The server the command asked for (--server, --image), not yet started."""
     options = {"image": args.image} if args.server == "docker" and args.image else {}
-    return create(args.server, repository, **options)
+    return create(args.server, repository, **options, **config)
+
+
+TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}  # tritonserver's own defaults
+AUTO_COMPLETE_WARNING = (
+    "auto-complete on: {models} {have} no config.pbtxt, so Triton asks the backend for one.\n"
+    "warning: in Triton 23.12, with auto-complete on, a model.py with a syntax error can hang model loads "
+    "for minutes (fixed in 24.05). Write a config.pbtxt for each model to keep auto-complete off.")
+
+
+def _is_reference(repo: Path) -> bool:
+    try:
+        return repo.resolve() == reference.repository().resolve()
+    except LabkitError:
+        return False
+
+
+def _serve_options(args: argparse.Namespace, unconfigured: list[str]) -> dict[str, Any]:
+    """The ServerConfig options of `labkit serve`: Triton's ports unless --any-ports, auto-complete
+    when a model has no config, the person's backend folder."""
+    ports = {f"{name}_port": getattr(args, f"{name}_port") for name in TRITON_PORTS}
+    ports = {key: (0 if args.any_ports else TRITON_PORTS[key[:-5]]) if port is None else port
+             for key, port in ports.items()}
+    try:
+        ServerConfig(**ports)  # ports that clash: a usage error, said before anything starts
+    except ValueError as exc:
+        raise LabkitError(f"{exc}; give three different ports.") from None
+    return {**ports, "auto_complete": bool(unconfigured), "backend_directory": args.backend_directory}
 
 
 def _serve(args: argparse.Namespace) -> int:
     repo = Path(args.repository)
     if not repo.is_dir():
         raise LabkitError(f"No model repository at {repo}; give a folder holding <model>/config.pbtxt.")
+    unconfigured = [m for m in ModelRepository(repo).unconfigured() if not args.model or m in args.model]
+    options = _serve_options(args, unconfigured)
+    if unconfigured:
+        print(AUTO_COMPLETE_WARNING.format(models=", ".join(unconfigured), have="has" if len(unconfigured) == 1 else "have"),
+              file=sys.stderr, flush=True)
+    # Only labkit's own models get labkit's reference C++ backends built (written into their version
+    # folders); a person's repository is served as it is, its libraries included.
+    build_reference = args.build_reference_backends or _is_reference(repo)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    with _server(args, repo) as server:
+    server = _server(args, repo, **options)
+    follower = LogFollower(server.logs, lambda line: print(line, file=sys.stderr, flush=True)).start()
+    try:
         server.start()
-        names = args.model or server.repository.models()
+        names = args.model or sorted({*server.repository.models(), *unconfigured})
         failed = {}
         for name in names:
             try:
-                deploy.load_models(server.models, [name])  # builds C++ reference backends first
+                if build_reference:
+                    deploy.load_models(server.models, [name])  # builds C++ reference backends first
+                else:
+                    server.load(name)
             except LabkitError as exc:
                 failed[name] = str(exc)
         for name, url in server.endpoints.urls().items():
@@ -68,7 +110,13 @@ def _serve(args: argparse.Namespace) -> int:
                 print("Triton exited:\n" + server.logs.tail(20), file=sys.stderr)
                 return 1
             for hit in breakpoints.stops(server):
-                breakpoints.attach(hit)
+                with follower.paused():  # pdb talks in this terminal
+                    breakpoints.attach(hit)
+    finally:
+        follower.stop()
+        server.stop(keep_log=True)
+        if server.logs.path.exists():
+            print(f"log kept {server.logs.path}", flush=True)
     print("stopped.")
     return 0
 
@@ -110,6 +158,12 @@ def _export(args: argparse.Namespace) -> int:
     print(f"build: cmake -S {project} -B {project}/build && cmake --build {project}/build && cmake --install {project}/build"
           f"\n       (offline: add -DTRITON_OFFLINE=ON; see {project}/README.md)")
     return 0
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535 (0: a free one), not {text!r}")
+    return int(text)
 
 
 def _numbers(text: str, kind: type = int) -> list:
@@ -175,9 +229,27 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--image", help="Docker image for --server docker (default: the offline CPU image)")
         return p
 
-    serve = with_server(sub.add_parser("serve", help="serve a model repository until Ctrl-C"))
+    serve = with_server(sub.add_parser(
+        "serve", help="serve a model repository until Ctrl-C (a drop-in for tritonserver --model-repository)",
+        description="Serve a model repository until Ctrl-C or SIGTERM, on Triton's ports 8000/8001/8002 "
+                    "(127.0.0.1). Triton's log (the models' print() and pb_utils.Logger lines) shows here as it "
+                    "comes; the log file is kept and its path printed at exit. A model folder without "
+                    "config.pbtxt turns Triton's auto-complete on (with a warning). The repository is served "
+                    "as it is: nothing is built or written into it (unless --build-reference-backends)."))
     serve.add_argument("repository", nargs="?", default="model_repository")
     serve.add_argument("--model", action="append", help="load only this model (repeatable)")
+    for name, port in TRITON_PORTS.items():
+        serve.add_argument(f"--{name}-port", type=_port, metavar="PORT",
+                           help=f"{name} port (default {port}; taken: labkit stops at once, PortTakenError)")
+    serve.add_argument("--any-ports", action="store_true",
+                       help="listen on free ports labkit picks, not 8000/8001/8002 (those given still count)")
+    serve.add_argument("--backend-directory", metavar="DIR",
+                       help="serve the backends built in DIR (DIR/<name>/libtriton_<name>.so) beside labkit's "
+                            "Python backend; DIR is linked, never written")
+    serve.add_argument("--build-reference-backends", action="store_true",
+                       help="build labkit's reference C++ backends (minimal, recommended, custom) for models "
+                            "that name them, writing the library into their version folders (done anyway for "
+                            "labkit's own model_repository)")
     serve.set_defaults(func=_serve)
 
     demo = with_server(sub.add_parser("demo", help="run the tour on a fresh server and summarise it"))

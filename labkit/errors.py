@@ -7,6 +7,8 @@ handles an error reads its fields, never its text.
     ├── EngineError                 .status_code: the Docker engine refused an operation
     ├── ServerError                 .log_tail .exit_summary
     │   ├── ServerStartError
+    │   │   ├── PortTakenError      .port .service .host: a port asked for is held by another process
+    │   │   └── BackendClashError   .backend .directory: a user backend has the name of one labkit serves
     │   ├── ServerNotRunningError  .crash .doing .stopped
     │   └── WaitTimeoutError        .what .timeout_s: the server never reached a state labkit waited for
     ├── RepositoryError             .missing .refused
@@ -73,6 +75,34 @@ class ServerError(LabkitError):
 
 class ServerStartError(ServerError):
     """Triton exited or did not become ready during start-up."""
+
+
+class PortTakenError(ServerStartError):
+    """Triton was asked to listen on ``port`` (its ``service``: "http", "grpc" or "metrics") on ``host``,
+    and another process holds it; nothing was started, and no other port was tried."""
+
+    def __init__(self, *, port: int, service: str, host: str = "127.0.0.1") -> None:
+        self.port = port
+        self.service = service
+        self.host = host
+        super().__init__(
+            f"Port {port} ({service}) on {host} is taken by another process (another tritonserver or labkit "
+            f"serve?). Stop that process, choose another port (--{service}-port, or {service}_port= in "
+            f"labkit.start()), or let labkit pick free ports (--any-ports, or {service}_port=0).")
+
+
+class BackendClashError(ServerStartError):
+    """The backend folder ``directory`` holds a backend named ``backend``, and labkit's own backend folder
+    already has one of that name (``python``: labkit's Python backend; or a backend written from a
+    notebook); nothing was started."""
+
+    def __init__(self, *, backend: str, directory: str) -> None:
+        self.backend = backend
+        self.directory = directory
+        what = "labkit's own Python backend" if backend == "python" else "a backend labkit already serves"
+        super().__init__(
+            f"{directory}/{backend} has the name of {what}, and Triton takes one backend per name. Serve a "
+            f"folder without {backend}/ (Triton's python backend comes with labkit), or rename your backend.")
 
 
 class ServerNotRunningError(ServerError):

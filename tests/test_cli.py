@@ -32,7 +32,7 @@ def test_serve_until_interrupted(tmp_path):
         labkit.ModelRepository(tmp_path).copy_model_from(labkit.reference_repository(), name)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.pbtxt").write_text('name: "broken"\nbackend: "python"\nmax_batch_sise: 1\n')
-    proc = subprocess.Popen([*LABKIT, "serve", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*LABKIT, "serve", str(tmp_path), "--any-ports"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         lines = {}
         for line in proc.stdout:

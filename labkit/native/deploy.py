@@ -96,10 +96,17 @@ def _free_version(into: Target, model: str, library_name: str) -> int:
 
 def load_models(into: Target, models: list[str]) -> None:
     """Load models, first building (or taking from the build cache) the C++ backend of each that
-    names a reference backend (minimal, recommended, custom) and installing it at a new path."""
+    names a reference backend (minimal, recommended, custom) and installing it at a new path.
+
+    For labkit's own reference repository (or a person who asks: ``labkit serve
+    --build-reference-backends``) only: it writes libraries into the models' version folders, and
+    serves labkit's reference code for those backend names. A person's repository is loaded as it is."""
     repo = into.repository
     builds: dict[str, Build] = {}
     for model in models:
+        if not (repo.model_dir(model) / "config.pbtxt").exists():  # auto-complete makes its config
+            into.load(model)
+            continue
         backend = repo.read_config(model).backend
         if (REFERENCE_DIR / backend).is_dir():
             if backend not in builds:

@@ -32,6 +32,12 @@ class ModelRepository:
         """Names of the folders that hold a config.pbtxt."""
         return sorted(p.parent.name for p in self.root.glob("*/config.pbtxt"))
 
+    def unconfigured(self) -> list[str]:
+        """Names of the folders that hold a version folder and no config.pbtxt: models whose config only
+        Triton's auto-complete can make."""
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not (p / "config.pbtxt").exists()
+                      and any(v.is_dir() and v.name.isdigit() for v in p.iterdir()))
+
     def write_config(self, cfg: _config.ModelConfig) -> Path:
         check_name(cfg.name)
         _config.check_complete(cfg, f"config of model {cfg.name!r}")

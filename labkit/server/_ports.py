@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import socket
 
+from ..errors import PortTakenError
+
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     """Ports the OS reports free now; held open together so the three differ."""
@@ -28,3 +30,19 @@ def ports_taken(ports: list[int], host: str = "127.0.0.1") -> bool:
             except OSError:
                 return True
     return False
+
+
+def claim_ports(wanted: dict[str, int], host: str = "127.0.0.1") -> dict[str, int]:
+    """The ports to launch on, by service: each one asked for (non-zero) if no other process holds it,
+    else PortTakenError at once; a free port for each left at 0."""
+    check_free(wanted, host)
+    fixed = {port for port in wanted.values() if port}
+    free = iter(p for p in free_ports(len(wanted) + len(fixed), host) if p not in fixed)
+    return {service: port or next(free) for service, port in wanted.items()}
+
+
+def check_free(wanted: dict[str, int], host: str = "127.0.0.1") -> None:
+    """PortTakenError for the first port asked for (non-zero) that another process holds."""
+    for service, port in wanted.items():
+        if port and ports_taken([port], host):
+            raise PortTakenError(port=port, service=service, host=host)

@@ -186,8 +186,9 @@ class TritonServer:
             self.load(model)
         return models
 
-    def stop(self) -> None:
-        """Stop the server and everything it started. Safe to call twice."""
+    def stop(self, keep_log: bool = False) -> None:
+        """Stop the server and everything it started. Safe to call twice. ``keep_log``: the work folder
+        labkit made is removed all but the log, which stays at ``logs.path`` (``labkit serve`` does so)."""
         global _current
         if self.health.stopped:
             return
@@ -202,7 +203,7 @@ class TritonServer:
         self.runtime.end()
         self._control.close()
         if not died_on_its_own:  # keep the log of a crash for reading
-            self.workspace.remove()
+            self.workspace.remove(keep_log)
 
     def crash(self) -> Crash | None:
         """How a C++ backend brought the server down (signal, uncaught exception, source lines); None

@@ -34,6 +34,13 @@ class ServerConfig:
     load_timeout_s: how long a model load may take by default (``load(timeout_s=)`` overrides it);
         then it raises LoadTimeoutError, after ending a stuck Python ``initialize``.
     exit_timeout_s: Triton's own ``--exit-timeout-secs``.
+    http_port, grpc_port, metrics_port: where Triton listens (on ``host``); 0 (the default) lets labkit
+        pick a free port. A port given that another process holds fails the start at once with
+        PortTakenError (no retry on other ports). ``labkit serve`` asks for Triton's 8000/8001/8002.
+    backend_directory: a folder of backends built outside labkit (``<dir>/<name>/libtriton_<name>.so``).
+        Triton's ``--backend-directory`` stays labkit's own folder (it holds labkit's Python backend):
+        each ``<dir>/<name>/`` appears in it at launch as a folder of links (labkit.server.user_backends);
+        nothing is written into ``<dir>``.
     """
 
     host: str = "127.0.0.1"
@@ -44,9 +51,26 @@ class ServerConfig:
     load_timeout_s: float = 120.0
     exit_timeout_s: int = 5
     shm_prefix: str = field(default_factory=_shm_prefix)
+    http_port: int = 0
+    grpc_port: int = 0
+    metrics_port: int = 0
+    backend_directory: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_args", tuple(self.extra_args or ()))
+        if self.backend_directory is not None:
+            object.__setattr__(self, "backend_directory", str(self.backend_directory))
+        for name, port in self.ports.items():
+            if not isinstance(port, int) or not 0 <= port <= 65535:
+                raise ValueError(f"{name}_port must be a port number from 1 to 65535 (0: a free one), not {port!r}")
+        fixed = [port for port in self.ports.values() if port]
+        if len(set(fixed)) != len(fixed):
+            raise ValueError(f"http_port, grpc_port and metrics_port must differ, not {self.ports}")
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """The ports asked for, by service (``http``, ``grpc``, ``metrics``); 0: any free one."""
+        return {"http": self.http_port, "grpc": self.grpc_port, "metrics": self.metrics_port}
 
     @classmethod
     def split(cls, options: dict[str, Any]) -> tuple["ServerConfig", dict[str, Any]]:

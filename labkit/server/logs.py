@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import html
+import threading
 import time
+from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 # Triton prints these on every CPU-only start; they are noise, not problems.
 _CPU_ONLY_NOISE = ("Failed to initialize NVML", "DCGM unable to start", "CUDA driver", "Unable to allocate pinned system memory")
+
+
+def is_cpu_noise(line: str) -> bool:
+    """A line Triton prints on every CPU-only start (no GPU, no driver): not a problem."""
+    return any(n in line for n in _CPU_ONLY_NOISE)
 
 
 class LogView:
@@ -56,7 +65,7 @@ class LogView:
         if usage is not None:
             rows = rows[:usage]
         if hide_cpu_noise:
-            rows = [r for r in rows if not any(n in r for n in _CPU_ONLY_NOISE)]
+            rows = [r for r in rows if not is_cpu_noise(r)]
         return "\n".join(rows[-lines:])
 
     def grep(self, needle: str) -> list[str]:
@@ -67,3 +76,58 @@ class LogView:
 
     def _repr_html_(self) -> str:
         return f"<pre style='max-height:20em;overflow:auto'>{html.escape(self.tail(40))}</pre>"
+
+
+class LogFollower:
+    """Hands each new line of a log to ``write`` as it comes (what ``tail -f`` shows), from a thread of
+    its own, CPU-only noise left out. ``labkit serve`` shows Triton's and the models' lines with it."""
+
+    def __init__(self, view: LogView, write: Callable[[str], None], interval_s: float = 0.1) -> None:
+        self.view = view
+        self.write = write
+        self.interval_s = interval_s
+        self._offset = view.mark()
+        self._partial = b""
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # held while paused, and while a batch of lines is written
+        self._thread = threading.Thread(target=self._run, name="labkit-log-follower", daemon=True)
+
+    def start(self) -> "LogFollower":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.pump()
+
+    def pump(self, final: bool = False) -> None:
+        """Write what the log gained since the last call (``final``: a last line without its newline too)."""
+        with self._lock:
+            try:
+                with open(self.view.path, "rb") as handle:
+                    handle.seek(self._offset)
+                    data = handle.read()
+            except FileNotFoundError:
+                return
+            self._offset += len(data)
+            lines = (self._partial + data).split(b"\n")
+            self._partial = lines.pop()
+            if final and self._partial:
+                lines, self._partial = [*lines, self._partial], b""
+            for raw in lines:
+                line = raw.decode(errors="replace").rstrip("\r")
+                if line and not is_cpu_noise(line):
+                    self.write(line)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No lines while inside (e.g. while pdb talks in the same terminal); they come after."""
+        with self._lock:
+            yield
+
+    def stop(self) -> None:
+        """Stop following, after writing whatever the log holds now."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+        self.pump(final=True)

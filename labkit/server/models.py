@@ -96,9 +96,12 @@ class Models:
         a stuck Python ``initialize`` is ended first, so the fixed model.py loads in the same server.
         A kernel interrupt while waiting does the same (the error's ``interrupted`` is then True)."""
         check_name(name)
-        if not (self.repository.model_dir(name) / "config.pbtxt").exists():
-            raise RepositoryError(f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first.")
-        self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
+        if (self.repository.model_dir(name) / "config.pbtxt").exists():
+            self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
+        elif not (self.config.auto_complete and self.repository.versions(name)):
+            # With auto-complete on, Triton asks the backend for the config (auto_complete_config).
+            raise RepositoryError(f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first "
+                                  f"(or start the server with auto_complete=True).", missing="config.pbtxt")
         for listener in list(self.before_load):
             listener(name)
         limit = self.config.load_timeout_s if timeout_s is None else timeout_s
@@ -152,6 +155,10 @@ class Models:
             text += f"\n{stubs.describe(ended)}"
         elif detail:
             text += f"\n--- server log during the load ---\n{detail}"
+        if ("unable to find" in reason and "backend" in reason) or "libtriton_" in reason:
+            text += ("\nTriton found no library for the model's backend: put libtriton_<backend>.so in the model's "
+                     "version folder, or serve a folder of built backends (labkit serve --backend-directory DIR, "
+                     "labkit.start(backend_directory=DIR)).")
         text += f"\nFix the model and load it again. Models still serving: {still}."
         return ModelLoadError(text, model=name, reason=reason, serving=serving)
 

@@ -63,9 +63,17 @@ class Workspace:
     def traces(self) -> Path:
         return self.workdir / "traces"
 
-    def remove(self) -> None:
-        if self.owned:
+    def remove(self, keep_log: bool = False) -> None:
+        """Remove the work folder labkit made; with ``keep_log``, all of it but the log (at the same
+        path), which the sweep of leftovers then leaves alone too."""
+        if not self.owned:
+            return
+        if not keep_log:
             shutil.rmtree(self.workdir, ignore_errors=True)
+            return
+        for entry in self.workdir.iterdir():  # the owner files go too: no sweep takes the folder then
+            if entry != self.logs.path.parent:
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
 class Runtime(Beside, Protocol):

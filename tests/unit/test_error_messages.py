@@ -72,6 +72,10 @@ CASES = {
                               ["--- last server log lines ---\nlast line"]),
     "PerfAnalyzerError": (lambda mp, tmp: labkit.PerfAnalyzerError("failed", exit_code=1, output="its words"),
                           ["--- perf_analyzer said ---\nits words"]),
+    "PortTakenError": (lambda mp, tmp: labkit.PortTakenError(port=8001, service="grpc"),
+                       ["Port 8001 (grpc) on 127.0.0.1 is taken", "--grpc-port", "--any-ports"]),
+    "BackendClashError": (lambda mp, tmp: labkit.BackendClashError(backend="python", directory="/b"),
+                          ["/b/python", "labkit's own Python backend", "Serve a folder without python/"]),
     "UnknownExerciseError": (lambda mp, tmp: labkit.UnknownExerciseError(exercise="x", notebook="n.ipynb", known=["a"]),
                              ["'exercise:x'", "nothing was changed", "Fix the cell's tag", "a"]),
 }

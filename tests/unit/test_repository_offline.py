@@ -137,3 +137,11 @@ def test_a_name_too_long_for_the_file_system_is_refused_before_writing(tmp_path)
     edge = "e" * labkit.repository.names.MAX_NAME
     repo.write_file("m", edge, "x")
     assert (tmp_path / "m" / "1" / edge).read_text() == "x"
+
+
+def test_models_without_a_config_are_listed_apart(tmp_path):
+    repo = labkit.ModelRepository(tmp_path)
+    repo.write_python_model("bare", ADD_SUB)  # bare/1/model.py only: a model for auto-complete
+    repo.write_config(labkit.model_config("full", "python", [("I", "FP32", [1])], [("O", "FP32", [1])]))
+    (tmp_path / "notes").mkdir()  # no version folder: not a model
+    assert (repo.models(), repo.unconfigured()) == (["full"], ["bare"])

@@ -3,12 +3,17 @@ where it answers, and the one wait loop."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import itertools
+import socket
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from labkit import WaitTimeoutError
+import labkit
+from labkit import WaitTimeoutError, cli
 from labkit.server.config import ServerConfig, TritonPlace, argv
 from labkit.server.endpoints import Endpoints
 from labkit.server.polling import wait_until
@@ -71,3 +76,112 @@ def test_wait_until_returns_the_first_true_value_or_names_what_it_waited_for():
 
     with pytest.raises(KeyError):
         wait_until(broken, 5.0, "a predicate that raises")
+
+
+def test_ports_asked_for_are_config_options_and_zero_means_a_free_one():
+    assert ServerConfig().ports == {"http": 0, "grpc": 0, "metrics": 0}
+    config = ServerConfig(http_port=8000, grpc_port=8001, metrics_port=8002)
+    assert config.ports == {"http": 8000, "grpc": 8001, "metrics": 8002}
+    for bad in ({"http_port": -1}, {"grpc_port": 70000}, {"http_port": 9000, "metrics_port": 9000}):
+        with pytest.raises(ValueError):
+            ServerConfig(**bad)
+    config, rest = ServerConfig.split({"http_port": 8000, "backend_directory": Path("/b"), "image": "x"})
+    assert (config.http_port, config.backend_directory, rest) == (8000, "/b", {"image": "x"})
+
+
+def test_ports_claimed_fixed_ones_kept_free_ones_picked_and_a_taken_one_refused():
+    from labkit.server._ports import claim_ports, free_ports
+
+    wanted = free_ports(1)[0]
+    got = claim_ports({"http": wanted, "grpc": 0, "metrics": 0})
+    assert got["http"] == wanted and len(set(got.values())) == 3 and all(got.values())
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        with pytest.raises(labkit.PortTakenError) as caught:
+            claim_ports({"http": 0, "grpc": taken, "metrics": 0})
+    assert isinstance(caught.value, labkit.ServerStartError)
+    assert (caught.value.port, caught.value.service, caught.value.host) == (taken, "grpc", "127.0.0.1")
+
+
+def test_serve_asks_for_tritons_ports_unless_any_ports():
+    def options(*argv):
+        args = argparse.Namespace(http_port=None, grpc_port=None, metrics_port=None, any_ports=False,
+                                  backend_directory=None)
+        for key, value in zip(argv[::2], argv[1::2]):
+            setattr(args, key, value)
+        return cli._serve_options(args, [])
+
+    assert options() == {"http_port": 8000, "grpc_port": 8001, "metrics_port": 8002, "auto_complete": False,
+                         "backend_directory": None}
+    assert [options("any_ports", True)[k] for k in ("http_port", "grpc_port", "metrics_port")] == [0, 0, 0]
+    chosen = options("any_ports", True, "grpc_port", 9001, "backend_directory", "/b")
+    assert (chosen["http_port"], chosen["grpc_port"], chosen["backend_directory"]) == (0, 9001, "/b")
+    assert cli._serve_options(argparse.Namespace(http_port=1, grpc_port=2, metrics_port=3, any_ports=False,
+                                                 backend_directory=None), ["m"])["auto_complete"] is True
+    with pytest.raises(labkit.LabkitError):
+        options("http_port", 8001)  # the same as the grpc default
+
+
+def test_user_backends_are_linked_by_name_never_written_and_python_refused(tmp_path):
+    from labkit.server import user_backends
+
+    mine, ours = tmp_path / "mine", tmp_path / "work" / "backends"
+    (mine / "minimal").mkdir(parents=True)
+    (mine / "minimal" / "libtriton_minimal.so").write_bytes(b"x")
+    (ours / "python").mkdir(parents=True)
+    (ours / "notebook_backend").mkdir()  # written from a notebook: kept, and a clash
+    before = sorted(str(p) for p in mine.rglob("*"))
+    assert user_backends.link(ours, mine) == ["minimal"]
+    assert (ours / "minimal" / "libtriton_minimal.so").is_symlink()
+    assert (ours / "minimal" / "libtriton_minimal.so").read_bytes() == b"x"
+    (ours / "minimal" / "__pycache__").mkdir()  # what Triton writes beside a backend lands in labkit's folder
+    assert user_backends.link(ours, mine, seen_as="/inside") == ["minimal"]  # a relaunch replaces its links
+    assert str((ours / "minimal" / "libtriton_minimal.so").readlink()) == "/inside/minimal/libtriton_minimal.so"
+    assert user_backends.link(ours, None) == [] and not (ours / "minimal").exists()
+    (mine / "python").mkdir()
+    with pytest.raises(labkit.BackendClashError) as caught:
+        user_backends.link(ours, mine)
+    assert (caught.value.backend, caught.value.directory) == ("python", str(mine.resolve()))
+    assert sorted(str(p) for p in mine.rglob("*")) == before + [str(mine / "python")]
+    (mine / "python").rmdir()
+    (mine / "notebook_backend").mkdir()
+    with pytest.raises(labkit.BackendClashError) as caught:
+        user_backends.link(ours, mine)
+    assert caught.value.backend == "notebook_backend" and (ours / "notebook_backend").is_dir()
+    with pytest.raises(labkit.SetupError) as missing:
+        user_backends.link(ours, tmp_path / "nope")
+    assert missing.value.missing == str(tmp_path / "nope")
+
+
+def test_a_stopped_serve_keeps_its_log_and_nothing_else(tmp_path, monkeypatch):
+    from labkit.server.runtime import Workspace
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    space = Workspace.create("embedded", tmp_path / "repo", None)
+    space.logs.path.write_text("I1125 model said hello\n")
+    (space.backend_dir / "python").mkdir(parents=True)
+    space.remove(keep_log=True)
+    assert space.logs.path.read_text() == "I1125 model said hello\n"
+    assert sorted(p.name for p in space.workdir.iterdir()) == ["logs"]
+    space.remove()
+    assert not space.workdir.exists()
+
+
+def test_the_log_follower_hands_on_new_lines_without_cpu_noise(tmp_path):
+    from labkit.server.logs import LogFollower, LogView
+
+    log = tmp_path / "t.log"
+    log.write_text("before\n")
+    seen = []
+    follower = LogFollower(LogView(log), seen.append)
+    with open(log, "a") as out:
+        out.write("W Failed to initialize NVML\nhello from model.py\npart")
+    follower.pump()
+    assert seen == ["hello from model.py"]
+    with open(log, "a") as out:
+        out.write("ial line\nlast")
+    follower.pump()
+    follower.stop()  # never started: stop() still writes what is left
+    assert seen == ["hello from model.py", "partial line", "last"]

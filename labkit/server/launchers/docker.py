@@ -5,7 +5,8 @@
 The container's layout (mounts at the same paths as on the host, the image's backends linked in)
 is ``_container_layout``.
 
-Ports 8000/8001/8002 are published on 127.0.0.1 only, on host ports Docker picks. Every container
+Ports 8000/8001/8002 are published on 127.0.0.1 only, on the host ports the config asks for
+(``http_port=`` ...), else on ones Docker picks. Every container
 carries labels (labkit.docker.leftovers) so that leftovers of a killed kernel are removed at every launch.
 """
 
@@ -24,11 +25,14 @@ from docker.types import DeviceRequest, Mount, Ulimit
 
 from ... import _triton_dist
 from ...docker import engine, images
+from ...docker.mounts import container_path
 from ...docker.leftovers import LABEL_KIND, LABEL_MANAGED, LABEL_WORKDIR, cleanup, owner_labels
 from ...docker.toolchain import ContainerToolchain
 from ...errors import EngineError, ServerNotRunningError, ServerStartError, SetupError, WaitTimeoutError
 from ...stuck.tools import PY_SPY as PY_SPY_NAME
 from ...stuck.tools import host_tool
+from .. import user_backends
+from .._ports import check_free
 from ..base import TritonServer, compose
 from ..config import ServerConfig, TritonPlace, argv
 from ..endpoints import Endpoints
@@ -148,8 +152,17 @@ class DockerRuntime(RuntimeDefaults):
         images.local_image(self.image, client, pull=self.pull, progress=self.progress)
         devices = self._device_requests(client)
         self.uses_gpus = bool(devices)
+        check_free(config.ports, "127.0.0.1")  # the host ports asked for, where Docker publishes them
         self.layout.prepare_backends()
-        mounts = self.layout.mounts(self.volumes)
+        volumes = dict(self.volumes)
+        if config.backend_directory is not None:  # the person's backends, read-only, linked in by name
+            folder = Path(config.backend_directory).expanduser().resolve()
+            inside = container_path(folder, "/labkit/user-backends")
+            user_backends.link(self.workspace.backend_dir, folder, seen_as=inside)
+            volumes[folder] = f"{inside}:ro"
+        else:
+            user_backends.unlink_all(self.workspace.backend_dir)
+        mounts = self.layout.mounts(volumes)
         labels = {LABEL_MANAGED: "1", LABEL_KIND: "tritonserver", **owner_labels()}
         if self.workspace.owned:
             labels[LABEL_WORKDIR] = str(self.workspace.workdir)
@@ -195,7 +208,8 @@ class DockerRuntime(RuntimeDefaults):
                 command=self._argv(),
                 name=name,
                 labels=labels,
-                ports={f"{port}/tcp": ("127.0.0.1",) for port in CONTAINER_PORTS.values()},
+                ports={f"{port}/tcp": ("127.0.0.1", self._config.ports[key]) if self._config.ports[key] else ("127.0.0.1",)
+                       for key, port in CONTAINER_PORTS.items()},
                 mounts=mounts,
                 shm_size=self.shm_size,
                 ulimits=[Ulimit(name=key, soft=value, hard=value) for key, value in ulimits.items()],

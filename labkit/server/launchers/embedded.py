@@ -15,8 +15,8 @@ from ... import _triton_dist
 from ..._downloads import system_has
 from ...errors import SetupError
 from ...stuck.tools import host_tool
-from .. import _process, leftovers, stubs
-from .._ports import free_ports, ports_taken
+from .. import _process, leftovers, stubs, user_backends
+from .._ports import claim_ports, ports_taken
 from ..base import TritonServer, compose
 from ..config import ServerConfig, TritonPlace, argv
 from ..endpoints import Endpoints
@@ -48,7 +48,7 @@ class EmbeddedRuntime(RuntimeDefaults):
     """
 
     kind = "embedded"
-    launch_attempts = 3  # another process may grab a port between our probe and Triton's bind
+    launch_attempts = 3  # another process may grab a free port between our probe and Triton's bind
 
     def __init__(self, workspace: Workspace, *, env: dict[str, str] | None = None, kill_on_end: bool = False) -> None:
         super().__init__(workspace)
@@ -57,6 +57,7 @@ class EmbeddedRuntime(RuntimeDefaults):
         self.dist = _triton_dist.locate()
         self._proc: subprocess.Popen | None = None
         self._ports: tuple[int, int, int] = (0, 0, 0)
+        self._fixed = False  # ports were asked for: a taken one is never retried on others
         self._shm_prefix = ""
         self._host = "127.0.0.1"
 
@@ -92,11 +93,12 @@ class EmbeddedRuntime(RuntimeDefaults):
 
     def launch(self, config: ServerConfig) -> Endpoints:
         self.new_run()
+        self._fixed = any(config.ports.values())
         self._assemble_backends()
+        user_backends.link(self.workspace.backend_dir, config.backend_directory)
         env = self._environment()
-        self._ports = free_ports(3, config.host)
+        self._ports = http, grpc, metrics = tuple(claim_ports(config.ports, config.host).values())
         self._shm_prefix, self._host = config.shm_prefix, config.host
-        http, grpc, metrics = self._ports
         place = TritonPlace(str(self.workspace.repository.root), str(self.workspace.backend_dir), config.host,
                             http, grpc, metrics)
         self._proc = _process.spawn(argv(config, place, str(self.dist.binary)), env, self.workspace.logs.path,
@@ -105,7 +107,7 @@ class EmbeddedRuntime(RuntimeDefaults):
         return Endpoints(config.host, http, grpc, metrics)
 
     def retry_launch(self) -> bool:
-        return ports_taken(list(self._ports), self._host)
+        return not self._fixed and ports_taken(list(self._ports), self._host)
 
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
