@@ -111,9 +111,34 @@ def test_a_batching_strategy_needs_no_execute_but_all_five_batch_functions(examp
     text = source.read_text()
     cut = text.replace("TRITONBACKEND_ModelBatchFinalize(void* userp)", "unused_finalize(void* userp)")
     assert cut != text
-    with pytest.raises(labkit.BuildError) as info:
+    with pytest.raises(labkit.BuildError) as info:  # four of five: not a strategy, so Execute is missing
         build_backend("volumebatching", cut, cache=tmp_path, progress=False)
+    assert info.value.missing_exports == ["TRITONBACKEND_ModelInstanceExecute"]
+    assert "lacks TRITONBACKEND_ModelBatchFinalize" in str(info.value)
+    with pytest.raises(labkit.BuildError) as info:
+        build_backend("volumebatching", cut, cache=tmp_path, progress=False, required=BATCH_ENTRY_POINTS)
     assert info.value.missing_exports == ["TRITONBACKEND_ModelBatchFinalize"]
     with pytest.raises(labkit.BuildError) as info:  # neither kind of library: Execute is what is missing
         build_backend("nothing", "int x;\n", cache=tmp_path, progress=False)
     assert info.value.missing_exports == ["TRITONBACKEND_ModelInstanceExecute"]
+
+
+def test_the_magic_takes_files_and_compiles_a_nonempty_cell_with_them(monkeypatch, tmp_path):
+    from labkit import magics
+
+    calls = []
+
+    class Recorder:  # stands in for the server: the magic's part is what it hands to cpp_backend
+        def cpp_backend(self, backend, source, models, **options):
+            calls.append((backend, source, options["first_line"]))
+            return {}
+
+    monkeypatch.setattr(magics, "current", lambda: Recorder())
+    magics.triton_cpp(f"bls --sources {tmp_path}/src {tmp_path}/extra.cc", "\n")
+    magics.triton_cpp(f"bls --debug --sources {tmp_path}/src", "int from_cell();\n")
+    magics.triton_cpp("minimal", MINIMAL)
+    assert calls == [("bls", [tmp_path / "src", tmp_path / "extra.cc"], 2),
+                     ("bls", [tmp_path / "src", "int from_cell();\n"], 2), ("minimal", MINIMAL, 2)]
+    with pytest.raises(labkit.ConfigError) as info:
+        magics.triton_cpp("bls --sources", "")
+    assert "--sources" in str(info.value)

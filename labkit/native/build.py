@@ -248,13 +248,15 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
     """Refuse a library Triton would refuse (or that would fail at its first call): a missing entry
     point, or a call to a Triton function the 23.12 server does not have."""
     exported, undefined = dynamic_symbols(library, toolchain)
-    if required is None:  # a batching strategy exports ModelBatch* functions and no Execute
-        strategy = REQUIRED_ENTRY_POINT not in exported and any(n in exported for n in BATCH_ENTRY_POINTS)
-        required = BATCH_ENTRY_POINTS if strategy else (REQUIRED_ENTRY_POINT,)
+    strategy = [n for n in BATCH_ENTRY_POINTS if n in exported]
+    if required is None:  # a batching strategy: all five ModelBatch* functions and no Execute
+        required = BATCH_ENTRY_POINTS if len(strategy) == len(BATCH_ENTRY_POINTS) else (REQUIRED_ENTRY_POINT,)
     missing = [name for name in required if name not in exported]
     if missing:
         why = ", the one entry point Triton requires" if missing == [REQUIRED_ENTRY_POINT] else ""
-        why = why or (", which a batching strategy needs all five of" if set(missing) <= set(BATCH_ENTRY_POINTS) else "")
+        if strategy and REQUIRED_ENTRY_POINT in missing:
+            lacking = ", ".join(n for n in BATCH_ENTRY_POINTS if n not in exported)
+            why += f" (as a batching strategy it would need all five TRITONBACKEND_ModelBatch* functions; it lacks {lacking})"
         raise BuildError(
             f"Backend {backend!r} compiled but does not export {', '.join(missing)}{why}; it was not loaded. "
             f"Define it in your source, with \"labkit/backend.hpp\" "
