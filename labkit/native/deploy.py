@@ -144,3 +144,17 @@ def attach_batch_strategy(repository: ModelRepository, model: str, strategy: Bui
         cfg.parameters[key].string_value = str(value)
     repository.write_config(cfg)
     return target
+
+
+def into_backend_directory(build: Build, directory: str | Path) -> Path:
+    """Copy a build to ``directory/<backend>/libtriton_<backend>.so``, Triton's backend-directory layout
+    (what ``--backend-directory`` and ``labkit serve --backend-directory`` read). Nothing else in
+    ``directory`` is touched; the file is replaced by a rename, so a server that has the old one open
+    keeps it. Returns the library's path."""
+    folder = Path(directory) / build.backend
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / build.library.name
+    partial = folder / f".{build.library.name}.partial"
+    shutil.copy2(build.library, partial)
+    partial.replace(target)
+    return target
