@@ -82,6 +82,7 @@ def test_official_bls_from_a_backend_directory_passes_its_client(examples, tmp_p
     outputs = [(name, "FP32", [16]) for name in ("OUTPUT0", "OUTPUT1")]
     repo.write_config(labkit.model_config("addsub_tf", "python", tensors, outputs))
     (repository / "addsub_tf" / "1" / "model.py").write_text(ADDSUB)
+    (repository / "bls_fp32" / "1").mkdir(exist_ok=True)  # the version folder git keeps no empty folder for
     with labkit.EmbeddedServer(repository=repository, backend_directory=out) as srv:
         srv.start()
         for model in ("addsub_python", "addsub_tf", "bls_fp32"):

@@ -211,7 +211,12 @@ def build_backend(
         compiled = [src.with_name(f"{backend}.o" if src.parent == folder else f"{src.name}.o") for src in units]
 
         def compile_unit(src: Path, obj: Path) -> tuple[int, str]:
-            return toolchain.run(["c++", *flags, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder)
+            # A file written against Triton's C API alone (no labkit/ header marks its entry points) is
+            # compiled as Triton's CMake does, default visibility (g++ drops the header's visibility from
+            # an extern "C" definition inside a namespace); the version script still exports only
+            # TRITONBACKEND_*.
+            own = flags if _LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
+            return toolchain.run(["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder)
 
         with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
             results = list(pool.map(compile_unit, units, compiled))
@@ -274,6 +279,7 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
         )
 
 
+_LABKIT_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]labkit/', re.MULTILINE)
 _UNDEFINED = re.compile(r"undefined reference to [`']([^']+)'")
 
 
