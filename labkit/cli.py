@@ -1,5 +1,5 @@
 """The `labkit` command: serve a repository, run the demo tour, the benchmarks and perf_analyzer sweeps,
-set up the cache, manage Docker.
+build C++ backends into a backend directory, set up the cache, manage Docker.
 
 Exit codes: 0 done (checks passed); 1 a check did not pass (`workshop check`: an exercise is not yet
 passed; `doctor`: a required item is missing; `demo`: a tour check failed; `serve`: Triton exited);
@@ -21,7 +21,7 @@ from . import _perf_dist, _triton_dist, bench, breakpoints, doctor, reference, t
 from .docker import cpu_image
 from .docker.leftovers import cleanup
 from .errors import LabkitError
-from .native import deploy, export_backend
+from .native import build_backend, deploy, export_backend
 from .perf_analyzer import check_steps
 from .perf_analyzer import perf as sweep_with_perf_analyzer
 from .repository import ModelRepository
@@ -160,6 +160,12 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build_backend(args: argparse.Namespace) -> int:
+    build = build_backend(args.backend, [Path(p) for p in args.source], headers=args.headers, debug=args.debug)
+    print(f"wrote {deploy.into_backend_directory(build, args.out)}")
+    return 0
+
+
 def _port(text: str) -> int:
     if not text.isdigit() or not 0 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535 (0: a free one), not {text!r}")
@@ -270,6 +276,15 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--source", help="the backend's .cc (default: its latest build here, else the reference backend)")
     export.add_argument("--model", action="append", help="export only this model (repeatable)")
     export.set_defaults(func=_export)
+
+    built = sub.add_parser("build-backend", help="compile a C++ backend into DIR/NAME/libtriton_NAME.so (Triton's "
+                                                  "backend-directory layout; nothing else in DIR is touched)")
+    built.add_argument("backend", metavar="NAME")
+    built.add_argument("source", nargs="+", metavar="SOURCE", help=".cc/.cpp files or folders (their headers beside them)")
+    built.add_argument("--out", required=True, metavar="DIR", help="the backend directory (e.g. for serve --backend-directory)")
+    built.add_argument("--headers", help="'official' or an include folder with Triton's own headers")
+    built.add_argument("--debug", action="store_true", help="build -O0 -g, for stepping with gdb")
+    built.set_defaults(func=_build_backend)
 
     perf_cmd = with_server(sub.add_parser("perf", help="measure a model with perf_analyzer 23.12 across concurrencies or request rates"))
     perf_cmd.add_argument("model")

@@ -5,6 +5,8 @@
     %%triton_python --backend shared   -> writes backends/shared/model.py and reloads its loaded models
     %%triton_cpp minimal               -> compiles libtriton_minimal.so, (re)loads the models using it
     %%triton_cpp --debug minimal       -> the same, built -O0 -g for stepping with gdb
+    %%triton_cpp bls --sources src/    -> compiles the files (a folder: its .cc/.cpp, headers beside);
+                                          a cell body, if any, is compiled with them as bls.cc
 
 Line numbers in compiler messages, tracebacks and crash reports are the editor's: the magic line is
 line 1 (a %%triton_python cell's model.py keeps it as a comment, so its lines are the cell's).
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
@@ -55,14 +58,19 @@ def triton_cpp(line: str, cell: str) -> None:
     parser.add_argument("--models", help="comma-separated models to (re)load; default: all that use the backend")
     parser.add_argument("--headers", help="'official' or an include folder with Triton's own headers")
     parser.add_argument("--debug", action="store_true", help="build with -O0 -g, for stepping with gdb")
+    parser.add_argument("--sources", nargs="+", metavar="PATH",
+                        help=".cc/.cpp files or a folder to compile (its headers beside them); the cell may be empty")
     try:
         args = parser.parse_args(shlex.split(line))
     except (argparse.ArgumentError, SystemExit):
-        raise ConfigError("Usage: %%triton_cpp [--models a,b] [--headers official|DIR] [--debug] BACKEND") from None
+        raise ConfigError("Usage: %%triton_cpp [--models a,b] [--headers official|DIR] [--debug] BACKEND "
+                          "[--sources FILE_OR_FOLDER ...]") from None
     server = current()
     models = args.models.split(",") if args.models else None
-    # The cell body starts on the editor's line 2 (line 1 is the magic).
-    served = server.cpp_backend(args.backend, cell, models, headers=args.headers, first_line=2, debug=args.debug)
+    # The cell body starts on the editor's line 2 (line 1 is the magic); files keep their own lines.
+    paths = [Path(p) for p in args.sources or []]
+    source = [*paths, *([cell] if cell.strip() else [])] if paths else cell
+    served = server.cpp_backend(args.backend, source, models, headers=args.headers, first_line=2, debug=args.debug)
     if served:
         print("serving: " + ", ".join(f"{m} (version {v})" for m, v in served.items()))
     else:

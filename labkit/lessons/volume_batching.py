@@ -13,7 +13,6 @@ whose inputs would push the batch past that many bytes.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,13 +154,7 @@ def attach(server: TritonServer, model: str, strategy: Build, max_bytes: int) ->
             f"requests of {REQUEST_BYTES} bytes share a batch."
         )
     repo = server.repository
-    target = repo.model_dir(model) / f"{STRATEGY}-{strategy.digest[:16]}.so"
-    if not target.exists():
-        shutil.copy2(strategy.library, target)
-    cfg = repo.read_config(model)
-    cfg.parameters["TRITON_BATCH_STRATEGY_PATH"].string_value = str(target)
-    cfg.parameters["MAX_BATCH_VOLUME_BYTES"].string_value = str(max_bytes)
-    repo.write_config(cfg)
+    target = deploy.attach_batch_strategy(repo, model, strategy, {"MAX_BATCH_VOLUME_BYTES": str(max_bytes)})
     if model in server.loaded_models():
         server.load(model)
     else:

@@ -17,6 +17,8 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +27,17 @@ from ..repository.files import write_atomic
 from ..repository.names import check_name
 from . import official, triton_sources
 from .helpers import INCLUDE_DIR, SRC_DIR, digest, folder_digest, helper_objects, prune
+from .sources import STAGED, collect, stage
 from .toolchain import LocalToolchain, Toolchain
 
 REFERENCE_DIR = Path(__file__).resolve().parent / "backends"
 REQUIRED_ENTRY_POINT = "TRITONBACKEND_ModelInstanceExecute"
+#: A batching-strategy library (loaded from a model's TRITON_BATCH_STRATEGY_PATH) exports these five
+#: instead: Triton uses the strategy only if it finds them all.
+BATCH_ENTRY_POINTS = (
+    "TRITONBACKEND_ModelBatcherInitialize", "TRITONBACKEND_ModelBatcherFinalize", "TRITONBACKEND_ModelBatchInitialize",
+    "TRITONBACKEND_ModelBatchIncludeRequest", "TRITONBACKEND_ModelBatchFinalize",
+)
 _KEEP_BUILDS = 5  # per backend name; older ones are removed from the cache
 
 #: Every build; then OPTIMIZED (the default) or DEBUG (``debug=True``: for stepping with gdb).
@@ -51,8 +60,11 @@ class Build:
 
     @property
     def source(self) -> Path:
-        """The source file the library was compiled from (as built: a magic cell starts with ``#line``)."""
-        return self.library.parent / f"{self.backend}.cc"
+        """The source file the library was compiled from (as built: a magic cell starts with ``#line``);
+        for a build from files, the first of them (all are in ``src/`` beside the library)."""
+        cell = self.library.parent / f"{self.backend}.cc"
+        staged = sorted((self.library.parent / STAGED).glob("*.c*")) if not cell.exists() else []
+        return staged[0] if staged else cell
 
     def __repr__(self) -> str:
         return f"<Build {self.library.name} {self.digest[:12]}>"
@@ -117,7 +129,7 @@ def server_exports(toolchain: Toolchain) -> set[str] | None:
 
 def build_backend(
     backend: str,
-    source: str | Path,
+    source: str | Path | Iterable[str | Path],
     *,
     headers: str | Path | None = None,
     extra_flags: list[str] | None = None,
@@ -125,26 +137,26 @@ def build_backend(
     progress: bool = True,
     toolchain: Toolchain | None = None,
     extra_includes: list[str] | None = None,
-    required: tuple[str, ...] = (REQUIRED_ENTRY_POINT,),
+    required: tuple[str, ...] | None = None,
     first_line: int = 1,
     debug: bool = False,
 ) -> Build:
-    """Compile ``source`` (C++ text or a .cc path) into ``libtriton_<backend>.so``.
+    """Compile ``source`` into ``libtriton_<backend>.so``: C++ text, a .cc/.cpp file, a list of files,
+    or a directory (its .cc/.cpp files, with the headers beside them; see labkit.native.sources).
 
     ``headers``: None for labkit's own declarations of the 23.12 C API; "official" or an include
     folder for Triton's own headers; "image" for those of the image the toolchain compiles in
     (NGC's ``/opt/tritonserver/include``). An unchanged input is not rebuilt. Compiler messages and
     crash reports keep the source's own line numbers; ``first_line`` is the number of its first line
-    (2 for a cell under a ``%%triton_cpp`` line). ``debug``: ``-O0 -g`` instead of ``-O2 -g1``, for
+    (2 for a cell under a ``%%triton_cpp`` line; files keep their own). ``debug``: ``-O0 -g`` instead of ``-O2 -g1``, for
     stepping with gdb. ``toolchain`` is where to compile (a server's ``toolchain()``; default g++
     here); ``extra_includes`` are include folders as that compiler sees them, searched first.
-    ``required``: entry points the library must export (a batching-strategy library has no
-    ModelInstanceExecute; it passes the five TRITONBACKEND_ModelBatch* names instead).
+    ``required``: entry points the library must export; by default TRITONBACKEND_ModelInstanceExecute,
+    or, for a library that exports TRITONBACKEND_ModelBatch* functions and no Execute (a batching
+    strategy), all five of BATCH_ENTRY_POINTS.
     """
     check_name(backend, "backend")
-    text = Path(source).read_text() if isinstance(source, Path) else source
-    if first_line != 1:
-        text = f"#line {first_line}\n{text}"
+    sources = collect(source, first_line)
     toolchain = toolchain or LocalToolchain()
     extra_includes = list(extra_includes or [])
     if headers == "image":
@@ -157,15 +169,15 @@ def build_backend(
         extra_includes, headers = image_headers + extra_includes, None
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
     flags = CXXFLAGS + (DEBUG if debug else OPTIMIZED) + list(extra_flags or [])
-    official_mode = official.uses_official_headers(text)
+    official_mode = any(official.uses_official_headers(text) for text in sources.texts())
     if official_mode:  # Triton's headers as system headers: their warnings are not the cell's
         host_includes, flags = [*api, *official.include_folders(), json_include()], official.flags_for(flags)
         linked = [triton_sources.source(repo) / "src" for repo in official.UTILITIES]
     else:
         host_includes, linked = [*api, INCLUDE_DIR, json_include()], [SRC_DIR]
     key = digest(
-        [backend.encode(), text.encode(), " ".join(flags).encode(), toolchain.version().encode(),
-         toolchain.cache_key(), " ".join(extra_includes).encode(), " ".join(required).encode()]
+        [backend.encode(), *sources.digest_parts(), " ".join(flags).encode(), toolchain.version().encode(),
+         toolchain.cache_key(), " ".join(extra_includes).encode(), " ".join(required or ("auto",)).encode()]
         + [folder_digest(src).encode() for src in linked]  # the helpers or utilities linked in
         + [folder_digest(inc).encode() for inc in host_includes]  # labkit's, Triton's and nlohmann's headers
         # include folders given as the compiler sees them: their contents when this machine sees them too
@@ -188,27 +200,42 @@ def build_backend(
         else:
             objects = helper_objects(toolchain, flags, host_includes, extra_includes)
         folder.mkdir(parents=True, exist_ok=True)
-        src = write_atomic(folder / f"{backend}.cc", text)
+        units = [write_atomic(folder / f"{backend}.cc", sources.cell)] if sources.cell else []
+        units += stage(sources, folder)
         exports = write_atomic(folder / "exports.map", VERSION_SCRIPT)
         partial = folder / f".libtriton_{backend}.so.partial"
         include = "-isystem" if official_mode else "-I"
-        includes = [*(f"-I{p}" for p in extra_includes), *(f"{include}{toolchain.include(p)}" for p in host_includes)]
-        cell = folder / f"{backend}.o"
-        code, messages = toolchain.run(["c++", *flags, "-c", *includes, toolchain.path(src), "-o", toolchain.path(cell)], folder)
+        staged = [f"-I{toolchain.path(folder / STAGED)}"] if sources.files else []
+        includes = [*(f"-I{p}" for p in extra_includes), *staged,
+                    *(f"{include}{toolchain.include(p)}" for p in host_includes)]
+        compiled = [src.with_name(f"{backend}.o" if src.parent == folder else f"{src.name}.o") for src in units]
+
+        def compile_unit(src: Path, obj: Path) -> tuple[int, str]:
+            # A file written against Triton's C API alone (no labkit/ header marks its entry points) is
+            # compiled as Triton's CMake does, default visibility (g++ drops the header's visibility from
+            # an extern "C" definition inside a namespace); the version script still exports only
+            # TRITONBACKEND_*.
+            own = flags if _LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
+            return toolchain.run(["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder)
+
+        with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
+            results = list(pool.map(compile_unit, units, compiled))
+        code, messages = next(((c, m) for c, m in results if c != 0), (0, ""))
         if code == 0:  # linked without the server library: its symbols resolve from the running server
-            linking = [toolchain.path(cell), *(toolchain.path(o) for o in objects)]
+            linking = [*(toolchain.path(o) for o in compiled), *(toolchain.path(o) for o in objects)]
             argv = ["c++", *flags, "-shared", f"-Wl,--version-script={toolchain.path(exports)}", *linking,
                     "-o", toolchain.path(partial)]
             code, messages = toolchain.run(argv, folder)
+        src = toolchain.path(folder / f"{backend}.cc")
         if code != 0:
-            output = _tidy(messages, toolchain.path(src), backend)
+            output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder / STAGED)}/", "")
             raise BuildError(
                 f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
                 f"(line numbers are those of your source):\n{output}",
                 backend=backend, compiler_output=output,
             )
         _check_symbols(backend, partial, toolchain, required)
-        _check_defined(backend, toolchain, flags, linking, folder, toolchain.path(src))
+        _check_defined(backend, toolchain, flags, linking, folder, src)
     except BuildError:
         if progress:
             print(" failed")
@@ -222,13 +249,19 @@ def build_backend(
     return Build(backend, library, key, seconds, False)
 
 
-def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: tuple[str, ...]) -> None:
+def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: tuple[str, ...] | None) -> None:
     """Refuse a library Triton would refuse (or that would fail at its first call): a missing entry
     point, or a call to a Triton function the 23.12 server does not have."""
     exported, undefined = dynamic_symbols(library, toolchain)
+    strategy = [n for n in BATCH_ENTRY_POINTS if n in exported]
+    if required is None:  # a batching strategy: all five ModelBatch* functions and no Execute
+        required = BATCH_ENTRY_POINTS if len(strategy) == len(BATCH_ENTRY_POINTS) else (REQUIRED_ENTRY_POINT,)
     missing = [name for name in required if name not in exported]
     if missing:
         why = ", the one entry point Triton requires" if missing == [REQUIRED_ENTRY_POINT] else ""
+        if strategy and REQUIRED_ENTRY_POINT in missing:
+            lacking = ", ".join(n for n in BATCH_ENTRY_POINTS if n not in exported)
+            why += f" (as a batching strategy it would need all five TRITONBACKEND_ModelBatch* functions; it lacks {lacking})"
         raise BuildError(
             f"Backend {backend!r} compiled but does not export {', '.join(missing)}{why}; it was not loaded. "
             f"Define it in your source, with \"labkit/backend.hpp\" "
@@ -246,6 +279,7 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
         )
 
 
+_LABKIT_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]labkit/', re.MULTILINE)
 _UNDEFINED = re.compile(r"undefined reference to [`']([^']+)'")
 
 
@@ -262,7 +296,8 @@ def _check_defined(backend: str, toolchain: Toolchain, flags: list[str], linking
     check.unlink(missing_ok=True)
     names = sorted(set(_UNDEFINED.findall(messages)))
     if code != 0 and names:  # any other failure of this second link is not the backend's to answer for
-        output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder)}/", "")
+        output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder / STAGED)}/", "")
+        output = output.replace(f"{toolchain.path(folder)}/", "")
         raise BuildError(
             f"Backend {backend!r} calls {', '.join(names)}, which nothing defines (not the backend, its libraries, "
             f"nor Triton 23.12); it was not loaded. Linker messages:\n{output}",
@@ -294,5 +329,5 @@ def reference_source(backend: str) -> Path:
     return path
 
 
-if __name__ == "__main__":  # python -m labkit.native.build NAME SOURCE
-    print(build_backend(sys.argv[1], Path(sys.argv[2])))
+if __name__ == "__main__":  # python -m labkit.native.build NAME SOURCE...
+    print(build_backend(sys.argv[1], [Path(p) for p in sys.argv[2:]]))

@@ -17,9 +17,15 @@ import shutil
 from collections import defaultdict
 from typing import Protocol
 
-from ..errors import ModelLoadError
+from pathlib import Path
+
+from ..errors import ConfigError, ModelLoadError
 from ..repository import ModelRepository
 from .build import REFERENCE_DIR, Build, reference_source
+
+#: The model-config parameter Triton 23.12 reads a custom batching strategy's library path from
+#: (backend r23.12 examples/README.md; without it Triton looks for batchstrategy.so beside the model).
+BATCH_STRATEGY_PARAMETER = "TRITON_BATCH_STRATEGY_PATH"
 
 
 class _Runtime(Protocol):
@@ -114,3 +120,41 @@ def load_models(into: Target, models: list[str]) -> None:
             install(into, builds[backend], model)
         else:
             into.load(model)
+
+
+def attach_batch_strategy(repository: ModelRepository, model: str, strategy: Build,
+                          parameters: dict[str, str] | None = None) -> Path:
+    """Put a batching-strategy library (a build exporting the five TRITONBACKEND_ModelBatch* functions)
+    where Triton 23.12 looks for it: copied into ``model``'s folder under a name holding the build's
+    digest (Triton never closes a library it opened, so a rebuild needs a path of its own), and named in
+    the model's config as ``parameters { key: "TRITON_BATCH_STRATEGY_PATH" ... }``, with ``parameters``
+    (e.g. the strategy's own settings) beside it. The model must use dynamic batching (Triton consults
+    the strategy only then). Returns the library's path; (re)load the model for it to take effect."""
+    cfg = repository.read_config(model)
+    if not cfg.HasField("dynamic_batching"):
+        raise ConfigError(
+            f"Model {model!r} has no dynamic_batching, and Triton consults a batching strategy only while it "
+            f"forms dynamic batches; add dynamic_batching {{ }} to its config first.",
+            field="dynamic_batching", lacks=["dynamic_batching"], source=model)
+    target = repository.model_dir(model) / f"{strategy.backend}-{strategy.digest[:16]}.so"
+    if not target.exists():
+        shutil.copy2(strategy.library, target)
+    cfg.parameters[BATCH_STRATEGY_PARAMETER].string_value = str(target)
+    for key, value in (parameters or {}).items():
+        cfg.parameters[key].string_value = str(value)
+    repository.write_config(cfg)
+    return target
+
+
+def into_backend_directory(build: Build, directory: str | Path) -> Path:
+    """Copy a build to ``directory/<backend>/libtriton_<backend>.so``, Triton's backend-directory layout
+    (what ``--backend-directory`` and ``labkit serve --backend-directory`` read). Nothing else in
+    ``directory`` is touched; the file is replaced by a rename, so a server that has the old one open
+    keeps it. Returns the library's path."""
+    folder = Path(directory) / build.backend
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / build.library.name
+    partial = folder / f".{build.library.name}.partial"
+    shutil.copy2(build.library, partial)
+    partial.replace(target)
+    return target

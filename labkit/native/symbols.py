@@ -82,6 +82,9 @@ def display_file(path: str, backend: str | None) -> tuple[str, bool]:
         return f"labkit/{name}", False
     if backend is not None and name == f"{backend}.cc":
         return name, True
+    parts = PurePosixPath(path).parts  # a file built from disk: <cache>/<backend>/<digest>/src/<name>
+    if backend is not None and len(parts) >= 4 and parts[-2] == "src" and parts[-4] == backend:
+        return name, True
     return name, False
 
 

@@ -244,7 +244,7 @@ class TritonServer:
         """See Models.python_backend."""
         return self.models.python_backend(backend, source, reload=reload)
 
-    def cpp_backend(self, backend: str, source: str | Path, models: list[str] | None = None,
+    def cpp_backend(self, backend: str, source: str | Path | list[str | Path], models: list[str] | None = None,
                     **options: Any) -> dict[str, int]:
         """See Models.cpp_backend."""
         return self.models.cpp_backend(backend, source, models, **options)

@@ -22,6 +22,7 @@ from ..errors import ModelLoadError, RepositoryError, ServerNotRunningError, Tra
 from ..native import deploy
 from ..native.build import Build, build_backend
 from ..native.export import export_backend
+from ..native.sources import collect
 from ..repository import ModelConfig, ModelRepository, check_name
 from ..repository.files import write_atomic
 from ..repository.python_source import model_source
@@ -306,12 +307,12 @@ class Models:
 
     # -- C++ backends compiled from a notebook --------------------------------------------------------
 
-    def build(self, backend: str, source: str | Path, **options: Any) -> Build:
+    def build(self, backend: str, source: str | Path | list[str | Path], **options: Any) -> Build:
         """Compile a C++ backend with this server's toolchain (see ``labkit.native.build_backend``)."""
         return build_backend(backend, source, toolchain=self.runtime.toolchain(), **options)
 
     def cpp_backend(
-        self, backend: str, source: str | Path, models: list[str] | None = None, **options: Any
+        self, backend: str, source: str | Path | list[str | Path], models: list[str] | None = None, **options: Any
     ) -> dict[str, int]:
         """Build ``libtriton_<backend>.so`` and (re)load every model that uses it (or ``models``).
 
@@ -320,7 +321,7 @@ class Models:
         ``attempts`` records for the backend and each model whether this source built and loaded.
         """
         targets = models if models is not None else self.repository.models_using(backend)
-        text = source.read_text() if isinstance(source, Path) and source.is_file() else str(source)
+        text = collect(source).identity()  # the cell, or every file built from
         with recording(self.attempts, [backend, *targets], digest(text)):
             build = self.build(backend, source, **options)
         served = {}
