@@ -3,6 +3,7 @@ ninja, and served from the installed library by a real Triton 23.12."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -51,8 +52,12 @@ def test_exported_project_builds_offline_and_serves(tmp_path):
 
 def test_cli_exports_the_reference_backend_with_its_models(tmp_path):
     target = tmp_path / "recommended-backend"
+    # Export takes the backend's latest build in the cache: an empty cache of its own, so that what other
+    # tests (or the official recommended.cc) built before cannot decide what this one exports.
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-m", "labkit.cli", "export", "recommended", str(target),
-                           "--repository", str(reference.repository())], capture_output=True, text=True, timeout=60)
+                           "--repository", str(reference.repository())], capture_output=True, text=True, timeout=60,
+                          env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "models: recommended_batching" in proc.stdout
     assert (target / "src" / "recommended.cc").read_text() == reference_source("recommended").read_text()
