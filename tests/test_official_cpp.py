@@ -58,6 +58,8 @@ def test_official_example_serves_its_client(backend_repo, example, tmp_path):
         client = backend_repo / "clients" / f"{example}_client"
         proc = subprocess.run([sys.executable, str(client), "-u", srv.endpoints.http_url],
                               capture_output=True, text=True, timeout=120)
+        if example == "recommended":  # built as Triton's CMake builds it: with statistics on
+            assert labkit.model_stats(srv, "batching", settle=True).execution_count > 0
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # the clients print what they sent and what came back (they check nothing): both examples echo
     sent, answered = _printed(proc.stdout, ("IN0", "input")), _printed(proc.stdout, ("OUT0", "OUTPUT"))

@@ -37,8 +37,9 @@ def uses_official_headers(text: str) -> bool:
 
 
 def flags_for(flags: list[str]) -> list[str]:
-    """A build's flags for official mode: default visibility (the sources do not mark what they export)."""
-    return [f for f in flags if not f.startswith("-fvisibility=")] + ["-fvisibility=default"]
+    """A build's flags for official mode: default visibility (the sources do not mark what they export),
+    and statistics on, as Triton's backend CMake defines for every backend linking its utilities."""
+    return [f for f in flags if not f.startswith("-fvisibility=")] + ["-fvisibility=default", "-DTRITON_ENABLE_STATS=1"]
 
 
 def rapidjson_include() -> Path:
