@@ -4,6 +4,7 @@ and offline CPU image the Docker tests need."""
 from __future__ import annotations
 
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 import labkit
 from labkit.docker import cpu_image as lk_image
 from labkit.docker import engine as lk_engine
+from labkit.native import triton_sources
 
 pytest_plugins = ("pytester",)
 # A user's project that tests/test_pytest_plugin.py runs with its own pytest; not our tests.
@@ -46,6 +48,35 @@ def fresh_server():
 
 def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _skip_or_fail(why: str) -> None:
+    if _in_ci():
+        pytest.fail(f"CI is set, so this test must run, but {why}")
+    pytest.skip(f"{why} (with CI=true this fails instead)")
+
+
+@pytest.fixture(scope="session")
+def backend_examples() -> Path:
+    """Triton's backend r23.12 examples/ (backends, model_repos, clients), from the pinned sources
+    (LABKIT_TRITON_SOURCES, which .ci/run and this file set to ../shared/triton-r23.12 where it exists)."""
+    try:
+        return triton_sources.source("backend") / "examples"
+    except labkit.SetupError as exc:
+        _skip_or_fail(f"Triton's r23.12 backend sources are not at hand: {exc}")
+
+
+@pytest.fixture(scope="session")
+def python_backend_examples(tmp_path_factory) -> Path:
+    """python_backend r23.12's examples/ as they are in its pinned archive."""
+    archive = Path(os.environ.get("LABKIT_TRITON_SOURCES", "")) / "python_backend-examples-r23.12.tar.gz"
+    if not archive.is_file():
+        _skip_or_fail(f"LABKIT_TRITON_SOURCES names no folder holding {archive.name} (.ci/run sets it)")
+    target = tmp_path_factory.mktemp("python_backend")
+    with tarfile.open(archive) as tar:
+        tar.extractall(target, members=[m for m in tar.getmembers()
+                                        if m.name.startswith("python_backend/examples")], filter="data")
+    return target / "python_backend" / "examples"
 
 
 @pytest.fixture(scope="session")

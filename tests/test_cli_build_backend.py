@@ -9,12 +9,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import labkit
-from labkit.native import triton_sources
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
@@ -34,25 +32,17 @@ class TritonPythonModel:
 """
 
 
-@pytest.fixture(scope="module")
-def examples() -> Path:
-    try:
-        return triton_sources.source("backend") / "examples"
-    except labkit.SetupError as exc:
-        pytest.skip(f"Triton's r23.12 backend sources are not at hand: {exc}")
-
-
 def _build(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*LABKIT, "build-backend", *args], capture_output=True, text=True, timeout=600)
 
 
-def test_build_backend_writes_only_its_own_library(examples, tmp_path):
+def test_build_backend_writes_only_its_own_library(backend_examples, tmp_path):
     out = tmp_path / "backends"
     (out / "other").mkdir(parents=True)
     (out / "other" / "libtriton_other.so").write_text("someone else's")
     (out / "bls").mkdir()
     (out / "bls" / "NOTES").write_text("mine")
-    source = examples / "backends" / "bls" / "src"
+    source = backend_examples / "backends" / "bls" / "src"
     proc = _build("bls", str(source / "backend.cc"), str(source / "bls.cc"), str(source / "bls_utils.cc"), "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"wrote {out / 'bls' / 'libtriton_bls.so'}" in proc.stdout
@@ -70,12 +60,12 @@ def test_build_backend_says_what_is_wrong(tmp_path):
 
 
 @pytest.mark.slow
-def test_official_bls_from_a_backend_directory_passes_its_client(examples, tmp_path):
+def test_official_bls_from_a_backend_directory_passes_its_client(backend_examples, tmp_path):
     out = tmp_path / "backends"
-    proc = _build("bls", str(examples / "backends" / "bls" / "src"), "--out", str(out))
+    proc = _build("bls", str(backend_examples / "backends" / "bls" / "src"), "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     repository = tmp_path / "bls_models"
-    shutil.copytree(examples / "model_repos" / "bls_models", repository)
+    shutil.copytree(backend_examples / "model_repos" / "bls_models", repository)
     shutil.rmtree(repository / "addsub_tf")
     repo = labkit.ModelRepository(repository)
     tensors = [(name, "FP32", [16]) for name in ("INPUT0", "INPUT1")]
@@ -87,7 +77,7 @@ def test_official_bls_from_a_backend_directory_passes_its_client(examples, tmp_p
         srv.start()
         for model in ("addsub_python", "addsub_tf", "bls_fp32"):
             srv.load(model)
-        client = examples / "clients" / "bls_client"
+        client = backend_examples / "clients" / "bls_client"
         proc = subprocess.run([sys.executable, str(client), "-u", srv.endpoints.http_url],
                               capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

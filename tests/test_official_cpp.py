@@ -5,12 +5,10 @@ their official clients. The archive is read at test time (LABKIT_TRITON_SOURCES,
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -19,20 +17,6 @@ import labkit
 from labkit.native import build_backend
 from labkit.native.build import latest_build
 
-EXAMPLES = "backend/examples"
-
-
-@pytest.fixture(scope="module")
-def backend_repo(tmp_path_factory) -> Path:
-    """backend r23.12 unpacked as it is in the archive (only its examples/ are used)."""
-    folder = Path(os.environ.get("LABKIT_TRITON_SOURCES", ""))
-    archive = folder / "backend-r23.12.tar.gz"
-    if not archive.is_file():
-        pytest.skip("LABKIT_TRITON_SOURCES names no folder holding backend-r23.12.tar.gz (.ci/run sets it)")
-    target = tmp_path_factory.mktemp("official")
-    with tarfile.open(archive) as tar:
-        tar.extractall(target, members=[m for m in tar.getmembers() if m.name.startswith(EXAMPLES)], filter="data")
-    return target / EXAMPLES
 
 
 def _printed(stdout: str, names: tuple[str, ...]) -> list[str]:
@@ -46,16 +30,16 @@ def _readelf(library: Path) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("example", ["minimal", "recommended"])
-def test_official_example_serves_its_client(backend_repo, example, tmp_path):
+def test_official_example_serves_its_client(backend_examples, example, tmp_path):
     repository = tmp_path / f"{example}_models"
-    shutil.copytree(backend_repo / "model_repos" / f"{example}_models", repository)
+    shutil.copytree(backend_examples / "model_repos" / f"{example}_models", repository)
     models = sorted(p.name for p in repository.iterdir() if (p / "config.pbtxt").is_file())
-    source = (backend_repo / "backends" / example / "src" / f"{example}.cc").read_text()
+    source = (backend_examples / "backends" / example / "src" / f"{example}.cc").read_text()
     with labkit.EmbeddedServer(repository=repository) as srv:
         srv.start()
         served = srv.cpp_backend(example, source)
         assert sorted(served) == models
-        client = backend_repo / "clients" / f"{example}_client"
+        client = backend_examples / "clients" / f"{example}_client"
         proc = subprocess.run([sys.executable, str(client), "-u", srv.endpoints.http_url],
                               capture_output=True, text=True, timeout=120)
         if example == "recommended":  # built as Triton's CMake builds it: with statistics on
@@ -70,8 +54,8 @@ def test_official_example_serves_its_client(backend_repo, example, tmp_path):
     assert "tritonserver" not in _readelf(library)
 
 
-def test_a_call_nothing_defines_fails_the_build_at_its_line(backend_repo, tmp_path):
-    source = (backend_repo / "backends" / "minimal" / "src" / "minimal.cc").read_text()
+def test_a_call_nothing_defines_fails_the_build_at_its_line(backend_examples, tmp_path):
+    source = (backend_examples / "backends" / "minimal" / "src" / "minimal.cc").read_text()
     anchor = "ModelState::Create(TRITONBACKEND_Model* triton_model, ModelState** state)\n{\n"
     assert anchor in source
     line = source[: source.index(anchor) + len(anchor)].count("\n") + 1

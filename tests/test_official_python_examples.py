@@ -10,10 +10,8 @@ Not tested here, because they need what this environment lacks: ``pytorch`` (tor
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +19,6 @@ import pytest
 
 import labkit
 
-EXAMPLES = "python_backend/examples"
-ARCHIVE = "python_backend-examples-r23.12.tar.gz"
 
 # The bls example's README serves examples/pytorch as the model "pytorch", whose model.py needs
 # PyTorch (not installed here). This stand-in has the same inputs and outputs (it is served with
@@ -97,18 +93,6 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def examples(tmp_path_factory) -> Path:
-    """python_backend r23.12's examples/ as they are in the archive."""
-    archive = Path(os.environ.get("LABKIT_TRITON_SOURCES", "")) / ARCHIVE
-    if not archive.is_file():
-        pytest.skip(f"LABKIT_TRITON_SOURCES names no folder holding {ARCHIVE} (.ci/run sets it)")
-    target = tmp_path_factory.mktemp("python_backend")
-    with tarfile.open(archive) as tar:
-        tar.extractall(target, members=[m for m in tar.getmembers() if m.name.startswith(EXAMPLES)], filter="data")
-    return target / EXAMPLES
-
-
 def _repository(examples: Path, example: Example, root: Path) -> Path:
     """A model repository laid out as the example's README says: NAME/config.pbtxt, NAME/1/model.py."""
     for model in example.models:
@@ -123,7 +107,8 @@ def _repository(examples: Path, example: Example, root: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
-def test_official_python_example_passes_its_client(examples, name, tmp_path):
+def test_official_python_example_passes_its_client(python_backend_examples, name, tmp_path):
+    examples = python_backend_examples
     example = CASES[name]
     repository = _repository(examples, example, tmp_path / "models")
     # The clients hard-code Triton's default ports: a port another process holds fails this test

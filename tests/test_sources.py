@@ -10,20 +10,12 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit.native import build_backend, reference_source, triton_sources
+from labkit.native import build_backend, reference_source
 from labkit.native.build import BATCH_ENTRY_POINTS, dynamic_symbols
 from labkit.native.sources import collect
 from labkit.native.symbols import display_file
 
 MINIMAL = reference_source("minimal").read_text()
-
-
-@pytest.fixture(scope="module")
-def examples() -> Path:
-    try:
-        return triton_sources.source("backend") / "examples"
-    except labkit.SetupError as exc:
-        pytest.skip(f"Triton's r23.12 backend sources are not at hand: {exc}")
 
 
 def _split_minimal(folder: Path) -> None:
@@ -98,13 +90,13 @@ def test_a_crash_in_a_file_built_from_disk_is_the_authors_code():
     assert display_file("/usr/include/c++/12/bits/stl_vector.h", "bls") == ("stl_vector.h", False)
 
 
-def test_official_bls_builds_from_its_folder(examples, tmp_path):
-    built = build_backend("bls", examples / "backends" / "bls" / "src", cache=tmp_path, progress=False)
+def test_official_bls_builds_from_its_folder(backend_examples, tmp_path):
+    built = build_backend("bls", backend_examples / "backends" / "bls" / "src", cache=tmp_path, progress=False)
     assert "TRITONBACKEND_ModelInstanceExecute" in dynamic_symbols(built.library)[0]
 
 
-def test_a_batching_strategy_needs_no_execute_but_all_five_batch_functions(examples, tmp_path):
-    source = examples / "batching_strategies" / "volume_batching" / "src" / "volume_batching.cc"
+def test_a_batching_strategy_needs_no_execute_but_all_five_batch_functions(backend_examples, tmp_path):
+    source = backend_examples / "batching_strategies" / "volume_batching" / "src" / "volume_batching.cc"
     built = build_backend("volumebatching", source, cache=tmp_path, progress=False)  # unchanged, no required=
     exported = dynamic_symbols(built.library)[0]
     assert set(BATCH_ENTRY_POINTS) <= exported and "TRITONBACKEND_ModelInstanceExecute" not in exported

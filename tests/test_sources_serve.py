@@ -5,23 +5,14 @@ a labkit Python model's dynamic batches. The examples are read from the pinned b
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import labkit
 from labkit.load import run_load
-from labkit.native import build_backend, deploy, triton_sources
+from labkit.native import build_backend, deploy
 from labkit.stats import model_stats
-
-
-@pytest.fixture(scope="module")
-def examples() -> Path:
-    try:
-        return triton_sources.source("backend") / "examples"
-    except labkit.SetupError as exc:
-        pytest.skip(f"Triton's r23.12 backend sources are not at hand: {exc}")
 
 
 class Echo:
@@ -35,9 +26,9 @@ class Echo:
 
 
 @pytest.mark.slow
-def test_official_volume_batching_caps_a_python_models_batches(examples, fresh_server):
+def test_official_volume_batching_caps_a_python_models_batches(backend_examples, fresh_server):
     lab = fresh_server
-    source = examples / "batching_strategies" / "volume_batching" / "src" / "volume_batching.cc"
+    source = backend_examples / "batching_strategies" / "volume_batching" / "src" / "volume_batching.cc"
     strategy = lab.models.build("volumebatching", source)  # unchanged; a strategy needs no Execute
     # one request: IN0 INT32 [1, 4] = 16 bytes; 32 bytes per batch lets 2 requests share one
     cfg = labkit.model_config("echo", "python", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])],
@@ -59,8 +50,8 @@ def test_official_volume_batching_caps_a_python_models_batches(examples, fresh_s
     np.testing.assert_array_equal(out["OUT0"], inputs["IN0"])
 
 
-def test_a_strategy_for_a_model_without_dynamic_batching_is_refused(examples, fresh_server, tmp_path):
-    source = examples / "batching_strategies" / "single_batching" / "src" / "single_batching.cc"
+def test_a_strategy_for_a_model_without_dynamic_batching_is_refused(backend_examples, fresh_server, tmp_path):
+    source = backend_examples / "batching_strategies" / "single_batching" / "src" / "single_batching.cc"
     strategy = build_backend("singlebatching", source, cache=tmp_path, progress=False)
     with pytest.raises(labkit.ConfigError) as info:
         deploy.attach_batch_strategy(fresh_server.repository, "add_sub", strategy)
