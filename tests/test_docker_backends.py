@@ -136,18 +136,12 @@ def test_reference_cpp_backend_builds_and_batches_in_the_container(dserver):
     dserver.unload("recommended_batching")
 
 
-def test_official_recommended_builds_in_the_container_and_passes_its_client(dserver, tmp_path):
+def test_official_recommended_builds_in_the_container_and_passes_its_client(dserver, backend_examples):
     """backend r23.12's recommended example, unchanged, in official mode with the image's g++ (Triton's
     sources and RapidJSON copied into the mounted build cache)."""
     import subprocess
-    import tarfile
 
-    archive = os.path.join(os.environ.get("LABKIT_TRITON_SOURCES", ""), "backend-r23.12.tar.gz")
-    if not os.path.isfile(archive):
-        pytest.skip("LABKIT_TRITON_SOURCES names no folder holding backend-r23.12.tar.gz (.ci/run sets it)")
-    with tarfile.open(archive) as tar:
-        tar.extractall(tmp_path, members=[m for m in tar.getmembers() if m.name.startswith("backend/examples")], filter="data")
-    examples = tmp_path / "backend" / "examples"
+    examples = backend_examples
     dserver.repository.copy_model_from(examples / "model_repos" / "recommended_models", "batching")
     source = (examples / "backends" / "recommended" / "src" / "recommended.cc").read_text()
     assert dserver.cpp_backend("recommended", source, models=["batching"]) == {"batching": 1}
