@@ -13,23 +13,13 @@ import sys
 import pytest
 
 import labkit
+from labkit.reference import add_sub_source
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
 # Stands in for the example's addsub_tf (a TensorFlow SavedModel; this Triton has no TensorFlow
-# backend): a Python model with the same inputs and outputs, written by this test.
-ADDSUB = """import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        answers = []
-        for request in requests:
-            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
-            answers.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
-        return answers
-"""
+# backend): a Python model with the same inputs and outputs.
+ADDSUB = add_sub_source()  # labkit's reference add_sub: the same inputs, outputs and arithmetic
 
 
 def _build(*args: str) -> subprocess.CompletedProcess:

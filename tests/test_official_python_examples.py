@@ -18,28 +18,13 @@ from pathlib import Path
 import pytest
 
 import labkit
+from labkit.reference import add_sub_source
 
 
 # The bls example's README serves examples/pytorch as the model "pytorch", whose model.py needs
 # PyTorch (not installed here). This stand-in has the same inputs and outputs (it is served with
-# examples/pytorch/config.pbtxt, unchanged) and computes the same sum and difference with numpy.
-PYTORCH_STAND_IN = '''
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    """Stand-in for examples/pytorch (PyTorch is not installed): OUTPUT0 = INPUT0 + INPUT1,
-    OUTPUT1 = INPUT0 - INPUT1, as float32 vectors of 4."""
-
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
-            responses.append(pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
-        return responses
-'''
+# examples/pytorch/config.pbtxt, unchanged) and computes the same sum and difference.
+PYTORCH_STAND_IN = add_sub_source()  # labkit's reference add_sub: INPUT0 + INPUT1, INPUT0 - INPUT1
 
 
 @dataclass(frozen=True)
