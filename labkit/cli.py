@@ -24,6 +24,7 @@ from .errors import LabkitError
 from .native import build_backend, deploy, export_backend
 from .perf_analyzer import check_steps
 from .perf_analyzer import perf as sweep_with_perf_analyzer
+from .room import cli as room_cli
 from .repository import ModelRepository
 from .server import ServerConfig, create, kinds
 from .server.logs import LogFollower
@@ -319,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     image = sub.add_parser("image", help="the offline CPU Triton image: `labkit image build [--force]` or `status`")
     image.add_argument("args", nargs=argparse.REMAINDER)
     image.set_defaults(func=_image)
+
+    room_cli.register(sub)
 
     args = parser.parse_args(argv)
     if getattr(args, "server", None) == "docker" and not args.image:
