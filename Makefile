@@ -20,6 +20,8 @@ $(BIN)/.lab: pyproject.toml
 # ... plus what the test suite needs.
 $(BIN)/.installed: $(BIN)/.lab
 	$(BIN)/python -m pip install -q -e '.[test]'
+	# nvcc and cudart (CUDA 13.0 wheels, about 105 MB, once): the tests build a CUDA backend for real
+	$(BIN)/labkit setup --cuda
 	touch $@
 
 demo: $(BIN)/.lab

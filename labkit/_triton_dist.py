@@ -10,11 +10,27 @@ from pathlib import Path
 from ._downloads import cache_dir, fill_once, make_executable, pip_download
 from .errors import SetupError
 
-__all__ = ["SERVER_VERSION", "WHEEL", "TritonDist", "cache_dir", "locate", "present"]
+__all__ = ["SERVER_VERSION", "STUB_PYTHONS", "WHEEL", "TritonDist", "cache_dir", "check_python", "locate", "present"]
 
 WHEEL = "nvidia-pytriton==0.5.0"
 SERVER_VERSION = "2.41.0"
 _CACHED = "nvidia-pytriton-0.5.0"  # the unpacked wheel's folder in labkit's cache
+#: The Pythons the wheel has a Python-backend stub for (python_backend_stubs/<major.minor>/).
+STUB_PYTHONS = ((3, 8), (3, 9), (3, 10), (3, 11))
+
+
+def check_python(version: tuple[int, int], executable: str = "python") -> None:
+    """SetupError, before anything is downloaded or started, when Triton 23.12's Python backend has no
+    stub for ``version`` (e.g. 3.12 on a GPU host's system Python): the models could never load."""
+    if tuple(version[:2]) in STUB_PYTHONS:
+        return
+    have = ", ".join(f"{a}.{b}" for a, b in STUB_PYTHONS)
+    raise SetupError(
+        f"This is Python {version[0]}.{version[1]} ({executable}); Triton 23.12's Python backend has stubs for "
+        f"Python {have} only, so no Python model could load. Create the lab's environment with Python 3.11 "
+        f"(`python3.11 -m venv .venv`, or `uv venv --python 3.11` where no 3.11 is installed) and run labkit from it.",
+        missing=f"Python backend stub for Python {version[0]}.{version[1]}", reason="not in the wheel",
+    )
 
 
 @dataclass(frozen=True)

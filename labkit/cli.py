@@ -212,6 +212,11 @@ def _setup(args: argparse.Namespace) -> int:
     from .native.official import rapidjson_include  # official-mode C++ builds (Triton's triton_json.h)
 
     print(f"rapidjson     {rapidjson_include()}")
+    if args.cuda:
+        from .gpu import cuda_kit  # about 105 MB of wheels: only when asked
+
+        kit = cuda_kit.locate()
+        print(f"nvcc          {kit.nvcc} ({kit.version()})")
     return 0
 
 
@@ -303,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     perf_cmd.set_defaults(func=_perf)
 
     setup = sub.add_parser("setup", help="fetch Triton 23.12, perf_analyzer 23.12 and RapidJSON's headers into labkit's cache (once)")
+    setup.add_argument("--cuda", action="store_true",
+                       help="also nvcc and cudart (CUDA 13.0 wheels, about 105 MB) for %%%%triton_cpp NAME --cuda")
     setup.set_defaults(func=_setup)
 
     cleanup = sub.add_parser("cleanup", help="remove Docker containers left by killed labkit sessions")

@@ -4,6 +4,7 @@ handles an error reads its fields, never its text.
 
     LabkitError
     ├── SetupError                  .missing .reason: the machine lacks something (a file, a library, an engine)
+    │   └── GpuUnavailableError     .wanted: a call needs a GPU (or CUDA) that this machine does not have
     ├── EngineError                 .status_code: the Docker engine refused an operation
     ├── ServerError                 .log_tail .exit_summary
     │   ├── ServerStartError
@@ -51,6 +52,15 @@ class SetupError(LabkitError):
         self.missing = missing
         self.reason = reason
         super().__init__(message)
+
+
+class GpuUnavailableError(SetupError):
+    """``wanted`` (a KIND_GPU model, CUDA shared memory, a CUDA build's kernel) needs a GPU or CUDA
+    that this machine lacks; ``reason`` says what was seen ("no /dev/nvidia0 and no nvidia-smi", ...)."""
+
+    def __init__(self, message: str, *, missing: str = "GPU", reason: str = "", wanted: str = "") -> None:
+        self.wanted = wanted
+        super().__init__(message, missing=missing, reason=reason)
 
 
 class EngineError(LabkitError):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BuildError, SetupError
+from ..gpu import cuda_build
 from ..repository.files import write_atomic
 from ..repository.names import check_name
 from . import official, triton_sources
@@ -140,6 +141,7 @@ def build_backend(
     required: tuple[str, ...] | None = None,
     first_line: int = 1,
     debug: bool = False,
+    cuda: bool = False,
 ) -> Build:
     """Compile ``source`` into ``libtriton_<backend>.so``: C++ text, a .cc/.cpp file, a list of files,
     or a directory (its .cc/.cpp files, with the headers beside them; see labkit.native.sources).
@@ -153,11 +155,13 @@ def build_backend(
     here); ``extra_includes`` are include folders as that compiler sees them, searched first.
     ``required``: entry points the library must export; by default TRITONBACKEND_ModelInstanceExecute,
     or, for a library that exports TRITONBACKEND_ModelBatch* functions and no Execute (a batching
-    strategy), all five of BATCH_ENTRY_POINTS.
+    strategy), all five of BATCH_ENTRY_POINTS. ``cuda``: compile the cell and ``.cu`` files with nvcc,
+    the rest with LABKIT_CUDA defined, and link cudart (labkit.gpu.cuda_build; here only).
     """
     check_name(backend, "backend")
     sources = collect(source, first_line)
     toolchain = toolchain or LocalToolchain()
+    kit = cuda_build.kit_for(backend, sources, toolchain, cuda)
     extra_includes = list(extra_includes or [])
     if headers == "image":
         image_headers = toolchain.triton_headers()
@@ -168,7 +172,7 @@ def build_backend(
             )
         extra_includes, headers = image_headers + extra_includes, None
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
-    flags = CXXFLAGS + (DEBUG if debug else OPTIMIZED) + list(extra_flags or [])
+    flags = CXXFLAGS + (DEBUG if debug else OPTIMIZED) + list(extra_flags or []) + cuda_build.host_flags(kit)
     official_mode = any(official.uses_official_headers(text) for text in sources.texts())
     if official_mode:  # Triton's headers as system headers: their warnings are not the cell's
         host_includes, flags = [*api, *official.include_folders(), json_include()], official.flags_for(flags)
@@ -177,7 +181,8 @@ def build_backend(
         host_includes, linked = [*api, INCLUDE_DIR, json_include()], [SRC_DIR]
     key = digest(
         [backend.encode(), *sources.digest_parts(), " ".join(flags).encode(), toolchain.version().encode(),
-         toolchain.cache_key(), " ".join(extra_includes).encode(), " ".join(required or ("auto",)).encode()]
+         toolchain.cache_key(), " ".join(extra_includes).encode(), " ".join(required or ("auto",)).encode(),
+         cuda_build.key(kit, debug)]
         + [folder_digest(src).encode() for src in linked]  # the helpers or utilities linked in
         + [folder_digest(inc).encode() for inc in host_includes]  # labkit's, Triton's and nlohmann's headers
         # include folders given as the compiler sees them: their contents when this machine sees them too
@@ -216,13 +221,16 @@ def build_backend(
             # an extern "C" definition inside a namespace); the version script still exports only
             # TRITONBACKEND_*.
             own = flags if _LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
+            if cuda_build.by_nvcc(kit, src, folder):
+                return toolchain.run(cuda_build.nvcc_argv(kit, debug, includes, toolchain.path(src), toolchain.path(obj)), folder)
             return toolchain.run(["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder)
 
         with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
             results = list(pool.map(compile_unit, units, compiled))
         code, messages = next(((c, m) for c, m in results if c != 0), (0, ""))
         if code == 0:  # linked without the server library: its symbols resolve from the running server
-            linking = [*(toolchain.path(o) for o in compiled), *(toolchain.path(o) for o in objects)]
+            linking = [*(toolchain.path(o) for o in compiled), *(toolchain.path(o) for o in objects),
+                       *(kit.link_args() if kit else [])]
             argv = ["c++", *flags, "-shared", f"-Wl,--version-script={toolchain.path(exports)}", *linking,
                     "-o", toolchain.path(partial)]
             code, messages = toolchain.run(argv, folder)

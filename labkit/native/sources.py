@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ..errors import ConfigError, SetupError
 
-SOURCE_SUFFIXES = (".cc", ".cpp", ".cxx")
-HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".inc", ".inl", ".ipp")
+SOURCE_SUFFIXES = (".cc", ".cpp", ".cxx", ".cu")  # .cu: CUDA, compiled by nvcc in a CUDA build
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".inc", ".inl", ".ipp", ".cuh")
 STAGED = "src"  # the build folder's subfolder that holds staged files
 
 

@@ -40,13 +40,17 @@ def model_config(
     dynamic_batching: bool | Mapping[str, object] = False,
     instances: int = 1,
     kind: str = "CPU",
+    gpus: Sequence[int] | None = None,
     parameters: Mapping[str, str] | None = None,
 ) -> ModelConfig:
     """Build a complete ModelConfig (labkit runs Triton with auto-complete off, so configs must be whole).
 
     ``dynamic_batching`` is True for Triton's defaults, or a mapping of DynamicBatching fields,
     e.g. ``{"max_queue_delay_microseconds": 2000, "preferred_batch_size": [4, 8]}``.
-    ``kind`` is "CPU" or "GPU" (KIND_GPU needs a GPU at load time).
+    ``kind`` is "CPU" or "GPU" (KIND_GPU needs a GPU at load time); ``gpus`` pins a GPU group's
+    instances to those devices (``kind="GPU", gpus=[0]``: ``instances`` on GPU 0; Triton puts that
+    many on each GPU listed). Python models get their inputs in CPU memory unless the config says
+    ``parameters={"FORCE_CPU_ONLY_INPUT_TENSORS": "no"}``.
     """
     cfg = ModelConfig(name=name, backend=backend, max_batch_size=max_batch_size)
     for spec, field in ((inputs, cfg.input), (outputs, cfg.output)):
@@ -56,7 +60,13 @@ def model_config(
     if kind_value not in pb.ModelInstanceGroup.Kind.keys():
         raise ConfigError(f"Unknown instance kind {kind!r}; use 'CPU', 'GPU', 'MODEL' or 'AUTO'.",
                           field="kind", value=kind, valid=["CPU", "GPU", "MODEL", "AUTO"])
-    cfg.instance_group.add(count=instances, kind=pb.ModelInstanceGroup.Kind.Value(kind_value))
+    group = cfg.instance_group.add(count=instances, kind=pb.ModelInstanceGroup.Kind.Value(kind_value))
+    if gpus is not None:
+        ids = list(gpus)
+        if kind_value != "KIND_GPU" or not ids or any(not isinstance(g, int) or isinstance(g, bool) or g < 0 for g in ids):
+            raise ConfigError(f"gpus={gpus!r}: give device numbers (e.g. [0]) with kind='GPU'; Triton pins only GPU "
+                              f"instance groups to devices.", field="gpus", value=gpus, valid=["kind='GPU'", "[0]", "[0, 1]"])
+        group.gpus.extend(ids)
     if dynamic_batching:
         cfg.dynamic_batching.SetInParent()
         if isinstance(dynamic_batching, Mapping):

@@ -31,12 +31,8 @@ size_t append_input(TRITONBACKEND_Request* request, const std::string& name, Ten
     TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
     int64_t memory_id = 0;
     check(TRITONBACKEND_InputBuffer(input, b, &buffer, &size, &memory, &memory_id));
-    if (memory == TRITONSERVER_MEMORY_GPU) {
-      throw Error("input '" + name + "' is in GPU memory; labkit's helpers only read CPU memory",
-                  TRITONSERVER_ERROR_UNSUPPORTED);
-    }
     if (offset + size > out.bytes.size()) throw Error("input '" + name + "': buffers exceed the announced size");
-    if (size > 0) std::memcpy(out.bytes.data() + offset, buffer, size);
+    if (size > 0) copy_memory(out.bytes.data() + offset, TRITONSERVER_MEMORY_CPU, buffer, memory, size, "input '" + name + "'");
     offset += size;
   }
   return offset - start;
@@ -90,8 +86,7 @@ std::vector<InputInfo> request_inputs(TRITONBACKEND_Request* request) {
   return inputs;
 }
 
-// The strings in a BYTES input, or -1 if its bytes are not a sequence of length-prefixed strings;
-// -2 if they cannot be read here (GPU memory).
+// The strings in a BYTES input, or -1 if its bytes are not a sequence of length-prefixed strings.
 int64_t strings_in(const InputInfo& info) {
   std::vector<char> joined;
   const char* data = nullptr;
@@ -101,8 +96,12 @@ int64_t strings_in(const InputInfo& info) {
     TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
     int64_t memory_id = 0;
     check(TRITONBACKEND_InputBuffer(info.input, b, &buffer, &size, &memory, &memory_id));
-    if (memory == TRITONSERVER_MEMORY_GPU) return -2;
-    if (info.buffers == 1) {
+    if (memory == TRITONSERVER_MEMORY_GPU) {  // copied to the host to be checked (CUDA builds only)
+      joined.resize(joined.size() + size);
+      copy_memory(joined.data() + joined.size() - size, TRITONSERVER_MEMORY_CPU, buffer, memory, size,
+                  "input '" + info.name + "'");
+      data = joined.data();
+    } else if (info.buffers == 1) {
       data = static_cast<const char*>(buffer);
     } else {  // a length prefix may straddle two buffers: join them first
       joined.insert(joined.end(), static_cast<const char*>(buffer), static_cast<const char*>(buffer) + size);
@@ -160,16 +159,51 @@ void* output_buffer(TRITONBACKEND_Response* response, const std::string& name, T
   int64_t memory_id = 0;
   check(TRITONBACKEND_OutputBuffer(output, &buffer, byte_size, &memory, &memory_id));
   if (memory == TRITONSERVER_MEMORY_GPU) {
-    throw Error("Triton placed output '" + name + "' in GPU memory; labkit's helpers only write CPU memory",
-                TRITONSERVER_ERROR_UNSUPPORTED);
+    throw Error("Triton placed output '" + name + "' in GPU memory, which the CPU cannot fill in place; "
+                "use labkit::write_output (it copies) or labkit::output_buffer_in", TRITONSERVER_ERROR_UNSUPPORTED);
   }
   return buffer;
 }
 
+Buffer output_buffer_in(TRITONBACKEND_Response* response, const std::string& name, TRITONSERVER_DataType dtype,
+                        const std::vector<int64_t>& shape, size_t byte_size, TRITONSERVER_MemoryType preferred,
+                        int64_t preferred_id) {
+  TRITONBACKEND_Output* output = nullptr;
+  check(TRITONBACKEND_ResponseOutput(response, &output, name.c_str(), dtype, shape.data(),
+                                     static_cast<uint32_t>(shape.size())));
+  void* buffer = nullptr;
+  Buffer placed{nullptr, byte_size, preferred, preferred_id};
+  check(TRITONBACKEND_OutputBuffer(output, &buffer, byte_size, &placed.memory, &placed.memory_id));
+  placed.data = buffer;
+  return placed;
+}
+
+std::vector<Buffer> input_buffers(TRITONBACKEND_Request* request, const std::string& name,
+                                  TRITONSERVER_MemoryType preferred, int64_t preferred_id) {
+  TRITONBACKEND_Input* input = nullptr;
+  if (ErrorPtr err{TRITONBACKEND_RequestInput(request, name.c_str(), &input)}) {
+    throw Error("request has no input '" + name + "'", TRITONSERVER_ERROR_INVALID_ARG);
+  }
+  uint32_t count = 0;
+  check(TRITONBACKEND_InputProperties(input, nullptr, nullptr, nullptr, nullptr, nullptr, &count));
+  std::vector<Buffer> buffers(count);
+  for (uint32_t b = 0; b < count; ++b) {
+    uint64_t size = 0;
+    buffers[b].memory = preferred;  // in: the preference; out: where the buffer is
+    buffers[b].memory_id = preferred_id;
+    check(TRITONBACKEND_InputBuffer(input, b, &buffers[b].data, &size, &buffers[b].memory, &buffers[b].memory_id));
+    buffers[b].byte_size = size;
+  }
+  return buffers;
+}
+
 void write_output(TRITONBACKEND_Response* response, const std::string& name, TRITONSERVER_DataType dtype,
                   const std::vector<int64_t>& shape, const void* data, size_t byte_size) {
-  void* buffer = output_buffer(response, name, dtype, shape, byte_size);
-  if (byte_size > 0) std::memcpy(buffer, data, byte_size);
+  const Buffer placed = output_buffer_in(response, name, dtype, shape, byte_size, TRITONSERVER_MEMORY_CPU);
+  if (byte_size > 0) {
+    copy_memory(const_cast<void*>(placed.data), placed.memory, data, TRITONSERVER_MEMORY_CPU, byte_size,
+                "output '" + name + "'");
+  }
 }
 
 void write_output(TRITONBACKEND_Response* response, const Tensor& t) {

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import _triton_dist
+from ...gpu import detect as gpu
 from ..._downloads import system_has
 from ...errors import SetupError
 from ...stuck.tools import host_tool
@@ -40,7 +41,8 @@ def libpython_dir() -> str | None:
 
 
 class EmbeddedRuntime(RuntimeDefaults):
-    """Runs the real tritonserver 2.41.0 locally, as a child process: no Docker, no GPU.
+    """Runs the real tritonserver 2.41.0 locally, as a child process: no Docker needed; a GPU is used
+    when one is visible (KIND_GPU models, and Triton's GPU metrics follow ``labkit.gpu.visible()``).
 
     ``env``: extra environment variables for the server only (e.g. LD_PRELOAD of a sanitizer runtime).
     ``kill_on_end``: end Triton with SIGKILL to its whole group at once, without asking (for a Triton
@@ -54,6 +56,7 @@ class EmbeddedRuntime(RuntimeDefaults):
         super().__init__(workspace)
         self.extra_env = dict(env or {})
         self.kill_on_end = kill_on_end
+        _triton_dist.check_python(sys.version_info[:2], sys.executable)  # before the wheel is fetched
         self.dist = _triton_dist.locate()
         self._proc: subprocess.Popen | None = None
         self._ports: tuple[int, int, int] = (0, 0, 0)
@@ -100,7 +103,7 @@ class EmbeddedRuntime(RuntimeDefaults):
         self._ports = http, grpc, metrics = tuple(claim_ports(config.ports, config.host).values())
         self._shm_prefix, self._host = config.shm_prefix, config.host
         place = TritonPlace(str(self.workspace.repository.root), str(self.workspace.backend_dir), config.host,
-                            http, grpc, metrics)
+                            http, grpc, metrics, gpu_metrics=gpu.visible())
         self._proc = _process.spawn(argv(config, place, str(self.dist.binary)), env, self.workspace.logs.path,
                                     self.workspace.workdir)
         (self.workspace.workdir / SERVER_FILE).write_text(str(self._proc.pid))

@@ -51,12 +51,39 @@ int64_t byte_size_of(TRITONSERVER_DataType dtype, const std::vector<int64_t>& sh
 // The number of length-prefixed strings in data, or -1 if the prefixes do not end exactly at the end.
 int64_t count_strings(const char* data, size_t byte_size);
 
+// ---- memory: where Triton keeps a buffer (CPU, pinned CPU or GPU) -----------------------------------------
+
+// One buffer as Triton holds it, not copied: a GPU one is a device pointer on device `memory_id`.
+struct Buffer {
+  const void* data = nullptr;
+  size_t byte_size = 0;
+  TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+  int64_t memory_id = 0;
+};
+// The buffers of one request's input `name`, asking Triton for `preferred` memory (it may answer
+// with another kind: check each Buffer's `memory`). For a backend that computes on the device itself.
+std::vector<Buffer> input_buffers(TRITONBACKEND_Request* request, const std::string& name,
+                                  TRITONSERVER_MemoryType preferred = TRITONSERVER_MEMORY_CPU, int64_t preferred_id = 0);
+// Add output `name` and return its buffer where Triton placed it, having asked for `preferred` memory
+// (a client's CUDA shared-memory region places it on the GPU whatever the backend asks).
+Buffer output_buffer_in(TRITONBACKEND_Response* response, const std::string& name, TRITONSERVER_DataType dtype,
+                        const std::vector<int64_t>& shape, size_t byte_size,
+                        TRITONSERVER_MemoryType preferred, int64_t preferred_id = 0);
+// Copy byte_size bytes between any two kinds of memory. GPU memory needs a backend built with CUDA
+// (`%%triton_cpp NAME --cuda`, which defines LABKIT_CUDA): cudaMemcpy; otherwise a GPU side throws
+// an UNSUPPORTED labkit::Error saying so. `what` names the tensor in that error.
+void copy_memory(void* dst, TRITONSERVER_MemoryType dst_memory, const void* src, TRITONSERVER_MemoryType src_memory,
+                 size_t byte_size, const std::string& what);
+// Whether this backend was built with CUDA (LABKIT_CUDA).
+bool cuda_build();
+
 // A client may ask for a subset of the outputs; an output it did not ask for must not be added.
 bool output_requested(TRITONBACKEND_Request* request, const std::string& name);
-// Add output `name` to a response and return byte_size bytes of CPU memory to fill in place.
+// Add output `name` to a response and return byte_size bytes of CPU memory to fill in place (an output
+// Triton places on the GPU throws UNSUPPORTED here: use write_output, which copies, or output_buffer_in).
 void* output_buffer(TRITONBACKEND_Response* response, const std::string& name, TRITONSERVER_DataType dtype,
                     const std::vector<int64_t>& shape, size_t byte_size);
-// Add output `name` to a response with a copy of byte_size bytes of data.
+// Add output `name` to a response with a copy of byte_size bytes of CPU data (to wherever Triton places it).
 void write_output(TRITONBACKEND_Response* response, const std::string& name, TRITONSERVER_DataType dtype,
                   const std::vector<int64_t>& shape, const void* data, size_t byte_size);
 void write_output(TRITONBACKEND_Response* response, const Tensor& t);
