@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import _cells, errors, exercises, native, plots, reference
+from . import _cells, errors, exercises, gpu, native, plots, reference
 from .checks import AddSubResult, PassthroughResult, check_add_sub, check_passthrough
 from .dashboard import Dashboard
 from .errors import (
@@ -22,6 +22,7 @@ from .errors import (
     BuildError,
     ConfigError,
     EngineError,
+    GpuUnavailableError,
     InferenceError,
     InputSizeError,
     InvalidNameError,
@@ -134,6 +135,8 @@ __all__ = [
     "WaitTimeoutError",
     "ServerStartError",
     "SetupError",
+    "GpuUnavailableError",
+    "gpu",
     "StatsCollector",
     "Timeline",
     "TraceError",

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import plots
 from . import _render
+from .gpu import metrics as gpu_metrics
 from .errors import LabkitError
 from .load import Inputs, Load, LoadResult
 from .server.base import TritonServer
@@ -189,9 +190,12 @@ class Dashboard(widgets.VBox):
         self.frames += 1
         total = self.collector.total(self.model)
         running = f", {self.load.concurrency} clients, {self.load.elapsed_s:.0f} s" if self.load and self.load.running else ""
+        latest = self.collector.samples[-1] if self.collector.samples else None
+        gpus = gpu_metrics.summary(latest.gpus) if latest is not None else ""  # nv_gpu_*: only where a GPU is
         self._title.value = (
             f"<b>{html.escape(self.model)}</b>: {total.inference_count} inferences in "
             f"{total.execution_count} executions, average batch {total.average_batch_size:.2f}{running}"
+            + (f"<br>{html.escape(gpus)}" if gpus else "")
         )
 
     def _loop(self) -> None:

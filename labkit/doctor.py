@@ -17,6 +17,8 @@ from . import _perf_dist, _triton_dist
 from .docker.cpu_image import IMAGE, image_recipe, recipe_hash
 from .docker.engine import engine_status
 from .errors import LabkitError, SetupError
+from .gpu import cuda_kit
+from .gpu import detect as gpu_detect
 from .native.build import json_include
 from .native.toolchain import LocalToolchain
 from .server._ports import free_ports
@@ -40,6 +42,20 @@ class Finding:
         mark = "ok  " if self.ok else ("FAIL" if self.required else "--  ")
         text = f"[{mark}] {self.item}: {self.detail}"
         return text + (f" -> {self.fix}" if self.fix and not self.ok else "")
+
+
+def _gpu() -> Finding:
+    status = gpu_detect.probe()
+    return Finding("GPU", status.visible, status.line(), "optional: KIND_GPU models, CUDA shared memory and nv_gpu_* "
+                   "metrics need an NVIDIA GPU and driver (`nvidia-smi -L` lists it)", required=False)
+
+
+def _cuda_kit() -> Finding:
+    kit = cuda_kit.present()
+    if kit is None:
+        return Finding("nvcc for --cuda builds", False, "not set up",
+                       "optional: `labkit setup --cuda` (CUDA 13.0 wheels, about 105 MB)", required=False)
+    return Finding("nvcc for --cuda builds", True, f"{kit.version()} ({kit.nvcc})", required=False)
 
 
 def _python() -> Finding:
@@ -160,7 +176,7 @@ def _chromium() -> Finding:
 
 CHECKS: list[Callable[[], Finding | list[Finding]]] = [
     _python, _libpython, _triton, _stub, _compiler, _json_headers, _ports, _shm,
-    _perf_analyzer, _debug_tools, _docker, _cpu_image, _chromium,
+    _perf_analyzer, _debug_tools, _docker, _cpu_image, _chromium, _gpu, _cuda_kit,
 ]
 
 

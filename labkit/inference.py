@@ -20,7 +20,7 @@ import numpy as np
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, triton_to_np_dtype
 
 from . import breakpoints, request_fit, waiting
-from .errors import InferenceError, InputSizeError, LabkitError, ModelNotFoundError, OutputNameError, RequestError
+from .errors import ConfigError, InferenceError, InputSizeError, LabkitError, ModelNotFoundError, OutputNameError, RequestError
 from .server import stubs
 from .server.base import TritonServer
 from .server.connection import CONNECTION_ERRORS
@@ -144,6 +144,7 @@ def infer(
     protocol: str = "http",
     client: Any = None,
     timeout_s: float | None = None,
+    shared_memory: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Send one request; returns the outputs by name. Pass ``client`` to reuse one (one per thread).
     ``inputs``: numpy arrays (or tritonclient InferInputs) by name; one whose data does not fill its
@@ -151,7 +152,16 @@ def infer(
 
     ``timeout_s``: how long to wait for the answer (default ``server.config.request_timeout_s``; ``math.inf``
     waits forever); then RequestTimeoutError shows where the model is stuck.
+    ``shared_memory="cuda"``: inputs and outputs go through CUDA shared-memory regions on GPU 0
+    (labkit.gpu.shared_memory; HTTP): GpuUnavailableError where no GPU or cuda-python is.
     """
+    if shared_memory is not None:
+        from .gpu import shared_memory as gpu_shm  # cuda-python only where it is asked for
+
+        if shared_memory not in gpu_shm.KINDS:
+            raise ConfigError(f"shared_memory={shared_memory!r}: use 'cuda' (or leave it out).",
+                              field="shared_memory", value=shared_memory, valid=list(gpu_shm.KINDS))
+        return gpu_shm.infer(server, model, inputs, outputs, lambda exc, sent: translate(exc, server, model, sent))
     transport = Transport.of(protocol)
     result = _send(server, client, model, inputs, outputs, transport, timeout_s)
     return _answer(server, model, result, transport, outputs)

@@ -15,6 +15,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from .gpu.metrics import GpuUsage
+from .gpu.metrics import usage as gpu_usage
 from .server.base import TritonServer
 
 _PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
@@ -126,11 +128,13 @@ def metric(samples: dict, name: str, **labels: str) -> float:
 
 @dataclass
 class Sample:
-    """One poll: when, each model's cumulative stats, and each model's pending requests (from /metrics)."""
+    """One poll: when, each model's cumulative stats, and each model's pending requests (from /metrics);
+    ``gpus``: each GPU's utilization and memory (Triton's nv_gpu_* metrics; empty without a GPU)."""
 
     t: float  # seconds since the collector started
     stats: dict[str, ModelStats]
     pending: dict[str, float]
+    gpus: list[GpuUsage] = field(default_factory=list)
 
 
 class StatsCollector:
@@ -161,7 +165,7 @@ class StatsCollector:
         stats = {m: model_stats(self.server, m, settle=settle) for m in self.models}
         samples = parse_metrics(self.server.models.metrics_text())
         pending = {m: metric(samples, "nv_inference_pending_request_count", model=m) for m in self.models}
-        sample = Sample(time.monotonic() - self._t0, stats, pending)
+        sample = Sample(time.monotonic() - self._t0, stats, pending, gpu_usage(samples))
         with self._lock:
             self.samples.append(sample)
         return sample
