@@ -1,0 +1,115 @@
+"""CUDA builds for real on a machine without a GPU: nvcc and cudart from the CUDA 13.0 wheels
+(``labkit setup --cuda``), a kernel backend compiled and linked, loaded by the embedded Triton 23.12
+as a KIND_CPU model; its kernel's request fails cleanly where there is no driver (and answers where
+there is one). CPU builds are unchanged: no LABKIT_CUDA, no cudart."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import labkit
+from labkit.gpu import cuda_kit, detect, examples
+from labkit.native import build_backend
+
+SPECS = dict(inputs=[("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])], outputs=[("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4])])
+KERNEL = examples.CUDA_ADD_SUB.read_text()
+
+
+@pytest.fixture(scope="module")
+def kit():
+    return cuda_kit.locate()  # downloads the wheels once where `labkit setup --cuda` did not
+
+
+def test_nvcc_from_the_wheels_runs(kit):
+    assert kit.nvcc.is_relative_to(cuda_kit.cache_dir()) and "release 13.0" in kit.version()
+    assert kit.static_cudart.exists()
+
+
+def test_kernel_backend_builds_with_static_cudart_and_a_fatbinary(kit, tmp_path):
+    build = build_backend("cuda_add_sub", KERNEL, cuda=True, cache=tmp_path, progress=False, first_line=2)
+    dynamic = subprocess.run(["readelf", "-d", str(build.library)], capture_output=True, text=True).stdout
+    sections = subprocess.run(["readelf", "-S", str(build.library)], capture_output=True, text=True).stdout
+    assert "libcudart" not in dynamic and "tritonserver" not in dynamic  # cudart linked in, Triton resolved at load
+    assert ".nv_fatbin" in sections  # device code for the GPU architecture
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(build.library)], capture_output=True, text=True).stdout
+    assert "TRITONBACKEND_ModelInstanceExecute" in symbols and "cudaMalloc" not in symbols  # only entry points exported
+    again = build_backend("cuda_add_sub", KERNEL, cuda=True, cache=tmp_path, progress=False, first_line=2)
+    cpu = build_backend("cuda_add_sub", labkit.native.reference_source("minimal").read_text(), cache=tmp_path, progress=False)
+    assert again.cached and again.library == build.library and cpu.digest != build.digest
+
+
+def test_cuda_compile_error_names_the_cells_line(kit, tmp_path):
+    broken = KERNEL.replace("sum[i] = a[i] + b[i];", "sum[i] = a[i] + undeclared[i];")
+    line = broken.splitlines().index(next(l for l in broken.splitlines() if "undeclared" in l)) + 2  # under the magic line
+    with pytest.raises(labkit.BuildError) as info:
+        build_backend("cuda_broken", broken, cuda=True, cache=tmp_path, progress=False, first_line=2)
+    assert "undeclared" in info.value.compiler_output and f"({line})" in info.value.compiler_output
+    assert info.value.backend == "cuda_broken" and not list(tmp_path.glob("cuda_broken/*/*.so"))
+
+
+def test_cuda_sources_and_header_need_a_cuda_build(tmp_path):
+    kernel = tmp_path / "kernels.cu"
+    kernel.write_text(KERNEL)
+    with pytest.raises(labkit.BuildError) as info:
+        build_backend("needs_cuda", [kernel], cache=tmp_path / "cache", progress=False)
+    assert info.value.backend == "needs_cuda" and info.value.compiler_output == ""
+    with pytest.raises(labkit.BuildError) as info:  # a CPU build: labkit/cuda.hpp stops at its #error
+        build_backend("needs_cuda", KERNEL, cache=tmp_path / "cache", progress=False)
+    assert "labkit/cuda.hpp needs a CUDA build" in info.value.compiler_output
+
+
+def test_cu_file_builds_beside_a_cell(kit, tmp_path):
+    kernel = tmp_path / "add_sub_kernels.cu"
+    kernel.write_text(KERNEL)
+    build = build_backend("cuda_files", [kernel], cuda=True, cache=tmp_path / "cache", progress=False)
+    assert build.library.exists() and (build.library.parent / "src" / "add_sub_kernels.cu").exists()
+
+
+def test_triton_loads_a_cuda_built_backend_without_a_gpu(kit):
+    with labkit.EmbeddedServer() as lab:
+        lab.start()
+        cmdline = Path(f"/proc/{lab.runtime.triton_pid}/cmdline").read_text().split("\0")
+        flag = f"--allow-gpu-metrics={'true' if detect.visible() else 'false'}"
+        assert flag in cmdline  # the flag follows the machine
+        lab.repository.write_config(labkit.model_config("cuda_add_sub", "cuda_add_sub", **SPECS))
+        lab.repository.write_config(labkit.model_config("cuda_add_sub_copy", "cuda_add_sub", **SPECS))
+        served = lab.cpp_backend("cuda_add_sub", KERNEL, cuda=True, first_line=2)
+        assert set(served) == {"cuda_add_sub", "cuda_add_sub_copy"}
+        a, b = np.arange(4, dtype=np.float32), np.full(4, 2, np.float32)
+        if detect.visible():
+            out = labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b})
+            np.testing.assert_array_equal(out["OUTPUT0"], a + b)
+            np.testing.assert_array_equal(out["OUTPUT1"], a - b)
+        else:  # the library loaded; its kernel needs a driver: the request fails with CUDA's reason, alone
+            with pytest.raises(labkit.InferenceError) as info:
+                labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b})
+            assert type(info.value) is labkit.InferenceError and "cudaMalloc" in info.value.reason
+            assert lab.models.is_model_ready("cuda_add_sub") and lab.models.is_model_ready("cuda_add_sub_copy")
+        if not detect.visible():  # CUDA shared memory: the clear labkit error, nothing left registered
+            with pytest.raises(labkit.GpuUnavailableError) as info:
+                labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b}, shared_memory="cuda")
+            assert info.value.wanted == "CUDA shared memory"
+        with pytest.raises(labkit.ConfigError) as bad:
+            labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b}, shared_memory="system")
+        assert bad.value.field == "shared_memory"
+
+
+def test_cuda_shared_memory_fails_as_labkit_error_when_the_driver_is_missing(kit, monkeypatch):
+    pytest.importorskip("cuda.bindings.runtime", reason="cuda-python (labkit[gpu]) is not installed")
+    if detect.visible():
+        pytest.skip("a GPU is visible: the driver is there, this failure path cannot happen")
+    monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], None))  # claim a GPU; none answers
+    with labkit.EmbeddedServer() as lab:
+        lab.start()
+        labkit.reference.serve(lab, ["add_sub"])
+        inputs = labkit.reference.sample_inputs("add_sub", server=lab)
+        with pytest.raises(labkit.GpuUnavailableError) as info:
+            labkit.infer(lab, "add_sub", inputs, shared_memory="cuda")
+        assert info.value.missing == "CUDA device" and info.value.wanted == "CUDA shared memory"
+        status = lab.client().get_cuda_shared_memory_status()
+        assert not status  # nothing left registered
+        np.testing.assert_array_equal(labkit.infer(lab, "add_sub", inputs)["OUTPUT0"], inputs["INPUT0"] + inputs["INPUT1"])
