@@ -153,7 +153,8 @@ def infer(
     ``timeout_s``: how long to wait for the answer (default ``server.config.request_timeout_s``; ``math.inf``
     waits forever); then RequestTimeoutError shows where the model is stuck.
     ``shared_memory="cuda"``: inputs and outputs go through CUDA shared-memory regions on GPU 0
-    (labkit.gpu.shared_memory; HTTP): GpuUnavailableError where no GPU or cuda-python is.
+    (labkit.gpu.shared_memory; HTTP, a client of its own, the server's time limits of a plain HTTP
+    client): GpuUnavailableError where no GPU or cuda-python is.
     """
     if shared_memory is not None:
         from .gpu import shared_memory as gpu_shm  # cuda-python only where it is asked for
@@ -161,6 +162,9 @@ def infer(
         if shared_memory not in gpu_shm.KINDS:
             raise ConfigError(f"shared_memory={shared_memory!r}: use 'cuda' (or leave it out).",
                               field="shared_memory", value=shared_memory, valid=list(gpu_shm.KINDS))
+        if Transport.of(protocol) is not Transport.HTTP or client is not None:
+            raise ConfigError("shared_memory='cuda' sends over HTTP with a client of its own: leave protocol and "
+                              "client out.", field="shared_memory", value=shared_memory, valid=["protocol='http'"])
         return gpu_shm.infer(server, model, inputs, outputs, lambda exc, sent: translate(exc, server, model, sent))
     transport = Transport.of(protocol)
     result = _send(server, client, model, inputs, outputs, transport, timeout_s)

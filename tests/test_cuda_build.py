@@ -62,7 +62,7 @@ def test_cuda_sources_and_header_need_a_cuda_build(tmp_path):
     assert "labkit/cuda.hpp needs a CUDA build" in info.value.compiler_output
 
 
-def test_cu_file_builds_beside_a_cell(kit, tmp_path):
+def test_cu_file_builds_and_is_staged(kit, tmp_path):
     kernel = tmp_path / "add_sub_kernels.cu"
     kernel.write_text(KERNEL)
     build = build_backend("cuda_files", [kernel], cuda=True, cache=tmp_path / "cache", progress=False)
@@ -96,6 +96,24 @@ def test_triton_loads_a_cuda_built_backend_without_a_gpu(kit):
         with pytest.raises(labkit.ConfigError) as bad:
             labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b}, shared_memory="system")
         assert bad.value.field == "shared_memory"
+        with pytest.raises(labkit.ConfigError) as bad:
+            labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b}, shared_memory="cuda", protocol="grpc")
+        assert bad.value.field == "shared_memory"
+
+
+def test_cuda_built_helpers_serve_cpu_memory_as_before(kit):
+    """The helper layer compiled with LABKIT_CUDA reads and writes CPU tensors as a CPU build does
+    (memcpy, no driver asked), so a CUDA build of a passthrough answers here."""
+    with labkit.EmbeddedServer() as lab:
+        lab.start()
+        lab.repository.copy_model_from(labkit.reference.repository(), "minimal_nonbatching")
+        passthrough = labkit.native.reference_source("minimal").read_text()
+        lab.cpp_backend("minimal", passthrough, ["minimal_nonbatching"], cuda=True)
+        inputs = labkit.reference.sample_inputs("minimal_nonbatching")
+        out = labkit.infer(lab, "minimal_nonbatching", inputs)
+        np.testing.assert_array_equal(out["OUT0"], inputs["IN0"])
+        with pytest.raises(labkit.RequestError):  # a wrong request is still refused as before
+            labkit.infer(lab, "minimal_nonbatching", {"IN0": inputs["IN0"].astype(np.float32)})
 
 
 def test_cuda_shared_memory_fails_as_labkit_error_when_the_driver_is_missing(kit, monkeypatch):

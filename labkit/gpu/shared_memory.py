@@ -31,7 +31,11 @@ def _cudashm() -> Any:
         ) from None
 
 
-def _output_shapes(config: dict, inputs: Mapping[str, np.ndarray], outputs: Sequence[str] | None) -> dict[str, tuple]:
+def model_name(config: dict) -> str:
+    return str(config.get("name", ""))
+
+
+def output_shapes(config: dict, inputs: Mapping[str, np.ndarray], outputs: Sequence[str] | None) -> dict[str, tuple]:
     """Each output's shape and numpy dtype from the config (the batch size from the first input)."""
     batch = [len(next(iter(inputs.values())))] if config.get("max_batch_size", 0) else []
     shapes = {}
@@ -39,11 +43,12 @@ def _output_shapes(config: dict, inputs: Mapping[str, np.ndarray], outputs: Sequ
         if outputs and out["name"] not in outputs:
             continue
         dims = [int(d) for d in out.get("dims", [])]
-        if any(d < 0 for d in dims):
-            raise ConfigError(f"Output {out['name']!r} has a variable dimension ({dims}); a CUDA shared-memory region "
-                              f"must be sized before the request. Send it without shared_memory.",
-                              field="dims", value=dims, source=out["name"])
-        dtype = triton_to_np_dtype(out["data_type"].removeprefix("TYPE_").replace("STRING", "BYTES"))
+        datatype = out["data_type"].removeprefix("TYPE_").replace("STRING", "BYTES")
+        if any(d < 0 for d in dims) or datatype == "BYTES":
+            raise ConfigError(f"Output {out['name']!r} ({datatype} {dims}) has no size known before the request, "
+                              f"which a CUDA shared-memory region needs. Send it without shared_memory.",
+                              field="output", value=out["name"], source=model_name(config))
+        dtype = triton_to_np_dtype(datatype)
         shapes[out["name"]] = (tuple(batch + dims), dtype)
     return shapes
 
@@ -58,7 +63,7 @@ def infer(server: Any, model: str, inputs: Mapping[str, Any], outputs: Sequence[
     from tritonclient import http as httpclient
 
     arrays = {name: np.ascontiguousarray(value) for name, value in inputs.items()}
-    shapes = _output_shapes(server.model_config(model), arrays, outputs)
+    shapes = output_shapes(server.model_config(model), arrays, outputs)
     prefix = f"labkit_{os.getpid()}_{model}_"
     client = server.client("http")
     handles: dict[str, Any] = {}

@@ -131,3 +131,40 @@ def test_cuda_shared_memory_refused_clearly_without_a_gpu(monkeypatch):
     with pytest.raises(labkit.GpuUnavailableError) as info:
         shared_memory.infer(None, "add_sub", {}, None, lambda exc, sent: exc)
     assert info.value.wanted == "CUDA shared memory" and info.value.missing == "GPU"
+
+
+def _config(max_batch_size=0, outputs=(("OUT", "TYPE_FP32", ["4"]),)):
+    return {"name": "m", "max_batch_size": max_batch_size,
+            "output": [{"name": n, "data_type": t, "dims": d} for n, t, d in outputs]}
+
+
+def test_cuda_shared_memory_regions_sized_from_the_config():
+    import numpy as np
+
+    from labkit.gpu.shared_memory import output_shapes
+
+    rows = {"IN": np.zeros((3, 4), np.float32)}
+    assert output_shapes(_config(), rows, None) == {"OUT": ((4,), np.float32)}
+    assert output_shapes(_config(max_batch_size=8), rows, None) == {"OUT": ((3, 4), np.float32)}
+    two = _config(outputs=(("A", "TYPE_INT32", ["2", "2"]), ("B", "TYPE_FP16", ["1"])))
+    assert output_shapes(two, rows, ["B"]) == {"B": ((1,), np.float16)}
+
+
+@pytest.mark.parametrize("output", [("OUT", "TYPE_FP32", ["-1"]), ("OUT", "TYPE_STRING", ["4"])])
+def test_cuda_shared_memory_refuses_outputs_of_unknown_size(output):
+    import numpy as np
+
+    from labkit.gpu.shared_memory import output_shapes
+
+    with pytest.raises(labkit.ConfigError) as info:
+        output_shapes(_config(outputs=(output,)), {"IN": np.zeros(4, np.float32)}, None)
+    assert info.value.field == "output" and info.value.value == "OUT" and info.value.source == "m"
+
+
+def test_gpu_lesson_sources_are_valid_python_and_cuda_cpp_text():
+    from labkit.gpu import examples
+
+    compile(examples.DLPACK_ADD_SUB.read_text(), str(examples.DLPACK_ADD_SUB), "exec")
+    kernel = examples.CUDA_ADD_SUB.read_text()
+    assert '#include "labkit/cuda.hpp"' in kernel and "__global__" in kernel
+    assert examples.GPU_INPUTS == {"FORCE_CPU_ONLY_INPUT_TENSORS": "no"}
