@@ -168,3 +168,14 @@ def test_gpu_lesson_sources_are_valid_python_and_cuda_cpp_text():
     kernel = examples.CUDA_ADD_SUB.read_text()
     assert '#include "labkit/cuda.hpp"' in kernel and "__global__" in kernel
     assert examples.GPU_INPUTS == {"FORCE_CPU_ONLY_INPUT_TENSORS": "no"}
+
+
+def test_doctor_has_an_optional_gpu_line_both_ways(monkeypatch):
+    from labkit import doctor
+
+    monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
+    none = doctor._gpu()
+    assert not none.ok and not none.required and none.line().startswith("[--  ] GPU: no GPU visible")
+    monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], SMI_TWO, DRIVER))
+    two = doctor._gpu()
+    assert two.ok and two.line() == "[ok  ] GPU: 2 GPU(s): NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3, driver 580.95.05"
