@@ -7,6 +7,7 @@ Triton's GPU metrics (``--allow-gpu-metrics``) follow ``visible()``.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -82,9 +83,9 @@ def visible() -> bool:
     return probe().visible
 
 
-def require(what: str = "this cell") -> bool:
-    """For a notebook cell that needs a GPU: True when one is visible; otherwise prints
-    ``skipped: no GPU visible (...)`` with ``what`` and returns False, so the cell can stop there::
+def require(what: str = "this cell", packages: tuple[str, ...] = ()) -> bool:
+    """For a notebook cell that needs a GPU (and ``packages``, e.g. ``("cupy",)``): True when all are
+    there; otherwise prints ``skipped: <what> needs ...`` with the reason and returns False::
 
         if labkit.gpu.require("KIND_GPU add_sub"):
             ...
@@ -92,7 +93,11 @@ def require(what: str = "this cell") -> bool:
     status = probe()
     if not status.visible:
         print(f"skipped: {what} needs a GPU; {status.line()}")
-    return status.visible
+        return False
+    missing = [name for name in packages if importlib.util.find_spec(name.split(".")[0]) is None]
+    if missing:
+        print(f"skipped: {what} needs {', '.join(missing)} (`pip install 'labkit[gpu]'`)")
+    return not missing
 
 
 def need(what: str) -> GpuStatus:

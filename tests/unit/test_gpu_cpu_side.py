@@ -179,3 +179,13 @@ def test_doctor_has_an_optional_gpu_line_both_ways(monkeypatch):
     monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], SMI_TWO, DRIVER))
     two = doctor._gpu()
     assert two.ok and two.line() == "[ok  ] GPU: 2 GPU(s): NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3, driver 580.95.05"
+
+
+def test_require_names_a_missing_package_once_a_gpu_is_there(monkeypatch, capsys):
+    monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], None))
+    assert labkit.gpu.require("the DLPack model", packages=("no_such_package_xyz",)) is False
+    assert capsys.readouterr().out == "skipped: the DLPack model needs no_such_package_xyz (`pip install 'labkit[gpu]'`)\n"
+    assert labkit.gpu.require("numpy math", packages=("numpy",)) is True
+    monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
+    assert labkit.gpu.require("the DLPack model", packages=("numpy",)) is False
+    assert "needs a GPU" in capsys.readouterr().out
