@@ -17,6 +17,10 @@
  */
 #ifndef LABKIT_TRITON_CORE_TRITONSERVER_H
 #define LABKIT_TRITON_CORE_TRITONSERVER_H
+/* Triton's own tritonserver.h came first (a backend mixing labkit's helpers with Triton's utilities, or
+ * an include path that puts Triton's folder first): it declares all of this already, and a second set
+ * of the same enums would not compile. Triton's has no guard to test, only this macro. */
+#ifndef TRITONSERVER_API_VERSION_MAJOR
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -268,4 +272,5 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_GetMetricKind(
  * that includes it, as it is part of tritonserver.h in Triton's own headers. */
 #include "triton/core/labkit_inference_request.h"
 
+#endif /* TRITONSERVER_API_VERSION_MAJOR */
 #endif /* LABKIT_TRITON_CORE_TRITONSERVER_H */
