@@ -179,7 +179,7 @@ def _export(args: argparse.Namespace) -> int:
         repository = Path("model_repository")
     if repository is not None and not repository.is_dir():
         raise LabkitError(f"No model repository at {repository}; give a folder holding <model>/config.pbtxt.")
-    project = export_backend(args.backend, args.directory, source=Path(args.source) if args.source else None,
+    project = export_backend(args.backend, args.directory, source=[Path(p) for p in args.source] if args.source else None,
                              repository=repository, models=args.model)
     models = sorted(p.name for p in (project / "models").iterdir())
     print(f"wrote {project} (backend {args.backend!r}; models: {', '.join(models) or 'none'})")
@@ -310,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("backend")
     export.add_argument("directory")
     export.add_argument("--repository", help="where the models that use it are (default: ./model_repository if any)")
-    export.add_argument("--source", help="the backend's .cc (default: its latest build here, else the reference backend)")
+    export.add_argument("--source", action="append", help="a .cc/.cpp file or a folder of them, with the headers beside "
+                        "(repeatable; default: every file of its latest build here, else the reference backend)")
     export.add_argument("--model", action="append", help="export only this model (repeatable)")
     export.set_defaults(func=_export)
 

@@ -174,7 +174,7 @@ def build_backend(
     # A source may use labkit's helper layer and Triton's utilities together: then labkit's headers come
     # after Triton's, so every `triton/core/...` include finds Triton's own declarations, and the helpers
     # are compiled against those too.
-    helpers_too = not official_mode or any(_LABKIT_INCLUDE.search(text) for text in sources.texts())
+    helpers_too = not official_mode or any(LABKIT_INCLUDE.search(text) for text in sources.texts())
     if official_mode:  # Triton's headers as system headers: their warnings are not the cell's
         host_includes, flags = [*api, *official.include_folders(), json_include()], official.flags_for(flags)
         linked = [triton_sources.source(repo) / "src" for repo in official.UTILITIES]
@@ -221,7 +221,7 @@ def build_backend(
             # compiled as Triton's CMake does, default visibility (g++ drops the header's visibility from
             # an extern "C" definition inside a namespace); the version script still exports only
             # TRITONBACKEND_*.
-            own = flags if _LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
+            own = flags if LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
             return toolchain.run(["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder)
 
         with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
@@ -285,7 +285,8 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
         )
 
 
-_LABKIT_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]labkit/', re.MULTILINE)
+#: A source that includes one of labkit's helper headers.
+LABKIT_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]labkit/', re.MULTILINE)
 _UNDEFINED = re.compile(r"undefined reference to [`']([^']+)'")
 
 
