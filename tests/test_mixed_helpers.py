@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.native import build_backend, triton_sources
+from labkit.native import build_backend, build_project, export_backend, triton_sources
 from labkit.native.build import INCLUDE_DIR
 
 # scale: OUTPUT0 = INPUT0 * the config's "scale". Triton's BackendModel parses the config (TritonJson)
@@ -108,3 +108,22 @@ def test_helper_layer_compiles_against_tritons_own_headers(tmp_path):
                                f"-I{json_include()}", str(unit)], capture_output=True, text=True)
         assert proc.returncode == 0 and not proc.stderr, (unit.name, proc.stderr)
     assert Path(core / "triton" / "core" / "tritonserver.h").read_text() != (INCLUDE_DIR / "triton/core/tritonserver.h").read_text()
+
+
+@pytest.mark.slow
+def test_a_mixed_backend_exports_builds_offline_and_serves(tmp_path):
+    """Its latest build (a cell) exported: labkit's helpers and Triton's utilities both compiled by CMake."""
+    build_backend("scale", MIXED, progress=False)
+    repository = labkit.ModelRepository(tmp_path / "models")
+    repository.write_config(_config("halve", "0.5"))
+    project = export_backend("scale", tmp_path / "project", repository=repository)
+    assert (project / "src" / "scale.cc").read_text() == MIXED
+    cmake = (project / "CMakeLists.txt").read_text()
+    assert "set(LABKIT_OFFICIAL_MODE ON)" in cmake and "set(LABKIT_HELPERS ON)" in cmake
+    assert (project / "include" / "labkit" / "backend.hpp").exists() and not (project / "offline").exists()
+    build_project(project, tmp_path / "prefix", progress=False)
+    with labkit.EmbeddedServer(repository=project / "models", backend_directory=tmp_path / "prefix" / "backends") as srv:
+        srv.start()
+        srv.load("halve")
+        x = np.array([[2.0, -4.0, 1.0]], dtype=np.float32)
+        np.testing.assert_array_equal(labkit.infer(srv, "halve", {"INPUT0": x})["OUTPUT0"], x * 0.5)
