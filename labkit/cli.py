@@ -20,7 +20,7 @@ from typing import Any
 from . import _perf_dist, _triton_dist, bench, breakpoints, doctor, reference, tour, workshop
 from .docker import cpu_image
 from .docker.leftovers import cleanup
-from .errors import LabkitError
+from .errors import LabkitError, SetupError
 from .native import build_backend, deploy, export_backend
 from .perf_analyzer import check_steps
 from .perf_analyzer import perf as sweep_with_perf_analyzer
@@ -56,6 +56,35 @@ def _is_reference(repo: Path) -> bool:
         return False
 
 
+def _builds_reference(args: argparse.Namespace, repo: Path) -> bool:
+    """Only labkit's own models get labkit's reference C++ backends built (written into their version
+    folders), or a person's when asked (--build-reference-backends); a person's repository is served as
+    it is, its libraries included."""
+    return args.build_reference_backends or _is_reference(repo)
+
+
+def _check_own_library(repo: Path, model: str, backend_directory: str | None) -> None:
+    """A person's model that names a reference backend (minimal, recommended, custom) is served with
+    the person's library, never labkit's: refuse before a server starts when there is none to serve."""
+    backend = ModelRepository(repo).read_config(model).backend
+    if not (deploy.REFERENCE_DIR / backend).is_dir():
+        return  # Triton says itself what is missing for any other backend (labkit never built those)
+    library = f"libtriton_{backend}.so"
+    places = [repo / model / library, *(repo / model).glob(f"*/{library}")]
+    if backend_directory:
+        places.append(Path(backend_directory) / backend / library)
+    if not any(p.is_file() for p in places):
+        raise SetupError(
+            f"Model {model!r} in {repo} uses backend {backend!r}, but no {library} is in its folder"
+            f"{' or in ' + str(backend_directory) if backend_directory else ''}, and labkit does not put its own "
+            f"reference {backend!r} in a repository of yours unasked. Give --backend-directory DIR holding "
+            f"{backend}/{library} (`labkit build-backend {backend} SOURCE --out DIR` writes one), put {library} in "
+            f"the model's version folder, or pass --build-reference-backends to measure labkit's reference "
+            f"{backend!r} (written into the model's version folder).",
+            missing=str(Path(backend_directory) / backend / library if backend_directory else repo / model / "1" / library),
+            reason="no backend library")
+
+
 def _serve_options(args: argparse.Namespace, unconfigured: list[str]) -> dict[str, Any]:
     """The ServerConfig options of `labkit serve`: Triton's ports unless --any-ports, auto-complete
     when a model has no config, the person's backend folder."""
@@ -78,9 +107,7 @@ def _serve(args: argparse.Namespace) -> int:
     if unconfigured:
         print(AUTO_COMPLETE_WARNING.format(models=", ".join(unconfigured), have="has" if len(unconfigured) == 1 else "have"),
               file=sys.stderr, flush=True)
-    # Only labkit's own models get labkit's reference C++ backends built (written into their version
-    # folders); a person's repository is served as it is, its libraries included.
-    build_reference = args.build_reference_backends or _is_reference(repo)
+    build_reference = _builds_reference(args, repo)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -152,7 +179,7 @@ def _export(args: argparse.Namespace) -> int:
         repository = Path("model_repository")
     if repository is not None and not repository.is_dir():
         raise LabkitError(f"No model repository at {repository}; give a folder holding <model>/config.pbtxt.")
-    project = export_backend(args.backend, args.directory, source=Path(args.source) if args.source else None,
+    project = export_backend(args.backend, args.directory, source=[Path(p) for p in args.source] if args.source else None,
                              repository=repository, models=args.model)
     models = sorted(p.name for p in (project / "models").iterdir())
     print(f"wrote {project} (backend {args.backend!r}; models: {', '.join(models) or 'none'})")
@@ -185,15 +212,24 @@ def _perf(args: argparse.Namespace) -> int:
     source = Path(args.repository) if args.repository else reference.repository()
     if not (source / args.model / "config.pbtxt").is_file():
         raise LabkitError(f"No model {args.model!r} in {source}; give --repository holding <model>/config.pbtxt.")
+    own = _is_reference(source)  # labkit's models: copied into the server's workspace, reference backends built
+    build_reference = _builds_reference(args, source)
+    if not build_reference:
+        _check_own_library(source, args.model, args.backend_directory)
     shapes = {}
     for item in args.shape or []:
         name, _, dims = item.partition(":")
         shapes[name] = _numbers(dims)
-    with _server(args) as server:
+    # A person's repository is served where it is (its libraries included), as `labkit serve` does.
+    with _server(args, None if own else source, backend_directory=args.backend_directory) as server:
         print(f"starting Triton 23.12 ({args.server}) with {args.model} ...", flush=True)
         server.start()
-        server.repository.copy_model_from(source, args.model)
-        deploy.load_models(server.models, [args.model])  # builds a C++ reference backend first
+        if own:
+            server.repository.copy_model_from(source, args.model)
+        if build_reference:
+            deploy.load_models(server.models, [args.model])  # builds a C++ reference backend first
+        else:
+            server.load(args.model)
         sweep = sweep_with_perf_analyzer(
             server, args.model, concurrency=args.concurrency, request_rate=args.request_rate,
             distribution=args.distribution, protocol=args.protocol, batch=args.batch, shapes=shapes,
@@ -279,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("backend")
     export.add_argument("directory")
     export.add_argument("--repository", help="where the models that use it are (default: ./model_repository if any)")
-    export.add_argument("--source", help="the backend's .cc (default: its latest build here, else the reference backend)")
+    export.add_argument("--source", action="append", help="a .cc/.cpp file or a folder of them, with the headers beside "
+                        "(repeatable; default: every file of its latest build here, else the reference backend)")
     export.add_argument("--model", action="append", help="export only this model (repeatable)")
     export.set_defaults(func=_export)
 
@@ -295,6 +332,11 @@ def main(argv: list[str] | None = None) -> int:
     perf_cmd = with_server(sub.add_parser("perf", help="measure a model with perf_analyzer 23.12 across concurrencies or request rates"))
     perf_cmd.add_argument("model")
     perf_cmd.add_argument("--repository", help="where the model is (default: the reference models)")
+    perf_cmd.add_argument("--backend-directory", metavar="DIR",
+                          help="serve the backends built in DIR (DIR/<name>/libtriton_<name>.so); DIR is linked, never written")
+    perf_cmd.add_argument("--build-reference-backends", action="store_true",
+                          help="build labkit's reference C++ backend when the model names one (minimal, recommended, "
+                               "custom), writing it into the model's version folder (done anyway for labkit's own models)")
     perf_cmd.add_argument("--concurrency", type=_numbers, help="e.g. 1,2,4,8 (the default)")
     perf_cmd.add_argument("--request-rate", type=lambda t: _numbers(t, float), help="requests per second, e.g. 100,200,400")
     perf_cmd.add_argument("--distribution", choices=["constant", "poisson"], default="constant",

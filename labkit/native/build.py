@@ -3,7 +3,8 @@
 The cell is the only translation unit compiled per edit: the helper layer is prebuilt per toolchain
 (labkit.native.helpers) and linked in. A source that includes Triton's own ``triton/backend/`` or
 ``triton/common/`` headers builds in official mode instead (labkit.native.official): Triton's r23.12
-include folders and its backend utilities, prebuilt the same way. A check link with ``--no-undefined``
+include folders and its backend utilities, prebuilt the same way (with labkit's helper layer too, compiled
+against Triton's headers, when the source also includes ``labkit/``). A check link with ``--no-undefined``
 against the server library turns a call to a function nothing defines into a BuildError at build time. The library carries line tables (``-g1``) so a crash can be
 shown at the cell's line (labkit.native.symbols), exports only the TRITONBACKEND_* entry points
 (a linker version script), and may call only functions Triton 23.12 has (checked against the
@@ -174,9 +175,15 @@ def build_backend(
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
     flags = CXXFLAGS + (DEBUG if debug else OPTIMIZED) + list(extra_flags or []) + cuda_build.host_flags(kit)
     official_mode = any(official.uses_official_headers(text) for text in sources.texts())
+    # A source may use labkit's helper layer and Triton's utilities together: then labkit's headers come
+    # after Triton's, so every `triton/core/...` include finds Triton's own declarations, and the helpers
+    # are compiled against those too.
+    helpers_too = not official_mode or any(LABKIT_INCLUDE.search(text) for text in sources.texts())
     if official_mode:  # Triton's headers as system headers: their warnings are not the cell's
         host_includes, flags = [*api, *official.include_folders(), json_include()], official.flags_for(flags)
         linked = [triton_sources.source(repo) / "src" for repo in official.UTILITIES]
+        if helpers_too:
+            host_includes, linked = [*host_includes, INCLUDE_DIR], [*linked, SRC_DIR]
     else:
         host_includes, linked = [*api, INCLUDE_DIR, json_include()], [SRC_DIR]
     key = digest(
@@ -200,10 +207,9 @@ def build_backend(
         return Build(backend, library, key, 0.0, True)
     t0 = time.perf_counter()
     try:
+        objects = helper_objects(toolchain, flags, host_includes, extra_includes) if helpers_too else []
         if official_mode:
-            objects = [official.utilities(toolchain, flags, extra_includes)]
-        else:
-            objects = helper_objects(toolchain, flags, host_includes, extra_includes)
+            objects.append(official.utilities(toolchain, flags, extra_includes))
         folder.mkdir(parents=True, exist_ok=True)
         units = [write_atomic(folder / f"{backend}.cc", sources.cell)] if sources.cell else []
         units += stage(sources, folder)
@@ -220,7 +226,7 @@ def build_backend(
             # compiled as Triton's CMake does, default visibility (g++ drops the header's visibility from
             # an extern "C" definition inside a namespace); the version script still exports only
             # TRITONBACKEND_*.
-            own = flags if _LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
+            own = flags if LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
             if cuda_build.by_nvcc(kit, src, folder):
                 return toolchain.run(cuda_build.nvcc_argv(kit, debug, includes, toolchain.path(src), toolchain.path(obj)), folder)
             return toolchain.run(["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder)
@@ -287,7 +293,8 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
         )
 
 
-_LABKIT_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]labkit/', re.MULTILINE)
+#: A source that includes one of labkit's helper headers.
+LABKIT_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]labkit/', re.MULTILINE)
 _UNDEFINED = re.compile(r"undefined reference to [`']([^']+)'")
 
 

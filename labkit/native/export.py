@@ -1,6 +1,8 @@
-"""A backend built in the lab, as a standalone CMake project for production: its source, labkit's
-helper layer, a CMakeLists.txt that fetches Triton's r23.12 repositories (or builds offline against
-labkit's declarations of the C API), the models that use it, and a Dockerfile on NVIDIA's 23.12 image.
+"""A backend built in the lab, as a standalone CMake project for production: its sources (every file,
+with the headers beside them), labkit's helper layer when they use it, a CMakeLists.txt that fetches
+Triton's r23.12 repositories (or builds offline against labkit's declarations of the C API, or, for a
+backend written against Triton's own headers, against Triton's pinned sources), the models that use it,
+and a Dockerfile on NVIDIA's 23.12 image.
 
     labkit.export_backend("minimal", "minimal-backend", repository=lab.repository)
     # or: labkit export minimal minimal-backend --repository model_repository
@@ -13,31 +15,55 @@ import importlib.metadata
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import BuildError, RepositoryError, SetupError
 from ..repository import ModelRepository
 from ..repository.names import check_name
-from .build import REFERENCE_DIR, VERSION_SCRIPT, json_include, latest_build
+from . import official, triton_sources
+from .build import LABKIT_INCLUDE, REFERENCE_DIR, VERSION_SCRIPT, json_include, latest_build
 from .helpers import INCLUDE_DIR, SRC_DIR
+from .sources import STAGED, Sources, collect
 from .toolchain import Toolchain
 
 TEMPLATES = Path(__file__).resolve().parent / "project"
 
 
-def _source(backend: str, source: str | Path | None, toolchain: Toolchain | None) -> str:
+def _sources(backend: str, source: str | Path | Iterable[str | Path] | None, toolchain: Toolchain | None) -> Sources:
+    """What to export: ``source`` as a build takes it, else every file of the backend's latest build
+    (its cell, and the files and headers staged beside it), else the reference backend of that name."""
     if source is not None:
-        return Path(source).read_text() if isinstance(source, Path) else source
+        return collect(source)
     build = latest_build(backend, toolchain)
-    if build is not None and build.source.exists():
-        return build.source.read_text()
+    if build is not None:
+        folder = build.library.parent
+        items: list[str | Path] = [(folder / f"{backend}.cc").read_text()] if (folder / f"{backend}.cc").exists() else []
+        if (folder / STAGED).is_dir():
+            items.append(folder / STAGED)
+        if items:
+            return collect(items)
     reference = REFERENCE_DIR / backend / f"{backend}.cc"
     if reference.exists():
-        return reference.read_text()
+        return collect(reference)
     raise BuildError(
         f"No source for backend {backend!r}: it was never built here and is not a reference backend. Build it "
         f"first (lab.cpp_backend or %%triton_cpp), or pass source=.", backend=backend,
     )
+
+
+def _write_sources(sources: Sources, backend: str, src: Path) -> list[str]:
+    """The sources and the headers beside them into ``src/`` under their own names (a cell as
+    ``<backend>.cc``); returns the files to compile, relative to the project."""
+    names = [name for name, _ in sources.files]
+    for name, text in (*sources.files, *sources.headers):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(text)
+    if sources.cell:
+        cell = f"{backend}.cc" if f"{backend}.cc" not in names else f"{backend}_cell.cc"
+        (src / cell).write_text(sources.cell)
+        names.insert(0, cell)
+    return [f"src/{name}" for name in names]
 
 
 def _json_version() -> str:
@@ -51,7 +77,7 @@ def export_backend(
     backend: str,
     directory: str | Path,
     *,
-    source: str | Path | None = None,
+    source: str | Path | Iterable[str | Path] | None = None,
     repository: ModelRepository | str | Path | None = None,
     models: list[str] | None = None,
     toolchain: Toolchain | None = None,
@@ -59,26 +85,39 @@ def export_backend(
     """Write a CMake project for ``backend`` into ``directory`` (created; an existing project of the
     same backend there is replaced, anything else refuses). Returns the directory.
 
-    ``source``: the backend's C++ (default: its latest build in the toolchain's cache, else the
-    reference backend of that name). ``repository``: where the models that use it are (default none);
+    ``source``: the backend's sources as a build takes them (C++ text, files, folders; see
+    labkit.native.sources); default: every file of its latest build in the toolchain's cache, else the
+    reference backend of that name. A source written against Triton's own headers (official mode) gets
+    Triton's backend utilities compiled and linked, as labkit's build does; labkit's helper layer is
+    exported when a source uses it. ``repository``: where the models that use it are (default none);
     ``models``: which of them (default: every model whose config names the backend)."""
     check_name(backend, "backend")
-    text = _source(backend, source, toolchain)
+    sources = _sources(backend, source, toolchain)
+    texts = sources.texts()
+    official_mode = any(official.uses_official_headers(text) for text in texts)
+    helpers = not official_mode or any(LABKIT_INCLUDE.search(text) for text in texts)
     target = Path(directory).resolve()
     if target.exists() and any(target.iterdir()):
         if not (target / "CMakeLists.txt").exists() or f"triton-{backend}-backend" not in (target / "CMakeLists.txt").read_text():
             raise RepositoryError(f"{target} exists and holds something else; give an empty or new folder.")
         shutil.rmtree(target)
-    target.mkdir(parents=True)
-    (target / "src" / "labkit").mkdir(parents=True)
-    (target / "src" / f"{backend}.cc").write_text(text)
-    for helper in sorted(SRC_DIR.glob("*.cc")):
-        shutil.copy2(helper, target / "src" / "labkit" / helper.name)
-    shutil.copytree(INCLUDE_DIR / "labkit", target / "include" / "labkit")
-    shutil.copytree(INCLUDE_DIR / "triton", target / "offline" / "include" / "triton")
+    (target / "src").mkdir(parents=True)
+    compiled = _write_sources(sources, backend, target / "src")
+    helper_files = sorted(SRC_DIR.glob("*.cc")) if helpers else []
+    if helpers:
+        (target / "src" / "labkit").mkdir()
+        for helper in helper_files:
+            shutil.copy2(helper, target / "src" / "labkit" / helper.name)
+        shutil.copytree(INCLUDE_DIR / "labkit", target / "include" / "labkit")
+    if not official_mode:
+        shutil.copytree(INCLUDE_DIR / "triton", target / "offline" / "include" / "triton")
     (target / "exports.map").write_text(VERSION_SCRIPT)
-    helpers = "\n".join(f"  src/labkit/{helper.name}" for helper in sorted(SRC_DIR.glob("*.cc")))
-    values = {"@BACKEND@": backend, "@JSON_VERSION@": _json_version(), "@HELPERS@": helpers}
+    utilities = [f"    ${{TRITON_{repo.upper()}_SOURCE_DIR}}/src/{name}.cc" for repo, names in official.UTILITIES.items()
+                 for name in names]
+    values = {"@BACKEND@": backend, "@JSON_VERSION@": _json_version(), "@OFFICIAL@": "ON" if official_mode else "OFF",
+              "@USES_HELPERS@": "ON" if helpers else "OFF", "@UTILITIES@": "\n".join(utilities),
+              "@SOURCES@": "\n".join(f"  {name}" for name in compiled),
+              "@HELPERS@": "\n".join(f"  src/labkit/{helper.name}" for helper in helper_files)}
     for template in TEMPLATES.glob("*.in"):
         text_out = template.read_text()
         for key, value in values.items():
@@ -135,7 +174,8 @@ def build_project(directory: str | Path, prefix: str | Path | None = None, *, of
                   progress: bool = True) -> Path:
     """Configure, build and install an exported project with CMake and Ninja; returns the installed
     library (``<prefix>/backends/<backend>/libtriton_<backend>.so``; prefix default ``<directory>/install``).
-    ``offline``: against labkit's declarations and the nlohmann-json of this environment (no network)."""
+    ``offline``: no network: against labkit's declarations and the nlohmann-json of this environment, or
+    for an official-mode backend Triton's pinned r23.12 sources and RapidJSON (labkit.native.triton_sources)."""
     project = Path(directory).resolve()
     cmakelists = project / "CMakeLists.txt"
     if not cmakelists.exists():
@@ -148,6 +188,9 @@ def build_project(directory: str | Path, prefix: str | Path | None = None, *, of
                  f"-DCMAKE_INSTALL_PREFIX={prefix}"]
     if offline:
         configure += ["-DTRITON_OFFLINE=ON", f"-DJSON_INCLUDE_DIR={json_include()}"]
+        if "set(LABKIT_OFFICIAL_MODE ON)" in cmakelists.read_text():  # Triton's pinned sources, as official mode builds
+            configure += [f"-DTRITON_{repo.upper()}_SOURCE_DIR={triton_sources.source(repo)}" for repo in triton_sources.PINNED]
+            configure += [f"-DRAPIDJSON_INCLUDE_DIR={official.rapidjson_include()}"]
     steps = [("configuring", configure), ("building", [cmake, "--build", str(build_dir)]),
              ("installing", [cmake, "--install", str(build_dir)])]
     for what, argv in steps:

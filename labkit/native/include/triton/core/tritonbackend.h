@@ -13,6 +13,10 @@
  */
 #ifndef LABKIT_TRITON_CORE_TRITONBACKEND_H
 #define LABKIT_TRITON_CORE_TRITONBACKEND_H
+/* Triton's own tritonbackend.h came first (a backend mixing labkit's helpers with Triton's utilities, or
+ * an include path that puts Triton's folder first): it declares all of this already, and a second set
+ * of the same enums would not compile. Triton's has no guard to test, only this macro. */
+#ifndef TRITONBACKEND_API_VERSION_MAJOR
 
 #include <stddef.h>
 #include <stdint.h>
@@ -387,4 +391,5 @@ TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelBatchFinalize(void* u
 }
 #endif
 
+#endif /* TRITONBACKEND_API_VERSION_MAJOR */
 #endif /* LABKIT_TRITON_CORE_TRITONBACKEND_H */

@@ -1,12 +1,13 @@
 /*
- * labkit's own declarations of the part of the Triton Inference Server C API that backends call,
- * as shipped in release 23.12 (server 2.41.0, TRITONSERVER API 1.27). Names, signatures and
- * enum values only. Declared: what backends call, including buffer attributes and the in-process
- * inference API a backend uses to call other models (C++ BLS: requests, responses, allocators,
- * TRITONSERVER_ServerInferAsync; in labkit_inference_request.h, included at the end). Left out: creating and configuring a server (TRITONSERVER_ServerNew,
- * server options, model control), traces and server-wide metrics, which only an application
- * embedding Triton calls. tests/test_headers.py checks every declared function against the
- * symbols the 23.12 server library exports.
+ * labkit's own declarations of the Triton Inference Server C API as shipped in release 23.12
+ * (server 2.41.0, TRITONSERVER API 1.27): every function of 23.12's tritonserver.h, with the same
+ * types, and every enum with the same values. Names, signatures and values only; the comments are
+ * labkit's. This file holds what backends call most (data types, errors, logging, messages, buffer
+ * attributes, custom metrics); the rest is in files it includes at the end, one subject each: the
+ * in-process inference API (C++ BLS: labkit_inference_request.h), traces and server-wide metrics
+ * (labkit_server_traces.h), creating and controlling a server (labkit_server_embedding.h).
+ * tests/test_header_abi.py compares all of it with Triton's own r23.12 header and with the symbols
+ * the 23.12 server library exports.
  *
  * The file name and include path match Triton's own header, so a build switches to the official
  * r23.12 headers (e.g. /opt/tritonserver/include in the NGC image) by changing the -I folder only.
@@ -17,6 +18,10 @@
  */
 #ifndef LABKIT_TRITON_CORE_TRITONSERVER_H
 #define LABKIT_TRITON_CORE_TRITONSERVER_H
+/* Triton's own tritonserver.h came first (a backend mixing labkit's helpers with Triton's utilities, or
+ * an include path that puts Triton's folder first): it declares all of this already, and a second set
+ * of the same enums would not compile. Triton's has no guard to test, only this macro. */
+#ifndef TRITONSERVER_API_VERSION_MAJOR
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,6 +53,7 @@ struct TRITONSERVER_Metrics;
 struct TRITONSERVER_Parameter;
 struct TRITONSERVER_ResponseAllocator;
 struct TRITONSERVER_Server;
+struct TRITONSERVER_ServerOptions;
 
 /* Typedefs so the header also reads as C; C++ would not need them. */
 typedef struct TRITONSERVER_BufferAttributes TRITONSERVER_BufferAttributes;
@@ -62,6 +68,7 @@ typedef struct TRITONSERVER_Metrics TRITONSERVER_Metrics;
 typedef struct TRITONSERVER_Parameter TRITONSERVER_Parameter;
 typedef struct TRITONSERVER_ResponseAllocator TRITONSERVER_ResponseAllocator;
 typedef struct TRITONSERVER_Server TRITONSERVER_Server;
+typedef struct TRITONSERVER_ServerOptions TRITONSERVER_ServerOptions;
 
 /* The server API version of the running Triton (1.27 for 23.12). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ApiVersion(uint32_t* major, uint32_t* minor);
@@ -145,6 +152,12 @@ typedef enum TRITONSERVER_loglevel_enum {
   TRITONSERVER_LOG_ERROR = 2,
   TRITONSERVER_LOG_VERBOSE = 3
 } TRITONSERVER_LogLevel;
+
+/* How log lines start: DEFAULT is glog's "I1125 13:40:00.123 ..." prefix, ISO8601 a full date. */
+typedef enum TRITONSERVER_logformat_enum {
+  TRITONSERVER_LOG_DEFAULT = 0,
+  TRITONSERVER_LOG_ISO8601 = 1
+} TRITONSERVER_LogFormat;
 
 /* Cheap test before building an expensive message (VERBOSE is off unless --log-verbose). */
 TRITONSERVER_DECLSPEC bool TRITONSERVER_LogIsEnabled(TRITONSERVER_LogLevel level);
@@ -263,9 +276,12 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_GetMetricKind(
 }
 #endif
 
-/* The in-process inference API (C++ BLS) is kept in a file of its own so that each of labkit's
- * declaration files stays short enough to read; it belongs to this header, which is the only one
- * that includes it, as it is part of tritonserver.h in Triton's own headers. */
+/* The rest of the API, kept in files of their own so that each of labkit's declaration files stays
+ * short enough to read; they belong to this header, which is the only one that includes them, as
+ * they are part of tritonserver.h in Triton's own headers. */
 #include "triton/core/labkit_inference_request.h"
+#include "triton/core/labkit_server_traces.h"
+#include "triton/core/labkit_server_embedding.h"
 
+#endif /* TRITONSERVER_API_VERSION_MAJOR */
 #endif /* LABKIT_TRITON_CORE_TRITONSERVER_H */
