@@ -211,7 +211,8 @@ class EnsembleStepError(ModelLoadError):
 class MetricKindError(ModelLoadError):
     """``model`` defines the metric family ``metric`` as a ``kind`` ("counter" or "gauge"), and Triton
     already has a family of that name of ``registered_kind`` (defined by ``registered_by``, when
-    labkit knows which loaded model did). labkit refused the load before Triton saw it."""
+    labkit knows which loaded model did; Triton 23.12 keeps a family until it exits). labkit refused
+    the load before Triton saw it."""
 
     def __init__(self, message: str, *, model: str, metric: str, kind: str, registered_kind: str,
                  registered_by: str = "") -> None:

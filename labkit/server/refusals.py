@@ -97,7 +97,8 @@ def check_metric_kinds(models: "Models", name: str) -> None:
     wanted = metric_families(_model_py(models, name))
     if not wanted:
         return
-    # What Triton has now: families with samples on /metrics, and those the other loaded models define.
+    # What Triton has now: the families on /metrics (23.12 keeps them after their model unloads), and
+    # those the other loaded models define (which names the model that did).
     registered: dict[str, tuple[str, str]] = {}
     for family in text_string_to_metric_families(models.metrics_text()):
         registered[family.name] = (family.type, "")
@@ -116,7 +117,7 @@ def check_metric_kinds(models: "Models", name: str) -> None:
             by = f" (defined by model {before[1]!r})" if before[1] else ""
             raise MetricKindError(
                 f"Model {name!r} defines metric family {metric!r} as a {kind}, but Triton already has it as a "
-                f"{before[0]}{by}, and a family keeps its kind while any model defines it; labkit did not load "
-                f"it (Triton 23.12 can crash on such a load). Give this family another name, keep it a "
-                f"{before[0]}, or unload the model that defines it first.", model=name, metric=metric, kind=kind,
+                f"{before[0]}{by}; labkit did not load it (Triton 23.12 can crash on such a load). A family keeps "
+                f"its kind as long as the server runs, also after the model that defined it unloads. Give this "
+                f"family another name, keep it a {before[0]}, or lab.restart() without that model loaded.", model=name, metric=metric, kind=kind,
                 registered_kind=before[0], registered_by=before[1])
