@@ -173,7 +173,7 @@ class EnsembleTimeline(Timeline):
         ax.set_ylim(len(shown) - 0.5, -0.5)
         ax.set_ylabel("request")
         ax.set_xlabel("ms since the first request arrived")
-        ax.legend(fontsize="x-small", loc="lower right")
+        ax.legend(fontsize="x-small", loc="upper right")  # requests run down and to the right
         ax.set_title(f"{self.model}: {len(shown)} requests, each through {' -> '.join(self.step_models)}",
                      fontsize="medium")
 

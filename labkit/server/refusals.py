@@ -13,20 +13,32 @@ message, which stay in ``reason``):
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..errors import EnsembleStepError, LabkitError, MetricKindError, ModelLoadError
+from ..repository import ModelRepository
 from ..repository.ensemble import is_ensemble
 
-if TYPE_CHECKING:
-    from .models import Models
+
+
+class _RepositoryAndTriton(Protocol):
+    """What these checks read (a server's ``models``): the repository and Triton's state."""
+
+    @property
+    def repository(self) -> ModelRepository: ...
+
+    def index(self) -> list[dict]: ...
+
+    def loaded_models(self) -> list[str]: ...
+
+    def metrics_text(self) -> str: ...
 
 _KINDS = {"COUNTER": "counter", "GAUGE": "gauge"}
 
 
-def explain(models: "Models", name: str, error: ModelLoadError) -> ModelLoadError:
+def explain(models: _RepositoryAndTriton, name: str, error: ModelLoadError) -> ModelLoadError:
     """``error`` or a more specific ModelLoadError carrying the same reason and serving models."""
     try:
         better = _ensemble_step(models, name, error)
@@ -37,7 +49,7 @@ def explain(models: "Models", name: str, error: ModelLoadError) -> ModelLoadErro
     return better or error
 
 
-def _ensemble_step(models: "Models", name: str, error: ModelLoadError) -> EnsembleStepError | None:
+def _ensemble_step(models: _RepositoryAndTriton, name: str, error: ModelLoadError) -> EnsembleStepError | None:
     if not (models.repository.model_dir(name) / "config.pbtxt").exists():
         return None
     cfg = models.repository.read_config(name)
@@ -85,13 +97,13 @@ def metric_families(source: str) -> list[tuple[str, str]]:
     return [(metric, kind) for _, _, metric, kind in sorted(found)]
 
 
-def _model_py(models: "Models", name: str) -> str:
+def _model_py(models: _RepositoryAndTriton, name: str) -> str:
     versions = models.repository.versions(name)
     path = models.repository.model_dir(name) / str(versions[-1]) / "model.py" if versions else None
     return path.read_text() if path is not None and path.is_file() else ""
 
 
-def check_metric_kinds(models: "Models", name: str) -> None:
+def check_metric_kinds(models: _RepositoryAndTriton, name: str) -> None:
     """Raise MetricKindError if model ``name``'s model.py defines a metric family with a literal name
     that Triton has (or the same model.py defines) as another kind."""
     wanted = metric_families(_model_py(models, name))
