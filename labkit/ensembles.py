@@ -108,6 +108,8 @@ class EnsembleTimeline(Timeline):
     per request, a box per step (its compute), a thin line for each step's queue wait. ``last`` keeps
     the last N requests in the picture and the table (counts cover them all)."""
 
+    _ensembles = True
+
     def __init__(self, server: TritonServer, model: str, *, last: int | None = None) -> None:
         super().__init__(server, model, last=last)
         self.ensemble_requests: list[EnsembleRequest] = []

@@ -71,6 +71,14 @@ def test_a_timeline_of_a_model_that_is_not_an_ensemble_is_refused(lab):
     assert info.value.field == "platform" and info.value.valid == ["ensemble"]
 
 
+def test_labkit_timeline_of_an_ensemble_points_to_the_ensemble_timeline(lab):
+    with pytest.raises(labkit.ConfigError) as info:
+        with labkit.timeline(lab, ensemble.MODEL):
+            pass
+    assert (info.value.field, info.value.value) == ("platform", "ensemble")
+    assert lab.models.trace_settings(ensemble.MODEL)["trace_level"] == ["OFF"]  # tracing was never switched on
+
+
 def test_a_step_naming_a_missing_model_is_refused_before_anything_is_written(lab):
     error = ensemble.missing_step_error(lab, "postprocess")
     assert isinstance(error, labkit.ModelLoadError)
