@@ -16,18 +16,21 @@ from typing import Any
 from . import _cells, errors, exercises, gpu, native, plots, reference
 from .checks import AddSubResult, PassthroughResult, check_add_sub, check_passthrough
 from .dashboard import Dashboard
+from .ensembles import EnsembleTimeline, ensemble_timeline, serve_ensemble
 from .errors import (
     AnswerMismatchError,
     BackendClashError,
     BuildError,
     ConfigError,
     EngineError,
+    EnsembleStepError,
     GpuUnavailableError,
     InferenceError,
     InputSizeError,
     InvalidNameError,
     LabkitError,
     LoadTimeoutError,
+    MetricKindError,
     ModelLoadError,
     ModelNotFoundError,
     OutputNameError,
@@ -54,6 +57,7 @@ from .perf_analyzer import PerfStep, PerfSweep, perf
 from .magics import register as _register_magics
 from .native import export_backend
 from .repository import ModelConfig, ModelRepository, model_config
+from .repository.ensemble import Step, ensemble_config
 from .server import EmbeddedServer, LogView, ServerConfig, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
@@ -104,6 +108,8 @@ __all__ = [
     "Dashboard",
     "EmbeddedServer",
     "EngineError",
+    "EnsembleStepError",
+    "EnsembleTimeline",
     "InferenceError",
     "InputSizeError",
     "InvalidNameError",
@@ -112,6 +118,7 @@ __all__ = [
     "LoadErrorRecord",
     "LoadResult",
     "LoadTimeoutError",
+    "MetricKindError",
     "LogView",
     "ModelConfig",
     "ModelLoadError",
@@ -138,6 +145,7 @@ __all__ = [
     "GpuUnavailableError",
     "gpu",
     "StatsCollector",
+    "Step",
     "Timeline",
     "TraceError",
     "Transport",
@@ -152,6 +160,8 @@ __all__ = [
     "debug_tools",
     "errors",
     "exercises",
+    "ensemble_config",
+    "ensemble_timeline",
     "export_backend",
     "infer",
     "infer_with_parameters",
@@ -164,6 +174,7 @@ __all__ = [
     "reference",
     "reference_repository",
     "run_load",
+    "serve_ensemble",
     "start",
     "stream_infer",
     "timeline",

@@ -29,6 +29,7 @@ from . import _render
 from .gpu import metrics as gpu_metrics
 from .errors import LabkitError
 from .load import Inputs, Load, LoadResult
+from .metric_plots import TRITON_FAMILIES
 from .server.base import TritonServer
 from .stats import StatsCollector
 
@@ -66,10 +67,12 @@ class _Latencies:
 
 class Dashboard(widgets.VBox):
     """Throughput, latency, batch sizes and time shares of one model, redrawn every ``refresh_s``;
-    statistics polled every ``poll_s`` (each poll closes a window of the server-side panels)."""
+    statistics polled every ``poll_s`` (each poll closes a window of the server-side panels).
+    ``metrics``: metric families a model.py defines (``pb_utils.MetricFamily``), each summed over its
+    labels, drawn in a third row beside Triton's own request count and pending requests for ``model``."""
 
     def __init__(self, server: TritonServer, model: str, *, refresh_s: float = 1.0, poll_s: float = 0.25,
-                 window_s: float = 0.5) -> None:
+                 window_s: float = 0.5, metrics: Sequence[str] = ()) -> None:
         self._title = widgets.HTML(f"<b>{html.escape(model)}</b>: waiting for load")
         self._image = widgets.Image(format="png")
         self.concurrency = widgets.IntSlider(value=1, min=1, max=32, description="clients")
@@ -85,7 +88,8 @@ class Dashboard(widgets.VBox):
         ], layout=widgets.Layout(display="none"))
         super().__init__([self._title, self._controls, self._image])
         self.server, self.model = server, model
-        self.collector = StatsCollector(server, [model], poll_s)
+        families = {**{name: {} for name in metrics}, **{name: {"model": model} for name in TRITON_FAMILIES}}
+        self.collector = StatsCollector(server, [model], poll_s, metrics=families if metrics else ())
         self.result: LoadResult | None = None
         self.load: Load | None = None
         self.error: LabkitError | None = None  # why a load the dashboard drove ended early

@@ -17,7 +17,9 @@ handles an error reads its fields, never its text.
     │   ├── RepositoryWriteError    .path .errno: the file system refused a write
     │   └── ConfigError             .field .value .valid .lacks .source
     ├── ModelLoadError              .model .reason .serving
-    │   └── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
+    │   ├── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
+    │   ├── EnsembleStepError       .step .step_model .problem .tensor .available .refused_by
+    │   └── MetricKindError         .metric .kind .registered_kind .registered_by
     ├── InferenceError              .model .reason .stack
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent .differs
@@ -201,6 +203,31 @@ class LoadTimeoutError(ModelLoadError):
         self.ended = ended
         super().__init__(message, model=model, reason=reason)
 
+
+class EnsembleStepError(ModelLoadError):
+    """Step ``step`` (from 0) of ensemble ``model`` cannot run: its ``step_model`` is "not in the
+    repository", "did not load" (``reason``: Triton's words), or has no tensor ``tensor`` ("no such
+    input"/"no such output"): ``problem`` says which. ``available``: the repository's models;
+    ``refused_by``: "labkit" (before loading; nothing written) or "triton" (its load refusal)."""
+
+    def __init__(self, message: str, *, model: str, step: int, step_model: str, problem: str, tensor: str = "",
+                 available: Sequence[str] = (), refused_by: str = "labkit", reason: str = "") -> None:
+        self.step, self.step_model, self.problem, self.tensor = step, step_model, problem, tensor
+        self.available = list(available)
+        self.refused_by = refused_by
+        super().__init__(message, model=model, reason=reason)
+
+
+class MetricKindError(ModelLoadError):
+    """``model`` defines the metric family ``metric`` as a ``kind`` ("counter" or "gauge"), and Triton
+    already has a family of that name of ``registered_kind`` (defined by ``registered_by``, when
+    labkit knows which loaded model did; Triton 23.12 keeps a family until it exits). labkit refused
+    the load before Triton saw it."""
+
+    def __init__(self, message: str, *, model: str, metric: str, kind: str, registered_kind: str,
+                 registered_by: str = "") -> None:
+        self.metric, self.kind, self.registered_kind, self.registered_by = metric, kind, registered_kind, registered_by
+        super().__init__(message, model=model)
 
 class InferenceError(LabkitError):
     """A request to ``model`` failed. ``reason``: Triton's (or the backend's) own words for the

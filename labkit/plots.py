@@ -16,7 +16,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from . import metric_plots
 from .load import LoadResult
+from .metric_plots import MetricSeries
 from .stats import ModelStats, StatsCollector
 
 _PHASE_LABELS = {"queue": "queue", "compute_input": "input", "compute_infer": "infer", "compute_output": "output"}
@@ -125,6 +127,7 @@ class DashboardData:
     concurrency: tuple[tuple[float, int], ...] = ()  # (time, clients) each time it was set
     events: tuple[tuple[float, str], ...] = ()  # (time, what changed), drawn as marks on every panel
     elapsed_s: float = 0.0
+    metrics: tuple[MetricSeries, ...] = ()  # families from /metrics, when the dashboard was given some
 
     @classmethod
     def collect(cls, collector: StatsCollector, model: str, result: LoadResult | None = None, *,
@@ -144,6 +147,7 @@ class DashboardData:
             model, collector.total(model), tuple((w.t, w.throughput) for w in windows),
             latency if latency is not None else LatencyBins.from_result(result), windows,
             tuple(concurrency), tuple(events), elapsed_s or (samples[-1].t if samples else 0.0),
+            MetricSeries.from_samples(samples, end),
         )
 
 
@@ -221,18 +225,35 @@ def share_panel(data: DashboardData, ax) -> None:
     _marks(ax, data)
 
 
-_PANELS = (throughput_panel, latency_panel, batch_panel, share_panel)
+def _counters(data: DashboardData, ax) -> None:
+    metric_plots.counters_panel(data.metrics, ax)
+    _marks(ax, data)
 
 
-def _dashboard_axes() -> tuple[Figure, list]:
-    fig = Figure(figsize=(10, 6.5))
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.08, top=0.95, wspace=0.22, hspace=0.4)  # fixed: constrained layout costs ~0.2 s a draw
-    return fig, list(fig.subplots(2, 2).flat)
+def _gauges(data: DashboardData, ax) -> None:
+    metric_plots.gauges_panel(data.metrics, ax)
+    _marks(ax, data)
+
+
+_PANELS = (throughput_panel, latency_panel, batch_panel, share_panel, _counters, _gauges)
+
+
+def _rows(data: DashboardData) -> int:
+    return 3 if data.metrics else 2  # a third row for metric families, when there are some
+
+
+def _dashboard_axes(rows: int = 2) -> tuple[Figure, list]:
+    height = 3.25 * rows
+    fig = Figure(figsize=(10, height))
+    # fixed: constrained layout costs ~0.2 s a draw
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.52 / height, top=1 - 0.33 / height, wspace=0.22, hspace=0.4)
+    return fig, list(fig.subplots(rows, 2).flat)
 
 
 def dashboard_figure(data: DashboardData) -> Figure:
-    """The four panels together: throughput, latency, batch sizes, queue vs compute, over time."""
-    fig, axes = _dashboard_axes()
+    """The panels together: throughput, latency, batch sizes, queue vs compute over time; below them
+    the metric families' counters and gauges, when the data holds some."""
+    fig, axes = _dashboard_axes(_rows(data))
     for panel, ax in zip(_PANELS, axes):
         panel(data, ax)
     return fig
@@ -246,6 +267,8 @@ class DashboardCanvas:
         self.figure, self._axes = _dashboard_axes()
 
     def render(self, data: DashboardData, dpi: int = 80) -> bytes:
+        if len(self._axes) != 2 * _rows(data):
+            self.figure, self._axes = _dashboard_axes(_rows(data))
         for ax in self._axes:
             for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
                 artist.remove()

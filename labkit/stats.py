@@ -7,9 +7,10 @@ prometheus_client's parser.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from .gpu.metrics import GpuUsage
 from .gpu.metrics import usage as gpu_usage
+from .repository.ensemble import is_ensemble, step_models
 from .server.base import TritonServer
 
 _PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
@@ -33,6 +35,7 @@ class ModelStats:
     fail_count: int = 0
     phase_ns: dict[str, int] = field(default_factory=dict)  # queue / compute_* total nanoseconds
     batch_counts: dict[int, int] = field(default_factory=dict)  # batch size -> executions
+    steps: dict[str, "ModelStats"] = field(default_factory=dict)  # an ensemble's step models, in step order
 
     @classmethod
     def from_triton(cls, model: str, payload: dict) -> "ModelStats":
@@ -58,6 +61,7 @@ class ModelStats:
         """What happened between ``earlier`` and this snapshot; a reload in between restarts the count."""
         if self.execution_count < earlier.execution_count or self.inference_count < earlier.inference_count:
             return self  # counters were reset by a reload: everything counted now is new
+        steps = {m: s.since(earlier.steps.get(m, ModelStats(m))) for m, s in self.steps.items()}
         return ModelStats(
             self.model,
             self.inference_count - earlier.inference_count,
@@ -70,6 +74,7 @@ class ModelStats:
                 for size, n in self.batch_counts.items()
                 if n - earlier.batch_counts.get(size, 0) > 0
             },
+            steps,
         )
 
     @property
@@ -94,21 +99,40 @@ class ModelStats:
             "average_batch_size": round(self.average_batch_size, 2),
             "batch_sizes": dict(sorted(self.batch_counts.items())),
             **{f"{p}_us": round(v, 1) for p, v in self.per_request_us().items()},
+            **({"steps": {m: s.summary() for m, s in self.steps.items()}} if self.steps else {}),
         }
 
 
 def model_stats(server: TritonServer, model: str, *, settle: bool = False) -> ModelStats:
     """The model's statistics now. Triton records them just after it answers, so a snapshot taken
-    right after the last response can miss it: ``settle`` waits until two reads agree (at most 2 s)."""
-    snap = ModelStats.from_triton(model, server.stats(model))
+    right after the last response can miss it: ``settle`` waits until two reads agree (at most 2 s).
+    For an ensemble, ``steps`` holds the statistics of each model its steps name, read at the same time."""
+    steps = _step_models(server, model)
+
+    def read() -> ModelStats:
+        if not steps:
+            return ModelStats.from_triton(model, server.stats(model))
+        every = server.stats()  # one read for the ensemble and its steps
+        return dataclasses.replace(ModelStats.from_triton(model, every),
+                                   steps={m: ModelStats.from_triton(m, every) for m in steps})
+
+    snap = read()
     deadline = time.monotonic() + 2.0
     while settle and time.monotonic() < deadline:
         time.sleep(0.02)
-        again = ModelStats.from_triton(model, server.stats(model))
+        again = read()
         if again == snap:
             break
         snap = again
     return snap
+
+
+def _step_models(server: TritonServer, model: str) -> list[str]:
+    """The models an ensemble's steps name, from its config in the repository (none for other models)."""
+    if not (server.repository.model_dir(model) / "config.pbtxt").is_file():
+        return []
+    cfg = server.repository.read_config(model)
+    return step_models(cfg) if is_ensemble(cfg) else []
 
 
 def parse_metrics(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -120,6 +144,19 @@ def parse_metrics(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], fl
     return samples
 
 
+def family_totals(text: str, families: Mapping[str, Mapping[str, str]]) -> dict[str, tuple[str, float]]:
+    """Prometheus text -> {family: (its type, the sum of its samples whose labels include the given
+    ones)} for the ``families`` named (a counter with or without ``_total``) that the text holds."""
+    wanted = {name.removesuffix("_total"): name for name in families}
+    found = {}
+    for family in text_string_to_metric_families(text):
+        name = wanted.get(family.name.removesuffix("_total"))
+        if name is not None:
+            want = set(families[name].items())
+            found[name] = (family.type, sum(s.value for s in family.samples if want <= set(s.labels.items())))
+    return found
+
+
 def metric(samples: dict, name: str, **labels: str) -> float:
     """Sum of the samples called ``name`` whose labels include ``labels``."""
     want = set(labels.items())
@@ -128,12 +165,14 @@ def metric(samples: dict, name: str, **labels: str) -> float:
 
 @dataclass
 class Sample:
-    """One poll: when, each model's cumulative stats, and each model's pending requests (from /metrics);
-    ``gpus``: each GPU's utilization and memory (Triton's nv_gpu_* metrics; empty without a GPU)."""
+    """One poll: when, each model's cumulative stats, each model's pending requests (from /metrics),
+    the metric families the collector was asked for ({name: (type, value)}), and ``gpus``: each GPU's
+    utilization and memory (Triton's nv_gpu_* metrics; empty without a GPU)."""
 
     t: float  # seconds since the collector started
     stats: dict[str, ModelStats]
     pending: dict[str, float]
+    metrics: dict[str, tuple[str, float]] = field(default_factory=dict)
     gpus: list[GpuUsage] = field(default_factory=list)
 
 
@@ -145,9 +184,12 @@ class StatsCollector:
         col.throughput("minimal_batching")   # [(t, inferences/s), ...]
     """
 
-    def __init__(self, server: TritonServer, models: Iterable[str], interval_s: float = 0.25) -> None:
+    def __init__(self, server: TritonServer, models: Iterable[str], interval_s: float = 0.25, *,
+                 metrics: Mapping[str, Mapping[str, str]] | Iterable[str] = ()) -> None:
         self.server = server
         self.models = list(models)
+        # Families to read from /metrics each poll: name -> labels its samples must carry (summed).
+        self.metrics = dict(metrics) if isinstance(metrics, Mapping) else {name: {} for name in metrics}
         self.interval_s = interval_s
         self.samples: list[Sample] = []
         self._stop = threading.Event()
@@ -163,9 +205,11 @@ class StatsCollector:
 
     def poll(self, settle: bool = False) -> Sample:
         stats = {m: model_stats(self.server, m, settle=settle) for m in self.models}
-        samples = parse_metrics(self.server.models.metrics_text())
+        text = self.server.models.metrics_text()
+        samples = parse_metrics(text)
         pending = {m: metric(samples, "nv_inference_pending_request_count", model=m) for m in self.models}
-        sample = Sample(time.monotonic() - self._t0, stats, pending, gpu_usage(samples))
+        sample = Sample(time.monotonic() - self._t0, stats, pending, family_totals(text, self.metrics),
+                        gpu_usage(samples))
         with self._lock:
             self.samples.append(sample)
         return sample
@@ -244,4 +288,5 @@ def _add(a: ModelStats, b: ModelStats) -> ModelStats:
         a.fail_count + b.fail_count,
         {p: a.phase_ns.get(p, 0) + b.phase_ns.get(p, 0) for p in _PHASES},
         {s: a.batch_counts.get(s, 0) + b.batch_counts.get(s, 0) for s in set(a.batch_counts) | set(b.batch_counts)},
+        {m: _add(a.steps.get(m, ModelStats(m)), b.steps.get(m, ModelStats(m))) for m in {**a.steps, **b.steps}},
     )

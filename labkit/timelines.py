@@ -35,7 +35,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from .errors import TraceError, WaitTimeoutError
+from .errors import ConfigError, TraceError, WaitTimeoutError
 from .plots import Picture
 from .server.base import TritonServer
 from .server.polling import wait_until
@@ -136,8 +136,14 @@ class Timeline:
         self._before: ModelStats | None = None
         self._file = ""
 
+    _ensembles = False  # an ensemble's requests execute only in its steps: labkit.ensemble_timeline draws them
+
     def __enter__(self) -> "Timeline":
         config = self.server.model_config(self.model)
+        if config.get("platform") == "ensemble" and not self._ensembles:
+            raise ConfigError(f"{self.model!r} is an ensemble: its requests run only in its steps. Use "
+                              f"labkit.ensemble_timeline(server, {self.model!r}), which draws each request's steps.",
+                              field="platform", value="ensemble", valid=["a model with a backend"])
         self._batching = int(config.get("max_batch_size", 0)) > 0
         self.instances = sum(int(g.get("count", 1)) for g in config.get("instance_group", [])) or 1
         self._before = model_stats(self.server, self.model, settle=True)

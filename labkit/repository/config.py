@@ -103,6 +103,8 @@ def read(path: Path) -> ModelConfig:
 def check_complete(cfg: ModelConfig, source: str = "config") -> None:
     """Refuse configs Triton would only accept with auto-complete on."""
     missing = [f for f in ("name", "backend") if not getattr(cfg, f)]
+    if cfg.platform == "ensemble":  # Triton's ensemble scheduler is named by platform, not backend
+        missing = [f for f in missing if f != "backend"]
     if not cfg.input:
         missing.append("input")
     if not cfg.output:

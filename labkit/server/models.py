@@ -29,7 +29,7 @@ from ..repository.python_source import model_source
 from .. import waiting
 from ..stuck import unstick as _unstick
 from ..stuck.stuck_load import load_timeout
-from . import idle, stubs
+from . import idle, refusals, stubs
 from .attempts import Attempt, digest, recording
 from .config import ServerConfig
 from .connection import CONNECTION_ERRORS
@@ -103,6 +103,7 @@ class Models:
             # With auto-complete on, Triton asks the backend for the config (auto_complete_config).
             raise RepositoryError(f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first "
                                   f"(or start the server with auto_complete=True).", missing="config.pbtxt")
+        refusals.check_metric_kinds(self, name)  # before Triton: its refusal can crash 23.12
         for listener in list(self.before_load):
             listener(name)
         limit = self.config.load_timeout_s if timeout_s is None else timeout_s
@@ -161,7 +162,7 @@ class Models:
                      "version folder, or serve a folder of built backends (labkit serve --backend-directory DIR, "
                      "labkit.start(backend_directory=DIR)).")
         text += f"\nFix the model and load it again. Models still serving: {still}."
-        return ModelLoadError(text, model=name, reason=reason, serving=serving)
+        return refusals.explain(self, name, ModelLoadError(text, model=name, reason=reason, serving=serving))
 
     def unload(self, name: str, timeout_s: float = 30.0) -> None:
         """Unload and wait until Triton has finished (its unload call returns before that)."""

@@ -1,0 +1,135 @@
+"""Loads labkit refuses before Triton sees them, and loads Triton refused explained more precisely,
+where labkit can tell why from the repository and Triton's state (never from the words of Triton's
+message, which stay in ``reason``):
+
+- before loading: a Python model defining a metric family (``pb_utils.MetricFamily``) under a name Triton
+  already has as another kind. 23.12's python backend raises TritonModelException ("Family name already
+  exists with different type") in ``initialize``, but now and then (1 load in 7 here) its stub segfaults
+  doing so and Triton aborts (boost::interprocess::lock_exception), so labkit refuses such a load itself;
+- after Triton refused: an ensemble whose step names a model that is not in the repository, or that did
+  not load.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Protocol
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from ..errors import EnsembleStepError, LabkitError, MetricKindError, ModelLoadError
+from ..repository import ModelRepository
+from ..repository.ensemble import is_ensemble
+
+
+
+class _RepositoryAndTriton(Protocol):
+    """What these checks read (a server's ``models``): the repository and Triton's state."""
+
+    @property
+    def repository(self) -> ModelRepository: ...
+
+    def index(self) -> list[dict]: ...
+
+    def loaded_models(self) -> list[str]: ...
+
+    def metrics_text(self) -> str: ...
+
+_KINDS = {"COUNTER": "counter", "GAUGE": "gauge"}
+
+
+def explain(models: _RepositoryAndTriton, name: str, error: ModelLoadError) -> ModelLoadError:
+    """``error`` or a more specific ModelLoadError carrying the same reason and serving models."""
+    try:
+        better = _ensemble_step(models, name, error)
+    except LabkitError:  # the server went away meanwhile: the plain refusal says enough
+        return error
+    if better is not None:
+        better.serving = error.serving
+    return better or error
+
+
+def _ensemble_step(models: _RepositoryAndTriton, name: str, error: ModelLoadError) -> EnsembleStepError | None:
+    if not (models.repository.model_dir(name) / "config.pbtxt").exists():
+        return None
+    cfg = models.repository.read_config(name)
+    if not is_ensemble(cfg):
+        return None
+    index = {entry["name"]: entry for entry in models.index()}
+    available = models.repository.models()
+    for i, step in enumerate(cfg.ensemble_scheduling.step):
+        entry = index.get(step.model_name)
+        if step.model_name not in available or entry is None:
+            problem, why = "not in the repository", (
+                f"which is not in the repository (it has: {', '.join(available)}). Write that model, or fix the "
+                f"step's model name")
+        elif entry.get("state") != "READY":
+            problem, why = "did not load", (
+                f"which did not load: {str(entry.get('reason', '')).strip() or 'see lab.logs.tail()'}\n"
+                f"Fix {step.model_name!r} (lab.load({step.model_name!r}) shows the same)")
+        else:
+            continue
+        return EnsembleStepError(
+            f"Triton refused ensemble {name!r}: step {i} names model {step.model_name!r}, {why}; then load "
+            f"{name!r} again.\n{error}", model=name, step=i, step_model=step.model_name, problem=problem,
+            available=available, refused_by="triton", reason=error.reason)
+    return None
+
+
+def metric_families(source: str) -> list[tuple[str, str]]:
+    """(name, kind) of each ``MetricFamily(name=..., kind=...COUNTER|GAUGE)`` a model.py calls with a
+    literal name, in the order they appear."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        func = getattr(node, "func", None)
+        if not isinstance(node, ast.Call) or getattr(func, "attr", getattr(func, "id", "")) != "MetricFamily":
+            continue
+        given = {k.arg: k.value for k in node.keywords}
+        name_node = given.get("name", node.args[0] if node.args else None)
+        kind_node = given.get("kind", node.args[2] if len(node.args) > 2 else None)
+        kind = _KINDS.get(getattr(kind_node, "attr", ""))
+        if isinstance(name_node, ast.Constant) and isinstance(name_node.value, str) and kind:
+            found.append((node.lineno, node.col_offset, name_node.value, kind))
+    return [(metric, kind) for _, _, metric, kind in sorted(found)]
+
+
+def _model_py(models: _RepositoryAndTriton, name: str) -> str:
+    versions = models.repository.versions(name)
+    path = models.repository.model_dir(name) / str(versions[-1]) / "model.py" if versions else None
+    return path.read_text() if path is not None and path.is_file() else ""
+
+
+def check_metric_kinds(models: _RepositoryAndTriton, name: str) -> None:
+    """Raise MetricKindError if model ``name``'s model.py defines a metric family with a literal name
+    that Triton has (or the same model.py defines) as another kind."""
+    wanted = metric_families(_model_py(models, name))
+    if not wanted:
+        return
+    # What Triton has now: the families on /metrics (23.12 keeps them after their model unloads), and
+    # those the other loaded models define (which names the model that did).
+    registered: dict[str, tuple[str, str]] = {}
+    for family in text_string_to_metric_families(models.metrics_text()):
+        registered[family.name] = (family.type, "")
+    for other in models.loaded_models():
+        if other != name:
+            for metric, kind in metric_families(_model_py(models, other)):
+                if registered.get(metric, (kind, ""))[0] == kind:
+                    registered[metric] = (kind, other)
+    seen: dict[str, str] = {}
+    for metric, kind in wanted:
+        before = registered.get(metric) or registered.get(metric.removesuffix("_total"))
+        if before is None and metric in seen:  # the model itself defines it twice
+            before = (seen[metric], name)
+        seen.setdefault(metric, kind)
+        if before is not None and before[0] != kind:
+            by = f" (defined by model {before[1]!r})" if before[1] else ""
+            raise MetricKindError(
+                f"Model {name!r} defines metric family {metric!r} as a {kind}, but Triton already has it as a "
+                f"{before[0]}{by}; labkit did not load it (Triton 23.12 can crash on such a load). A family keeps "
+                f"its kind as long as the server runs, also after the model that defined it unloads. Give this "
+                f"family another name, keep it a {before[0]}, or lab.restart() without that model loaded.", model=name, metric=metric, kind=kind,
+                registered_kind=before[0], registered_by=before[1])
