@@ -23,6 +23,7 @@ handles an error reads its fields, never its text.
     │   ├── RequestError            .expected .sent .differs
     │   │   └── InputSizeError      .input .needed .carried .unit: refused before sending
     │   ├── OutputNameError         .missing .outputs .produced
+    │   ├── SequenceError           .sequence_id .problem: a stateful model's request lacks its sequence
     │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
     │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
@@ -287,6 +288,18 @@ class RequestInterruptedError(RequestTimeoutError):
                  restart_needed: bool = False) -> None:
         self.waited_s = waited_s
         super().__init__(message, model=model, limit_s=limit_s, stack=stack, restart_needed=restart_needed)
+
+
+class SequenceError(InferenceError):
+    """A request to a model with sequence batching did not say which sequence it belongs to.
+    ``problem``: "no-sequence-id" (refused before sending: the model's config has sequence_batching and
+    the request carried no sequence id) or "not-started" (Triton refused a sequence it does not know:
+    its first request lacked sequence_start=True, or it idled out); ``sequence_id`` as sent (0: none)."""
+
+    def __init__(self, message: str, *, model: str, sequence_id: int | str = 0, problem: str, reason: str = "") -> None:
+        self.sequence_id = sequence_id
+        self.problem = problem
+        super().__init__(message, model=model, reason=reason)
 
 
 class AnswerMismatchError(InferenceError):
