@@ -22,7 +22,7 @@ import numpy as np
 from tritonclient.utils import InferenceServerException
 
 from ._transports import CONNECTIONS, RequestExpired, build_request
-from .errors import LabkitError, ModelNotFoundError, RequestError, RequestTimeoutError, ServerNotRunningError
+from .errors import LabkitError, ModelNotFoundError, RequestError, RequestTimeoutError, SequenceError, ServerNotRunningError
 from .inference import translate
 from .server.base import TritonServer
 from .transport import Transport
@@ -35,6 +35,7 @@ _KINDS: tuple[tuple[type[LabkitError], str], ...] = (
     (RequestTimeoutError, "timeout"),  # no answer within timeout_s
     (ModelNotFoundError, "not_loaded"),  # the model was not loaded
     (RequestError, "refused"),  # Triton refused it: it does not fit the model's inputs
+    (SequenceError, "refused"),  # or it names no sequence and the model keeps state per sequence
 )
 
 
@@ -42,8 +43,8 @@ _KINDS: tuple[tuple[type[LabkitError], str], ...] = (
 class LoadErrorRecord:
     """One failed request of a load. ``kind`` says what went wrong, from the labkit error it became:
     "timeout" (no answer within the time limit), "refused" (Triton refused it: it does not fit the
-    model's inputs), "not_loaded" (the model was not loaded), "connection" (the connection broke) or
-    "failed" (the model's backend failed it). ``message`` is the error's first line, ``at_s`` when it
+    model's inputs, or a stateful model got no sequence id), "not_loaded" (the model was not loaded),
+    "connection" (the connection broke) or "failed" (the model's backend failed it). ``message`` is the error's first line, ``at_s`` when it
     failed, in seconds since the load started (as ``LoadResult.finished_at``)."""
 
     kind: str
