@@ -1,4 +1,4 @@
-"""The check of notebook 09's stateful exercise judges behaviour: right answers written differently pass,
+"""The checks of notebook 09's stateful exercises judge behaviour: right answers written differently pass,
 plausible wrong ones fail with the rule that shows what is wrong, each served by a real Triton the way
 the notebook serves it, and the check leaves nothing behind."""
 
@@ -38,13 +38,31 @@ ANSWERS = {
 }
 
 
+COPY = "std::memcpy(buffer, &sum.data<int32_t>()[k], sizeof(int32_t));"
+UPDATE = "LABKIT_CHECK(TRITONBACKEND_StateUpdate(state));"
+ADD = "sum.data<int32_t>()[k] += x.data<int32_t>()[k];"
+CPP_ANSWERS = {
+    "solution": (body("09-implicit-state"), None),
+    "assigned through a typed pointer": (edit("09-implicit-state", (COPY, "*static_cast<int32_t*>(buffer) = sum.data<int32_t>()[k];")), None),
+    "states updated after the outputs": (edit("09-implicit-state", (ADD + "\n", ADD + "\n    }\n    batch.output(\"OUTPUT\", sum);\n"
+        "    for (size_t k = 0; k < sum.count<int32_t>(); ++k) {\n"), ("    }\n    batch.output(\"OUTPUT\", sum);\n  });", "    }\n  });")), None),
+    "the starter: no state handed back": (body("09-implicit-state", "starter"), "values"),
+    "the state keeps the old sum": (edit("09-implicit-state", (ADD + "\n", ""), (UPDATE, UPDATE + "\n      " + ADD)), "values"),
+    "the input state's name": (edit("09-implicit-state", ('"SUM_OUT"', '"SUM_IN"')), "failed"),
+    "does not compile": (edit("09-implicit-state", (UPDATE, "TRITONBACKEND_StateUpdate(state)")), "build"),
+}
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """One server as notebook 09 is before its exercise: running_sum's config written with labkit's helper."""
+    """One server as notebook 09 is before its exercises: configs written with labkit's helper."""
     with labkit.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
         server.start()
         server.repository.write_config(labkit.sequence_batching(labkit.model_config(
             "running_sum", "python", [("INPUT", "INT32", [1])], [("OUTPUT", "INT32", [1])], max_batch_size=4)))
+        server.repository.write_config(labkit.sequence_batching(labkit.model_config(
+            "running_sum_cpp", "runsum", [("INPUT", "INT32", [1])], [("OUTPUT", "INT32", [1])], max_batch_size=4),
+            controls=False, state=("SUM_IN", "SUM_OUT", "INT32", [1])))
         yield server
 
 
@@ -58,6 +76,18 @@ def test_09_running_sum(lab, answer):
         assert (verdict.passed, verdict.rule) == (False, "load"), repr(verdict)
         return
     judge(lab, "09-running-sum", lambda: lab.python_model("running_sum", source), rule)
+
+
+@pytest.mark.parametrize("answer", list(CPP_ANSWERS))
+def test_09_implicit_state(lab, answer):
+    source, rule = CPP_ANSWERS[answer]
+    if rule == "build":  # the magic's way: the failed build is recorded, the check says the latest cell did not build
+        with pytest.raises(labkit.BuildError):
+            lab.cpp_backend("runsum", source, first_line=2, progress=False)
+        verdict = labkit.exercises.check("09-implicit-state", lab)
+        assert (verdict.passed, verdict.rule) == (False, "build"), repr(verdict)
+        return
+    judge(lab, "09-implicit-state", lambda: lab.cpp_backend("runsum", source, first_line=2, progress=False), rule)
 
 
 def test_09_without_a_model(tmp_path):

@@ -144,3 +144,15 @@ def test_the_config_helper_writes_the_reference_configs():
 def test_sequence_tags_round_trip():
     assert sequence_of(tag("", 7)) == "7" and sequence_of(tag("labkit-debug-ab12", "s1")) == "s1"
     assert tag("abc", 0) == "abc" and sequence_of("abc") == "" and sequence_of("") == ""
+
+
+def test_the_stateful_lesson_holds(lab):
+    from labkit.lessons import stateful
+
+    outcome = stateful.run(lab)
+    assert outcome.ok, outcome.record
+    assert set(outcome.record) == {f"{m} {p}" for m in stateful.MODELS for p in ("http", "grpc")} | {"slots"}
+    assert "TRITONBACKEND_StateUpdate" in stateful.source(stateful.CPP_MODEL)
+    assert "CONTROL_SEQUENCE_CORRID" in stateful.config_text(stateful.PY_MODEL)
+    wrong = stateful.Interleaved("m", "http", {1: [1, 2]}, {1: [1, 2]})  # not a running sum: the lesson says so
+    assert not wrong.ok and "False" in str(wrong)
