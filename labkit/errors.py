@@ -23,7 +23,7 @@ handles an error reads its fields, never its text.
     │   ├── RequestError            .expected .sent .differs
     │   │   └── InputSizeError      .input .needed .carried .unit: refused before sending
     │   ├── OutputNameError         .missing .outputs .produced
-    │   ├── SequenceError           .sequence_id .problem: a stateful model's request lacks its sequence
+    │   ├── SequenceError           .sequence_id .problem: a stateful model's request without a sequence, or of several rows
     │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
     │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
@@ -291,10 +291,9 @@ class RequestInterruptedError(RequestTimeoutError):
 
 
 class SequenceError(InferenceError):
-    """A request to a model with sequence batching did not say which sequence it belongs to.
-    ``problem``: "no-sequence-id" (refused before sending: the model's config has sequence_batching and
-    the request carried no sequence id) or "not-started" (Triton refused a sequence it does not know:
-    its first request lacked sequence_start=True, or it idled out); ``sequence_id`` as sent (0: none)."""
+    """Triton refused a request to a model with sequence batching for what the sequence batcher needs.
+    ``problem``: "no-sequence-id" (the request carried no sequence id) or "rows" (it carried more than
+    one batch row: each request is one step of its sequence); ``sequence_id`` as sent (0: none)."""
 
     def __init__(self, message: str, *, model: str, sequence_id: int | str = 0, problem: str, reason: str = "") -> None:
         self.sequence_id = sequence_id

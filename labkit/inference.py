@@ -132,6 +132,13 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
             f"sequence_start=True on its first request and sequence_end=True on its last.\n(Triton: {text})",
             model=model, sequence_id=sequence_id, problem="no-sequence-id", reason=text,
         )
+    rows = [t.shape()[0] for t in tensors if t.shape()] if int(config.get("max_batch_size", 0)) > 0 else []
+    if not problems and "sequence_batching" in config and any(r != 1 for r in rows):  # refused, always
+        return SequenceError(
+            f"The request to {model!r} carries {max(rows)} rows, and a stateful model takes one per request: each "
+            f"request is one step of its sequence. Send the rows as successive requests of the sequence.\n(Triton: {text})",
+            model=model, sequence_id=sequence_id, problem="rows", reason=text,
+        )
     if not problems:  # the request fits: the backend (or the model's kind) refused it
         return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
     expected, sent_text = request_fit.describe_inputs(config), request_fit.describe_sent(sent)

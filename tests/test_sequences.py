@@ -5,6 +5,8 @@ a request without a sequence id is a SequenceError; the timeline shows which seq
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
@@ -53,6 +55,35 @@ def test_interleaved_sequences_from_tritonclient_keep_their_own_sums(lab, model,
             got[sid].append(int(result.as_numpy("OUTPUT")[0, 0]))
     finally:
         client.close()
+    assert got == {sid: np.cumsum(vals).tolist() for sid, vals in values.items()}
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_concurrent_sequences_over_both_protocols_keep_their_sums(lab, model):
+    """Six sequences at once, each from its own thread and client (HTTP and gRPC alternately)."""
+    values = {sid: [sid, -1, 2 * sid, 5, 0, 1] for sid in range(21, 27)}
+    got: dict[int, list[int]] = {}
+
+    def one(sid):
+        protocol = "http" if sid % 2 else "grpc"
+        client, mod = _client(lab, protocol), CLIENTS[protocol]
+        try:
+            sums = []
+            for step, value in enumerate(values[sid]):
+                tensor = mod.InferInput("INPUT", [1, 1], "INT32")
+                tensor.set_data_from_numpy(np.array([[value]], np.int32))
+                result = client.infer(model, [tensor], sequence_id=sid, sequence_start=step == 0,
+                                      sequence_end=step == len(values[sid]) - 1)
+                sums.append(int(result.as_numpy("OUTPUT")[0, 0]))
+            got[sid] = sums
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=one, args=(sid,)) for sid in values]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     assert got == {sid: np.cumsum(vals).tolist() for sid, vals in values.items()}
 
 
@@ -156,3 +187,16 @@ def test_the_stateful_lesson_holds(lab):
     assert "CONTROL_SEQUENCE_CORRID" in stateful.config_text(stateful.PY_MODEL)
     wrong = stateful.Interleaved("m", "http", {1: [1, 2]}, {1: [1, 2]})  # not a running sum: the lesson says so
     assert not wrong.ok and "False" in str(wrong)
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("model", MODELS)
+def test_a_sequence_request_of_two_rows_is_a_sequence_error(lab, model, protocol):
+    """Triton's sequence batcher takes one row per request; the refused request starts nothing."""
+    with pytest.raises(labkit.SequenceError) as caught:
+        labkit.infer(lab, model, {"INPUT": np.array([[1], [2]], np.int32)}, protocol=protocol, sequence_id=77,
+                     sequence_start=True)
+    assert (caught.value.model, caught.value.problem, caught.value.sequence_id) == (model, "rows", 77)
+    out = labkit.infer(lab, model, {"INPUT": np.array([[4]], np.int32)}, protocol=protocol, sequence_id=77,
+                       sequence_start=True, sequence_end=True)
+    assert int(out["OUTPUT"][0, 0]) == 4
