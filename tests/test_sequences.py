@@ -200,3 +200,10 @@ def test_a_sequence_request_of_two_rows_is_a_sequence_error(lab, model, protocol
     out = labkit.infer(lab, model, {"INPUT": np.array([[4]], np.int32)}, protocol=protocol, sequence_id=77,
                        sequence_start=True, sequence_end=True)
     assert int(out["OUTPUT"][0, 0]) == 4
+
+
+def test_cuda_shared_memory_does_not_carry_a_sequence(lab):
+    with pytest.raises(labkit.ConfigError) as caught:
+        labkit.infer(lab, "sequence_accumulate", {"INPUT": np.array([[1]], np.int32)}, shared_memory="cuda",
+                     sequence_id=3, sequence_start=True)
+    assert caught.value.field == "shared_memory"
