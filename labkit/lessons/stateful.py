@@ -12,6 +12,7 @@ Triton carry the sum as implicit state (TRITONBACKEND_StateNew / StateBuffer / S
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -91,27 +92,28 @@ class Slots:
     timeline: Timeline
     sequences: int
     length: int
+    concurrency: int
     errors: int
 
     @property
-    def slot_of(self) -> dict[str, set[int]]:
-        held: dict[str, set[int]] = {}
-        for row in sequence_slots(self.timeline):
-            for k, seq in enumerate(row["slots"]):
-                if seq:
-                    held.setdefault(seq, set()).add(k)
-        return held
+    def slots_used(self) -> int:
+        """Batch slots that served a sequence: at most as many as were live at once."""
+        return max((len(row["slots"]) for row in sequence_slots(self.timeline)), default=0)
 
     @property
     def ok(self) -> bool:
-        """Every request traced and served, and every sequence served by one slot only."""
-        held = self.slot_of
-        return (self.errors == 0 and len(held) == self.sequences and all(len(s) == 1 for s in held.values())
-                and len(self.timeline.requests) == self.sequences * self.length)
+        """Every request answered and traced under its own sequence, one step per execution, and no more slots
+        in use than sequences sent at a time."""
+        steps = Counter(r.sequence for r in self.timeline.requests)
+        one_step_each = all(len([s for s in row["slots"] if s]) == len({s for s in row["slots"] if s})
+                            for row in sequence_slots(self.timeline))
+        return (self.errors == 0 and one_step_each and self.slots_used <= self.concurrency
+                and steps == Counter({str(sid): self.length for sid in range(1, self.sequences + 1)}))
 
     def __str__(self) -> str:
-        return (f"{self.timeline.model}: {self.sequences} sequences of {self.length} requests, {self.errors} errors; "
-                f"every sequence kept one batch slot: {self.ok}")
+        return (f"{self.timeline.model}: {self.sequences} sequences of {self.length} requests, {self.concurrency} at a "
+                f"time, {self.errors} errors; every request traced under its sequence, at most {self.concurrency} "
+                f"slots in use: {self.ok}")
 
     def picture(self) -> Picture:
         return plot_sequence_slots(self.timeline)
@@ -119,11 +121,11 @@ class Slots:
 
 def slots(server: TritonServer, model: str, *, concurrency: int = 4, length: int = 6, sequences: int = 6,
           protocol: str = "grpc") -> Slots:
-    """Run ``sequences`` sequences of ``length`` requests, ``concurrency`` at a time, under a timeline."""
+    """Run ``sequences`` sequences (ids 1, 2, ...) of ``length`` requests, ``concurrency`` at a time, under a timeline."""
     with timeline(server, model) as tl:
         result = run_sequences(server, model, lambda sid, step: {"INPUT": np.array([[sid]], np.int32)},
                                concurrency=concurrency, length=length, sequences=sequences, protocol=protocol)
-    return Slots(tl, sequences, length, len(result.errors))
+    return Slots(tl, sequences, length, concurrency, len(result.errors))
 
 
 def run(server: TritonServer) -> Outcome:
