@@ -41,6 +41,7 @@ from .errors import (
     RequestError,
     RequestInterruptedError,
     RequestTimeoutError,
+    SequenceError,
     ServerError,
     ServerNotRunningError,
     WaitTimeoutError,
@@ -53,15 +54,17 @@ from .errors import (
 )
 from .inference import infer, infer_with_parameters, stream_infer
 from .load import Load, LoadErrorRecord, LoadResult, run_load
+from .sequences import run_sequences
 from .perf_analyzer import PerfStep, PerfSweep, perf
 from .magics import register as _register_magics
 from .native import export_backend
-from .repository import ModelConfig, ModelRepository, model_config
+from .repository import ModelConfig, ModelRepository, model_config, sequence_batching
 from .repository.ensemble import Step, ensemble_config
 from .server import EmbeddedServer, LogView, ServerConfig, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
 from .timelines import Timeline, plot_timelines, timeline
+from .sequence_timeline import plot_sequence_slots, sequence_slots
 from .transport import Transport
 from .stuck.report import debug_tools, where_stuck
 
@@ -136,6 +139,7 @@ __all__ = [
     "RequestError",
     "RequestInterruptedError",
     "RequestTimeoutError",
+    "SequenceError",
     "ServerError",
     "ServerConfig",
     "ServerNotRunningError",
@@ -169,11 +173,15 @@ __all__ = [
     "model_stats",
     "native",
     "perf",
+    "plot_sequence_slots",
     "plot_timelines",
     "plots",
     "reference",
     "reference_repository",
     "run_load",
+    "run_sequences",
+    "sequence_batching",
+    "sequence_slots",
     "serve_ensemble",
     "start",
     "stream_infer",

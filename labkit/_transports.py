@@ -22,10 +22,20 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, serialize_byte_tensor
 
+from . import _sequence_ids
 from .inference import prepare
 from .transport import Transport
 
 Inputs = Mapping[str, np.ndarray]
+
+
+class Step:
+    """A request's place in a sequence of a stateful model: its sequence id, first / last request."""
+
+    __slots__ = ("sequence_id", "start", "end")
+
+    def __init__(self, sequence_id: int, start: bool, end: bool) -> None:
+        self.sequence_id, self.start, self.end = sequence_id, start, end
 
 
 class RequestExpired(Exception):
@@ -36,23 +46,27 @@ class Request:
     """One request, ready to send as often as wanted: its wire form and the tritonclient inputs
     (what labkit's error translation compares with the model's config)."""
 
-    __slots__ = ("wire", "tensors")
+    __slots__ = ("wire", "tensors", "sequence_id")
 
-    def __init__(self, wire: Any, tensors: list) -> None:
+    def __init__(self, wire: Any, tensors: list, sequence_id: int = 0) -> None:
         self.wire = wire
         self.tensors = tensors
+        self.sequence_id = sequence_id
 
 
 # -- HTTP ---------------------------------------------------------------------------------------------
 
 
-def http_request(host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None) -> Request:
+def http_request(host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None, step: Step | None = None) -> Request:
     tensors, wanted = prepare(Transport.HTTP, inputs, outputs)
-    body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=wanted)
+    sequence = {} if step is None else {
+        "sequence_id": step.sequence_id, "sequence_start": step.start, "sequence_end": step.end,
+        "request_id": _sequence_ids.tag("", step.sequence_id)}
+    body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=wanted, **sequence)
     head = f"POST /v2/models/{quote(model)}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n"
     if json_size is not None:  # binary tensors follow the JSON header: Triton needs to know where
         head += f"Inference-Header-Content-Length: {json_size}\r\n"
-    return Request(head.encode() + b"\r\n" + body, tensors)
+    return Request(head.encode() + b"\r\n" + body, tensors, step.sequence_id if step else 0)
 
 
 class HttpConnection(asyncio.Protocol):
@@ -142,9 +156,14 @@ class HttpConnection(asyncio.Protocol):
 # -- gRPC ---------------------------------------------------------------------------------------------
 
 
-def grpc_request(model: str, inputs: Inputs, outputs: Sequence[str] | None) -> Request:
+def grpc_request(model: str, inputs: Inputs, outputs: Sequence[str] | None, step: Step | None = None) -> Request:
     tensors, _ = prepare(Transport.GRPC, inputs, outputs)
     message = service_pb2.ModelInferRequest(model_name=model)
+    if step is not None:  # as tritonclient's own grpc client sets them
+        message.id = _sequence_ids.tag("", step.sequence_id)
+        message.parameters["sequence_id"].int64_param = step.sequence_id
+        message.parameters["sequence_start"].bool_param = step.start
+        message.parameters["sequence_end"].bool_param = step.end
     for name, value in inputs.items():
         array = np.asarray(value)
         dtype = np_to_triton_dtype(array.dtype)
@@ -153,7 +172,7 @@ def grpc_request(model: str, inputs: Inputs, outputs: Sequence[str] | None) -> R
         message.raw_input_contents.append(np.ascontiguousarray(raw).tobytes())
     for name in outputs or []:
         message.outputs.add(name=name)
-    return Request(message, tensors)
+    return Request(message, tensors, step.sequence_id if step else 0)
 
 
 class GrpcConnection:
@@ -206,7 +225,8 @@ CONNECTIONS: dict[Transport, type[HttpConnection] | type[GrpcConnection]] = {
 }
 
 
-def build_request(transport: Transport, host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None) -> Request:
+def build_request(transport: Transport, host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None,
+                  step: Step | None = None) -> Request:
     if Transport.of(transport) is Transport.HTTP:
-        return http_request(host, model, inputs, outputs)
-    return grpc_request(model, inputs, outputs)
+        return http_request(host, model, inputs, outputs, step)
+    return grpc_request(model, inputs, outputs, step)

@@ -25,6 +25,7 @@ handles an error reads its fields, never its text.
     │   ├── RequestError            .expected .sent .differs
     │   │   └── InputSizeError      .input .needed .carried .unit: refused before sending
     │   ├── OutputNameError         .missing .outputs .produced
+    │   ├── SequenceError           .sequence_id .problem: a stateful model's request without a sequence, or of several rows
     │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
     │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
@@ -314,6 +315,17 @@ class RequestInterruptedError(RequestTimeoutError):
                  restart_needed: bool = False) -> None:
         self.waited_s = waited_s
         super().__init__(message, model=model, limit_s=limit_s, stack=stack, restart_needed=restart_needed)
+
+
+class SequenceError(InferenceError):
+    """Triton refused a request to a model with sequence batching for what the sequence batcher needs.
+    ``problem``: "no-sequence-id" (the request carried no sequence id) or "rows" (it carried more than
+    one batch row: each request is one step of its sequence); ``sequence_id`` as sent (0: none)."""
+
+    def __init__(self, message: str, *, model: str, sequence_id: int | str = 0, problem: str, reason: str = "") -> None:
+        self.sequence_id = sequence_id
+        self.problem = problem
+        super().__init__(message, model=model, reason=reason)
 
 
 class AnswerMismatchError(InferenceError):

@@ -5,8 +5,9 @@ showing where it is stuck; a breakpoint in model.py opens its pdb session in the
 Which error a refusal becomes is decided from the server's state, never from Triton's words (its
 HTTP status is 400 for all of them): a dead server -> ServerNotRunningError (decided by
 TritonServer.dead_server_error), a model that is not loaded -> ModelNotFoundError, inputs that do not
-fit the model's config -> RequestError naming what differs (labkit.request_fit), anything else (the
-backend failed the request) -> InferenceError.
+fit the model's config -> RequestError naming what differs (labkit.request_fit), a request without a
+sequence id to a model with sequence batching -> SequenceError, anything else (the backend failed the
+request) -> InferenceError.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any
 import numpy as np
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype, triton_to_np_dtype
 
-from . import breakpoints, request_fit, waiting
-from .errors import ConfigError, InferenceError, InputSizeError, LabkitError, ModelNotFoundError, OutputNameError, RequestError
+from . import _sequence_ids, breakpoints, request_fit, waiting
+from .errors import (ConfigError, InferenceError, InputSizeError, LabkitError, ModelNotFoundError, OutputNameError,
+                     RequestError, SequenceError)
 from .server import stubs
 from .server.base import TritonServer
 from .server.connection import CONNECTION_ERRORS
@@ -92,10 +94,11 @@ def check_sizes(model: str, tensors: list) -> None:
 
 
 def translate(exc: BaseException, server: TritonServer, model: str, tensors: list, since: float | None = None,
-              outputs: Sequence[str] = ()) -> LabkitError:
+              outputs: Sequence[str] = (), sequence_id: int | str = 0) -> LabkitError:
     """The labkit error for a failed request (tritonclient's error or a broken connection);
-    ``tensors`` are what was sent, ``outputs`` the names it asked for; ``since`` (time.time() when
-    it was sent) lets the error say how a Python stub of the model ended meanwhile."""
+    ``tensors`` are what was sent, ``outputs`` the names it asked for, ``sequence_id`` its sequence (0:
+    none); ``since`` (time.time() when it was sent) lets the error say how a Python stub of the model
+    ended meanwhile."""
     dead = server.health.dead_server_error(exc, f"The request to {model!r} failed")
     if dead is not None:
         return dead
@@ -122,6 +125,20 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
     unknown = [n for n in outputs if n not in _output_names(config)]
     if not problems and unknown:
         return _output_error(model, unknown, config, [], asked=True)
+    if not problems and "sequence_batching" in config and not sequence_id:  # Triton refuses these, always
+        return SequenceError(
+            f"{model!r} is a stateful model (its config has sequence_batching): every request must say which "
+            f"sequence it belongs to. Pass sequence_id=<a number or string of your choice>, with "
+            f"sequence_start=True on its first request and sequence_end=True on its last.\n(Triton: {text})",
+            model=model, sequence_id=sequence_id, problem="no-sequence-id", reason=text,
+        )
+    rows = [t.shape()[0] for t in tensors if t.shape()] if int(config.get("max_batch_size", 0)) > 0 else []
+    if not problems and "sequence_batching" in config and any(r != 1 for r in rows):  # refused, always
+        return SequenceError(
+            f"The request to {model!r} carries {max(rows)} rows, and a stateful model takes one per request: each "
+            f"request is one step of its sequence. Send the rows as successive requests of the sequence.\n(Triton: {text})",
+            model=model, sequence_id=sequence_id, problem="rows", reason=text,
+        )
     if not problems:  # the request fits: the backend (or the model's kind) refused it
         return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
     expected, sent_text = request_fit.describe_inputs(config), request_fit.describe_sent(sent)
@@ -145,10 +162,17 @@ def infer(
     client: Any = None,
     timeout_s: float | None = None,
     shared_memory: str | None = None,
+    sequence_id: int | str = 0,
+    sequence_start: bool = False,
+    sequence_end: bool = False,
 ) -> dict[str, np.ndarray]:
     """Send one request; returns the outputs by name. Pass ``client`` to reuse one (one per thread).
     ``inputs``: numpy arrays (or tritonclient InferInputs) by name; one whose data does not fill its
     shape is refused before sending (InputSizeError).
+
+    ``sequence_id`` / ``sequence_start`` / ``sequence_end``: the request belongs to that sequence of a
+    stateful model (sequence_batching), and is its first / last request. A stateful model refuses a
+    request without one (SequenceError).
 
     ``timeout_s``: how long to wait for the answer (default ``server.config.request_timeout_s``; ``math.inf``
     waits forever); then RequestTimeoutError shows where the model is stuck.
@@ -162,12 +186,16 @@ def infer(
         if shared_memory not in gpu_shm.KINDS:
             raise ConfigError(f"shared_memory={shared_memory!r}: use 'cuda' (or leave it out).",
                               field="shared_memory", value=shared_memory, valid=list(gpu_shm.KINDS))
+        if sequence_id:
+            raise ConfigError("shared_memory='cuda' sends plain requests: leave it out for a sequence's requests.",
+                              field="shared_memory", value=shared_memory, valid=["None"])
         if Transport.of(protocol) is not Transport.HTTP or client is not None:
             raise ConfigError("shared_memory='cuda' sends over HTTP with a client of its own: leave protocol and "
                               "client out.", field="shared_memory", value=shared_memory, valid=["protocol='http'"])
         return gpu_shm.infer(server, model, inputs, outputs, lambda exc, sent: translate(exc, server, model, sent))
     transport = Transport.of(protocol)
-    result = _send(server, client, model, inputs, outputs, transport, timeout_s)
+    sequence = {"sequence_id": sequence_id, "sequence_start": sequence_start, "sequence_end": sequence_end}
+    result = _send(server, client, model, inputs, outputs, transport, timeout_s, sequence)
     return _answer(server, model, result, transport, outputs)
 
 
@@ -191,26 +219,28 @@ def _answer(server: TritonServer, model: str, result: Any, transport: Transport,
 
 def _send(
     server: TritonServer, client: Any, model: str, inputs: Mapping[str, np.ndarray],
-    outputs: Sequence[str] | None, transport: Transport, timeout_s: float | None,
+    outputs: Sequence[str] | None, transport: Transport, timeout_s: float | None, sequence: Mapping[str, Any] | None = None,
 ) -> Any:
     """One request on ``client`` (a new one if None), waited for within its time limit; Triton's
-    refusals and a dead server become labkit errors."""
+    refusals and a dead server become labkit errors. ``sequence``: tritonclient's sequence_* keywords."""
+    sequence = dict(sequence or {})
     tensors, wanted = prepare(transport, inputs, outputs)
     check_sizes(model, tensors)
     limit = waiting.limit_of(server, timeout_s)
     own = client is None
     if own:
         client = server.client(transport, network_timeout_s=waiting.SOCKET_TIMEOUT_S)
-    request_id = breakpoints.request_id() if waiting.interactive() else ""
+    request_id = _sequence_ids.tag(breakpoints.request_id() if waiting.interactive() else "", sequence.get("sequence_id", 0))
     since = time.time()
     server.health.track_request(model, 1)
     try:
         if transport is Transport.HTTP:
             pending: waiting.Pending = waiting.HttpPending(
-                lambda: client.infer(model, tensors, outputs=wanted, request_id=request_id))
+                lambda: client.infer(model, tensors, outputs=wanted, request_id=request_id, **sequence))
         else:
             pending = waiting.CallbackPending()
-            call = client.async_infer(model, tensors, pending.callback, outputs=wanted, request_id=request_id)
+            call = client.async_infer(model, tensors, pending.callback, outputs=wanted, request_id=request_id,
+                                      **sequence)
             pending.on_cancel = call.cancel
         session = waiting.wait_for(server, model, pending, limit, request_id)
         try:
@@ -221,7 +251,7 @@ def _send(
                     f"The request to {model!r} failed because you quit the debugger (q) at its breakpoint; "
                     f"the model keeps serving. Continue with c to let a request finish.", model=model,
                 ) from None
-            raise translate(exc, server, model, tensors, since, outputs or ()) from None
+            raise translate(exc, server, model, tensors, since, outputs or (), sequence.get("sequence_id", 0)) from None
     finally:
         server.health.track_request(model, -1)
         if own:

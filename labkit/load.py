@@ -22,7 +22,7 @@ import numpy as np
 from tritonclient.utils import InferenceServerException
 
 from ._transports import CONNECTIONS, RequestExpired, build_request
-from .errors import LabkitError, ModelNotFoundError, RequestError, RequestTimeoutError, ServerNotRunningError
+from .errors import LabkitError, ModelNotFoundError, RequestError, RequestTimeoutError, SequenceError, ServerNotRunningError
 from .inference import translate
 from .server.base import TritonServer
 from .transport import Transport
@@ -35,6 +35,7 @@ _KINDS: tuple[tuple[type[LabkitError], str], ...] = (
     (RequestTimeoutError, "timeout"),  # no answer within timeout_s
     (ModelNotFoundError, "not_loaded"),  # the model was not loaded
     (RequestError, "refused"),  # Triton refused it: it does not fit the model's inputs
+    (SequenceError, "refused"),  # or it names no sequence and the model keeps state per sequence
 )
 
 
@@ -42,8 +43,8 @@ _KINDS: tuple[tuple[type[LabkitError], str], ...] = (
 class LoadErrorRecord:
     """One failed request of a load. ``kind`` says what went wrong, from the labkit error it became:
     "timeout" (no answer within the time limit), "refused" (Triton refused it: it does not fit the
-    model's inputs), "not_loaded" (the model was not loaded), "connection" (the connection broke) or
-    "failed" (the model's backend failed it). ``message`` is the error's first line, ``at_s`` when it
+    model's inputs, or a stateful model got no sequence id), "not_loaded" (the model was not loaded),
+    "connection" (the connection broke) or "failed" (the model's backend failed it). ``message`` is the error's first line, ``at_s`` when it
     failed, in seconds since the load started (as ``LoadResult.finished_at``)."""
 
     kind: str
@@ -161,6 +162,7 @@ class Load:
         self._exhausted = False
         self._abandon = False  # a kernel interrupt: end the requests in flight too
         self._conns: dict[int, Any] = {}  # worker slot -> its open connection
+        self._retired: set[int] = set()  # worker slots that have nothing more to send
         self._thread: threading.Thread | None = None
 
     # -- control, from any thread -------------------------------------------------------------------------
@@ -257,7 +259,7 @@ class Load:
             while True:
                 target = 0 if self._no_more() else self.concurrency
                 for slot in range(target):
-                    if slot not in workers:
+                    if slot not in workers and slot not in self._retired:
                         workers[slot] = asyncio.create_task(self._worker(slot, fixed))
                 if target != tracked:  # so that a crash report can name what was in flight
                     self.server.health.track_request(self.model, target - tracked)
@@ -277,7 +279,7 @@ class Load:
         """Whether no further request is to be sent."""
         return (
             self._stopping or self._exhausted or self._fatal is not None or self.stuck
-            or time.perf_counter() > self._deadline
+            or time.perf_counter() > self._deadline or len(self._retired) >= self.concurrency
         )
 
     def _watch(self) -> None:
@@ -299,12 +301,9 @@ class Load:
         conn = None
         try:
             while slot < self.concurrency and not self._no_more():
-                index = next(self._indices)
-                if index >= self._requests:
-                    self._exhausted = True
+                request = self._next_request(slot, fixed)
+                if request is None:
                     return
-                request = fixed or build_request(
-                    self.transport, self.server.endpoints.http_url, self.model, self._inputs(index), self._outputs)
                 start = clock()
                 try:
                     if conn is None:
@@ -339,9 +338,18 @@ class Load:
             if conn is not None:
                 await conn.aclose()
 
+    def _next_request(self, slot: int, fixed: Any) -> Any:
+        """The next request worker ``slot`` sends, or None when the load has no more (the worker ends)."""
+        index = next(self._indices)
+        if index >= self._requests:
+            self._exhausted = True
+            return None
+        return fixed or build_request(
+            self.transport, self.server.endpoints.http_url, self.model, self._inputs(index), self._outputs)
+
     def _count_error(self, exc: BaseException, request: Any) -> bool:
         """Count a failed request; a dead server ends the load instead. True if it was counted."""
-        error = translate(exc, self.server, self.model, request.tensors)
+        error = translate(exc, self.server, self.model, request.tensors, sequence_id=request.sequence_id)
         if isinstance(error, ServerNotRunningError):
             self._fatal = self._fatal or error
             return False

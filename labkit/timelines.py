@@ -35,6 +35,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from . import _sequence_ids
 from .errors import ConfigError, TraceError, WaitTimeoutError
 from .plots import Picture
 from .server.base import TritonServer
@@ -56,6 +57,7 @@ class TracedRequest:
     compute_start: int
     compute_end: int
     request_end: int
+    sequence: str = ""  # the sequence id its request id names (labkit's sequence requests), else ""
 
     @property
     def queue_ms(self) -> float:
@@ -86,10 +88,11 @@ def _merge(fragments: list[dict], model: str, batching: bool) -> list[TracedRequ
             trace[stamp["name"]] = int(stamp["ns"])
         if "model_name" in fragment:
             trace["model"] = fragment["model_name"]
+            trace["sequence"] = _sequence_ids.sequence_of(str(fragment.get("request_id", "")))
         if fragment.get("activity") == "TENSOR_QUEUE_INPUT" and batching:
             trace["rows"] = int(str(fragment["tensor"]["shape"]).split(",")[0])
     return sorted(
-        (TracedRequest(i, t.get("rows", 1), *(t[k] for k in _NEEDED))
+        (TracedRequest(i, t.get("rows", 1), *(t[k] for k in _NEEDED), t.get("sequence", ""))
          for i, t in traces.items() if t.get("model") == model and all(k in t for k in _NEEDED)),
         key=lambda r: r.queue_start,
     )

@@ -7,6 +7,7 @@ and the `api_tour` demo section:
 - response_parameters: a C++ backend adding string, integer and boolean parameters to responses
 - artifacts: a C++ backend reading a file from its model's folder at load
 - auto_complete: a C++ backend and a Python model filling in what their configs leave out
+- stateful: sequences of requests, with state kept by a Python model or by Triton (implicit state)
 
 Every lesson module has the same two calls: ``setup(server)`` writes its configs and sources and
 loads its models, and ``run(server) -> Outcome`` exercises it once (setting up what it needs) and
