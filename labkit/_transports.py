@@ -29,7 +29,7 @@ from .transport import Transport
 Inputs = Mapping[str, np.ndarray]
 
 
-class Step:
+class SequenceStep:
     """A request's place in a sequence of a stateful model: its sequence id, first / last request."""
 
     __slots__ = ("sequence_id", "start", "end")
@@ -57,7 +57,7 @@ class Request:
 # -- HTTP ---------------------------------------------------------------------------------------------
 
 
-def http_request(host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None, step: Step | None = None) -> Request:
+def http_request(host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None, step: SequenceStep | None = None) -> Request:
     tensors, wanted = prepare(Transport.HTTP, inputs, outputs)
     sequence = {} if step is None else {
         "sequence_id": step.sequence_id, "sequence_start": step.start, "sequence_end": step.end,
@@ -156,7 +156,7 @@ class HttpConnection(asyncio.Protocol):
 # -- gRPC ---------------------------------------------------------------------------------------------
 
 
-def grpc_request(model: str, inputs: Inputs, outputs: Sequence[str] | None, step: Step | None = None) -> Request:
+def grpc_request(model: str, inputs: Inputs, outputs: Sequence[str] | None, step: SequenceStep | None = None) -> Request:
     tensors, _ = prepare(Transport.GRPC, inputs, outputs)
     message = service_pb2.ModelInferRequest(model_name=model)
     if step is not None:  # as tritonclient's own grpc client sets them
@@ -226,7 +226,7 @@ CONNECTIONS: dict[Transport, type[HttpConnection] | type[GrpcConnection]] = {
 
 
 def build_request(transport: Transport, host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None,
-                  step: Step | None = None) -> Request:
+                  step: SequenceStep | None = None) -> Request:
     if Transport.of(transport) is Transport.HTTP:
         return http_request(host, model, inputs, outputs, step)
     return grpc_request(model, inputs, outputs, step)

@@ -214,8 +214,7 @@ class EnsembleStepError(ModelLoadError):
     def __init__(self, message: str, *, model: str, step: int, step_model: str, problem: str, tensor: str = "",
                  available: Sequence[str] = (), refused_by: str = "labkit", reason: str = "") -> None:
         self.step, self.step_model, self.problem, self.tensor = step, step_model, problem, tensor
-        self.available = list(available)
-        self.refused_by = refused_by
+        self.available, self.refused_by = list(available), refused_by
         super().__init__(message, model=model, reason=reason)
 
 
@@ -229,6 +228,7 @@ class MetricKindError(ModelLoadError):
                  registered_by: str = "") -> None:
         self.metric, self.kind, self.registered_kind, self.registered_by = metric, kind, registered_kind, registered_by
         super().__init__(message, model=model)
+
 
 class InferenceError(LabkitError):
     """A request to ``model`` failed. ``reason``: Triton's (or the backend's) own words for the
@@ -323,8 +323,7 @@ class SequenceError(InferenceError):
     one batch row: each request is one step of its sequence); ``sequence_id`` as sent (0: none)."""
 
     def __init__(self, message: str, *, model: str, sequence_id: int | str = 0, problem: str, reason: str = "") -> None:
-        self.sequence_id = sequence_id
-        self.problem = problem
+        self.sequence_id, self.problem = sequence_id, problem
         super().__init__(message, model=model, reason=reason)
 
 
@@ -378,9 +377,7 @@ class UnknownExerciseError(LabkitError):
     ``notebook`` is the file, ``known`` the ids that exist. Nothing was changed."""
 
     def __init__(self, *, exercise: str, notebook: str, known: Sequence[str]) -> None:
-        self.exercise = exercise
-        self.notebook = notebook
-        self.known = list(known)
+        self.exercise, self.notebook, self.known = exercise, notebook, list(known)
         super().__init__(f"{notebook}: a cell is tagged 'exercise:{exercise}', and there is no exercise {exercise!r} "
                          f"(nothing was changed). Fix the cell's tag; the exercises are: {', '.join(self.known)}.")
 
@@ -389,8 +386,7 @@ class WaitTimeoutError(ServerError):
     """The server did not reach a state labkit waited for (``what``) within ``timeout_s``."""
 
     def __init__(self, *, what: str, timeout_s: float, log_tail: str = "") -> None:
-        self.what = what
-        self.timeout_s = timeout_s
+        self.what, self.timeout_s = what, timeout_s
         super().__init__(f"Waited {timeout_s:g} s for {what}; it did not happen. Read server.logs.tail(), "
                          f"or wait longer.", log_tail)
 
@@ -400,6 +396,5 @@ class UnknownProtocolError(LabkitError, ValueError):
     it does: "http" and "grpc"). Also a ValueError, as a bad argument."""
 
     def __init__(self, *, protocol: object, known: Sequence[str]) -> None:
-        self.protocol = protocol
-        self.known = list(known)
+        self.protocol, self.known = protocol, list(known)
         super().__init__(f"protocol must be {' or '.join(map(repr, self.known))}, not {protocol!r}.")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._transports import Step, build_request
+from ._transports import SequenceStep, build_request
 from .load import Load, LoadResult
 from .server.base import TritonServer
 
@@ -52,7 +52,7 @@ class SequenceLoad(Load):
         self._cursor[slot] = (sequence_id, step + 1)
         inputs = self._sequence_inputs(sequence_id, step) if callable(self._sequence_inputs) else self._sequence_inputs
         return build_request(self.transport, self.server.endpoints.http_url, self.model, inputs, self._outputs,
-                             Step(sequence_id, step == 0, step == self.length - 1))
+                             SequenceStep(sequence_id, step == 0, step == self.length - 1))
 
 
 def run_sequences(
