@@ -20,6 +20,26 @@ from .errors import UnknownProtocolError
 from .server.endpoints import Endpoints
 
 
+class HttpClient(httpclient.InferenceServerClient):
+    """tritonclient's HTTP client, closed at most once.
+
+    tritonclient 2.41 closes a client again in ``__del__``, and its gevent pool refuses that second
+    close (InvalidThreadUseError, printed as "Exception ignored in ... __del__") when the client is
+    collected in another thread than the one that closed it, which a reference cycle (an exception's
+    traceback holds the client) makes likely; later tritonclient releases close once the same way.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._closed_once = True  # a client that could not be made has nothing to close
+        super().__init__(*args, **kwargs)
+        self._closed_once = False
+
+    def close(self) -> None:
+        if not self._closed_once:
+            self._closed_once = True
+            super().close()
+
+
 class Transport(StrEnum):
     HTTP = "http"
     GRPC = "grpc"
@@ -53,5 +73,5 @@ class Transport(StrEnum):
         """A new tritonclient client of this transport for ``server`` (not thread-safe: one per thread).
         ``network_timeout_s`` is how long an HTTP client waits on its socket (gRPC clients have no such limit)."""
         if self is Transport.HTTP:
-            return httpclient.InferenceServerClient(self.url(where), network_timeout=network_timeout_s)
+            return HttpClient(self.url(where), network_timeout=network_timeout_s)
         return grpcclient.InferenceServerClient(self.url(where))

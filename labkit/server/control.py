@@ -8,11 +8,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from ..errors import LabkitError, ServerError, ServerNotRunningError
-from ..transport import Transport
+from ..transport import HttpClient, Transport
 from .connection import CONNECTION_ERRORS
 from .endpoints import Endpoints
 from .health import Health
@@ -26,7 +25,7 @@ class ControlPlane:
         self.endpoints = Endpoints()
         # tritonclient's HTTP client runs on gevent and cannot cross threads: one per thread.
         self._local = threading.local()
-        self._clients: list[httpclient.InferenceServerClient] = []
+        self._clients: list[HttpClient] = []
         self._lock = threading.Lock()
 
     def client(self, protocol: str = "http", *, network_timeout_s: float = 60.0) -> Any:
@@ -35,10 +34,10 @@ class ControlPlane:
         with their time limit instead, and give a longer one)."""
         return Transport.of(protocol).client(self.endpoints, network_timeout_s=network_timeout_s)
 
-    def _mine(self) -> httpclient.InferenceServerClient:
+    def _mine(self) -> HttpClient:
         client = getattr(self._local, "client", None)
         if client is None:
-            client = httpclient.InferenceServerClient(self.endpoints.http_url, network_timeout=600.0)
+            client = Transport.HTTP.client(self.endpoints, network_timeout_s=600.0)
             self._local.client = client
             with self._lock:
                 self._clients.append(client)

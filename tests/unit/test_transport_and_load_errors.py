@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import sys
+import threading
+
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 import labkit
 from labkit.errors import InferenceError, InputSizeError, ModelNotFoundError, RequestError, RequestTimeoutError
 from labkit.load import LoadErrorRecord, _kind
 from labkit.server.endpoints import Endpoints
-from labkit.transport import Transport
+from labkit.transport import HttpClient, Transport
 
 
 _WHERE = Endpoints("localhost", 8000, 8001, 8002)
@@ -21,7 +26,27 @@ def test_a_transport_is_its_name_and_knows_its_module_url_and_port():
     assert Transport.GRPC == "grpc" and f"{Transport.HTTP}" == "http" and Transport.choices() == ["http", "grpc"]
     assert Transport.HTTP.module is httpclient and Transport.GRPC.module is grpcclient
     assert Transport.GRPC.url(_WHERE) == "localhost:8001" and Transport.HTTP.port(_WHERE) == 8000
-    assert isinstance(Transport.HTTP.client(_WHERE, network_timeout_s=5), httpclient.InferenceServerClient)
+    assert isinstance(Transport.HTTP.client(_WHERE, network_timeout_s=5), HttpClient)
+    assert isinstance(Transport.GRPC.client(_WHERE), grpcclient.InferenceServerClient)
+
+
+def test_the_installed_tritonclient_is_the_client_of_triton_2_41():
+    assert importlib.metadata.version("tritonclient").startswith("2.41."), "pip install -e '.[test]' pins it"
+
+
+def test_an_http_client_closed_in_one_thread_and_released_in_another_closes_once(monkeypatch):
+    """tritonclient 2.41 closes again in __del__, which gevent refuses in another thread than the closing one."""
+    seen: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(f"{u.exc_type.__name__} in {u.object!r}"))
+    held = [Transport.HTTP.client(_WHERE)]
+    held[0].close()
+    held[0].close()  # a second close is nothing
+    releasing = threading.Thread(target=held.clear)  # the last reference goes while this thread lives
+    releasing.start()
+    releasing.join()
+    with pytest.raises(InferenceServerException):
+        HttpClient("http://localhost:8000")  # tritonclient refuses a scheme; the half-made client closes nothing
+    assert not held and seen == []
 
 
 def test_an_unknown_protocol_is_a_labkit_error_naming_the_choices():
