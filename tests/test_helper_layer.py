@@ -75,7 +75,7 @@ def _together(*calls: Callable[[], object]) -> list[object]:
 def _send_claiming(lab, model: str, name: str, data: np.ndarray, shape: list[int], outputs=None):
     """One request whose input carries ``data`` but declares ``shape``: tritonclient checks the two
     agree, so the shape is changed after the data is set, as a buggy client would send it."""
-    client = httpclient.InferenceServerClient(lab.endpoints.http_url)
+    client = lab.client("http")  # labkit's closes once, wherever its traceback is collected
     tensor = httpclient.InferInput(name, list(data.shape), np_to_triton_dtype(data.dtype))
     tensor.set_data_from_numpy(data)
     tensor.set_shape(shape)
@@ -154,7 +154,7 @@ def test_output_allocation_failure_fails_only_that_request(lab):
     output buffer for that request alone."""
     key = f"/labkit_test_{os.getpid()}"
     region = shm.create_shared_memory_region("tiny", key, 4)  # OUT0 needs 16 bytes
-    control = httpclient.InferenceServerClient(lab.endpoints.http_url)
+    control = lab.client("http")
     control.register_system_shared_memory("tiny", key, 4)
     try:
         out = httpclient.InferRequestedOutput("OUT0", binary_data=True)
