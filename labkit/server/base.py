@@ -116,7 +116,8 @@ class TritonServer:
         return self._control.endpoints
 
     def client(self, protocol: str = "http", *, network_timeout_s: float = 60.0) -> Any:
-        """A new tritonclient client for this server. They are not thread-safe: make one per thread."""
+        """A new tritonclient client for this server. They are not thread-safe: make one per thread.
+        An HTTP one is a ``labkit.transport.HttpClient``: it closes once, so any thread may release it."""
         return self._control.client(protocol, network_timeout_s=network_timeout_s)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
