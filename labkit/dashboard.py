@@ -32,6 +32,7 @@ from .load import Inputs, Load, LoadResult
 from .metric_plots import TRITON_FAMILIES
 from .server.base import TritonServer
 from .stats import StatsCollector
+from .transport import closing_http
 
 
 class _Latencies:
@@ -225,7 +226,7 @@ class Dashboard(widgets.VBox):
     def start(self) -> "Dashboard":
         self._renderer = _render.shared()
         self.collector.start()
-        self._thread = threading.Thread(target=self._loop, name="labkit-dashboard", daemon=True)
+        self._thread = threading.Thread(target=closing_http(self._loop), name="labkit-dashboard", daemon=True)
         self._thread.start()
         return self
 

@@ -26,7 +26,7 @@ from .errors import (ConfigError, InferenceError, InputSizeError, LabkitError, M
 from .server import stubs
 from .server.base import TritonServer
 from .server.connection import CONNECTION_ERRORS
-from .transport import Transport
+from .transport import Transport, closing_http
 
 
 def prepare(protocol: str | Transport, inputs: Mapping[str, Any], outputs: Sequence[str] | None = None) -> tuple[list, list | None]:
@@ -291,7 +291,7 @@ def infer_together(
             failures.append(exc)
             barrier.abort()  # the others must not wait for this one
 
-    threads = [threading.Thread(target=one, args=(i,), name=f"labkit-together-{i}") for i in range(len(requests))]
+    threads = [threading.Thread(target=closing_http(one), args=(i,), name=f"labkit-together-{i}") for i in range(len(requests))]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -25,7 +25,7 @@ from ._transports import CONNECTIONS, RequestExpired, build_request
 from .errors import LabkitError, ModelNotFoundError, RequestError, RequestTimeoutError, SequenceError, ServerNotRunningError
 from .inference import translate
 from .server.base import TritonServer
-from .transport import Transport
+from .transport import Transport, closing_http
 
 Inputs = Mapping[str, np.ndarray]
 _TICK_S = 0.05  # how often time limits, a dead server and concurrency changes are looked at
@@ -170,7 +170,7 @@ class Load:
     def start(self) -> "Load":
         self.started = time.time()
         self._t0 = time.perf_counter()
-        self._thread = threading.Thread(target=self._run, name=f"labkit-load-{self.model}", daemon=True)
+        self._thread = threading.Thread(target=closing_http(self._run), name=f"labkit-load-{self.model}", daemon=True)
         self._thread.start()
         return self
 

@@ -20,6 +20,7 @@ from .gpu.metrics import GpuUsage
 from .gpu.metrics import usage as gpu_usage
 from .repository.ensemble import is_ensemble, step_models
 from .server.base import TritonServer
+from .transport import closing_http
 
 _PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
 
@@ -232,7 +233,7 @@ class StatsCollector:
         self._t0 = time.monotonic()
         self.server.models.before_load.append(self._before_load)
         self.poll()
-        self._thread = threading.Thread(target=self._run, name="labkit-stats", daemon=True)
+        self._thread = threading.Thread(target=closing_http(self._run), name="labkit-stats", daemon=True)
         self._thread.start()
         return self
 

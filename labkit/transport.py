@@ -9,10 +9,14 @@ with UnknownProtocolError (naming the choices). A Transport is also its own name
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections.abc import Callable
 from enum import StrEnum
 from types import ModuleType
 from typing import Any
 
+import gevent
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
@@ -33,11 +37,40 @@ class HttpClient(httpclient.InferenceServerClient):
         self._closed_once = True  # a client that could not be made has nothing to close
         super().__init__(*args, **kwargs)
         self._closed_once = False
+        _made_here().add(self)
 
     def close(self) -> None:
         if not self._closed_once:
             self._closed_once = True
             super().close()
+
+
+_thread_clients = threading.local()
+
+
+def _made_here() -> "weakref.WeakSet[HttpClient]":
+    """The HTTP clients this thread made that are still alive (there were some if it has the set)."""
+    if not hasattr(_thread_clients, "made"):
+        _thread_clients.made = weakref.WeakSet()
+    return _thread_clients.made
+
+
+def closing_http(target: Callable[..., Any]) -> Callable[..., Any]:
+    """``target`` for a thread labkit starts: when it returns, the HTTP clients the thread made are
+    closed in it, and the gevent hub they ran on is destroyed (gevent keeps a thread's hub, and two
+    file descriptors, open after the thread ends)."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return target(*args, **kwargs)
+        finally:
+            if hasattr(_thread_clients, "made"):  # gevent ran here
+                for client in list(_thread_clients.made):
+                    client.close()
+                if threading.current_thread() is not threading.main_thread():
+                    gevent.get_hub().destroy(destroy_loop=True)
+
+    return run
 
 
 class Transport(StrEnum):

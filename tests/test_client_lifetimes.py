@@ -11,6 +11,7 @@ main thread, whose gevent hub closed most of the clients, is still alive: the wo
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import threading
 
@@ -102,3 +103,19 @@ def test_a_session_leaves_no_unraisable_client_errors(fresh_server, unraisable, 
     _in_threads(gc.collect, 1)  # another thread collects while the main thread's gevent hub lives
     gc.collect()
     assert unraisable == []
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_threads_labkit_starts_for_requests_leave_no_descriptors_open(server, protocol):
+    """Each thread of infer_together runs its HTTP client on a gevent hub of its own, which keeps two
+    descriptors open after the thread ends unless the thread destroys it."""
+    labkit.inference.infer_together(server, "add_sub", [GOOD] * 3, protocol=protocol)  # first-use setup
+    before = _open_descriptors()
+    for _ in range(30):
+        with pytest.raises(labkit.RequestError):  # a refusal also reads the model's config, on the thread's own client
+            labkit.inference.infer_together(server, "add_sub", [GOOD, WRONG_DTYPE, GOOD], protocol=protocol)
+    assert _open_descriptors() - before < 20  # 30 rounds of 3 threads left 180 open before

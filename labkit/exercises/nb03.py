@@ -28,6 +28,7 @@ from ..native.build import reference_source
 from ..repository import ModelRepository
 from ..server.base import TritonServer
 from ..stats import metric, model_stats, parse_metrics
+from ..transport import closing_http
 from .core import NotYet, exercise
 from .scratch import owned_model
 
@@ -119,7 +120,7 @@ def _one_after_another(server: TritonServer, model: str, count: int, timeout_s: 
     threads = []
     deadline = time.monotonic() + timeout_s
     for index in range(count):
-        threads.append(threading.Thread(target=send, args=(index,), name=f"labkit-preferred-{index}"))
+        threads.append(threading.Thread(target=closing_http(send), args=(index,), name=f"labkit-preferred-{index}"))
         threads[-1].start()
         while not failures and _pending(server, model) + len(answered) < index + 1:
             if time.monotonic() > deadline:

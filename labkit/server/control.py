@@ -5,6 +5,7 @@ a labkit error."""
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,7 @@ class ControlPlane:
         self.endpoints = Endpoints()
         # tritonclient's HTTP client runs on gevent and cannot cross threads: one per thread.
         self._local = threading.local()
-        self._clients: list[HttpClient] = []
+        self._clients: weakref.WeakSet[HttpClient] = weakref.WeakSet()  # a thread's own goes when the thread ends
         self._lock = threading.Lock()
 
     def client(self, protocol: str = "http", *, network_timeout_s: float = 60.0) -> Any:
@@ -40,13 +41,13 @@ class ControlPlane:
             client = Transport.HTTP.client(self.endpoints, network_timeout_s=600.0)
             self._local.client = client
             with self._lock:
-                self._clients.append(client)
+                self._clients.add(client)
         return client
 
     def close(self) -> None:
         """Close every thread's client (they talk to ports that are gone, or a stuck connection)."""
         with self._lock:
-            clients, self._clients = self._clients, []
+            clients, self._clients = list(self._clients), weakref.WeakSet()
             self._local = threading.local()
         for client in clients:
             try:
