@@ -34,14 +34,12 @@ class HttpClient(httpclient.InferenceServerClient):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._closed_once = True  # a client that could not be made has nothing to close
         super().__init__(*args, **kwargs)
-        self._closed_once = False
+        self._open = True  # not set on a client that could not be made: it has nothing to close
         _made_here().add(self)
 
     def close(self) -> None:
-        if not self._closed_once:
-            self._closed_once = True
+        if vars(self).pop("_open", False):  # one step: two threads closing at once close it once
             super().close()
 
 
