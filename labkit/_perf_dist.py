@@ -1,7 +1,7 @@
 """perf_analyzer 23.12 (2.41.0), unpacked once into labkit's cache with the two libraries it needs.
 
 The PyPI wheel ``tritonclient==2.41.0`` carries the real binary; only that file is taken from it, so
-the lab's own (newer) tritonclient stays as it is. On Debian 12 it also needs ``libb64.so.0d``
+the lab's own tritonclient stays as it is. On Debian 12 it also needs ``libb64.so.0d``
 (Debian package libb64-0d: fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x``, which
 needs no root) and ``libcudart.so.12`` (PyPI nvidia-cuda-runtime-cu12; it loads without a GPU).
 """
