@@ -19,6 +19,7 @@ from ..errors import InferenceError, ModelLoadError
 from ..inference import infer
 from ..repository import ModelRepository
 from ..server.base import TritonServer
+from ..transport import closing_http
 from .core import NotYet, exercise, require_configured_outputs
 from .scratch import latest, library_files, scratch_model
 
@@ -63,7 +64,7 @@ def _at_once(server: TritonServer, model: str) -> dict[int, list[int]]:
         except BaseException as exc:  # noqa: BLE001 - raised in the check's thread below
             failed.append(exc)
 
-    threads = [threading.Thread(target=one, args=(sid, "http" if sid % 2 else "grpc")) for sid in sequences]
+    threads = [threading.Thread(target=closing_http(one), args=(sid, "http" if sid % 2 else "grpc")) for sid in sequences]
     for thread in threads:
         thread.start()
     for thread in threads:

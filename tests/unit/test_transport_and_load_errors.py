@@ -30,8 +30,11 @@ def test_a_transport_is_its_name_and_knows_its_module_url_and_port():
     assert isinstance(Transport.GRPC.client(_WHERE), grpcclient.InferenceServerClient)
 
 
-def test_the_installed_tritonclient_is_the_client_of_triton_2_41():
+def test_the_installed_tritonclient_is_the_client_of_triton_2_41_with_its_shared_memory_utilities():
     assert importlib.metadata.version("tritonclient").startswith("2.41."), "pip install -e '.[test]' pins it"
+    # Their imports need what pyproject pins beside it: pkg_resources (setuptools<81), cuda.cudart (cuda-python 12.3).
+    importlib.import_module("tritonclient.utils.shared_memory")
+    importlib.import_module("tritonclient.utils.cuda_shared_memory")  # no GPU needed to import it
 
 
 def test_an_http_client_closed_in_one_thread_and_released_in_another_closes_once(monkeypatch):
