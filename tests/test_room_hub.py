@@ -4,6 +4,7 @@ containers from labkit/lab:23.12-cpu, the hub's REST API and each participant's 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,3 +228,44 @@ def test_idle_labs_are_culled_and_down_keeps_work_volumes_unless_asked(lab_image
     assert [v.name for v in engine.volumes.list(filters=work)] == [settings.volume("k1")]
     assert down(settings.directory, delete_work=True) == [f"volume {settings.volume('k1')}"]
     assert engine.volumes.list(filters=work) == []
+
+
+def _hub_only(tmp_path: Path, site: str) -> tuple[RoomSettings, hub_process.Plumbing]:
+    """A hub with no lab started (the spawner is never used): its process, its site config, its stop."""
+    (tmp_path / "site.py").write_text(site)
+    settings = RoomSettings(participants=("s1",), port=hub_process.free_port(), directory=tmp_path / "hub",
+                            config_file=tmp_path / "site.py", board=False)
+    settings.directory.mkdir()
+    plumbing = hub_process.Plumbing(hub_ip="127.0.0.1", hub_port=hub_process.free_port(),
+                                    proxy_api_port=hub_process.free_port(), board_port=hub_process.free_port(),
+                                    proxy_command=hub_process.proxy_command(), python=sys.executable)
+    return settings, plumbing
+
+
+SECRETS = {"teacher_token": "t" * 64, "user_password": "shared-pass", "admin_password": "a" * 40, "proxy_token": "p" * 64}
+
+
+def test_the_hub_outlives_up_loads_the_site_config_and_stops(tmp_path):
+    settings, plumbing = _hub_only(tmp_path, "c.JupyterHub.template_vars = {'site': 'loaded'}\n")
+    pid = hub_process.start_hub(settings, plumbing, SECRETS)
+    try:
+        assert hub_process.hub_pid(settings.directory) == pid and hub_process.hub_answers(settings.port)
+        users = requests.get(f"http://127.0.0.1:{settings.port}/hub/api/users", timeout=30,
+                             headers={"Authorization": f"token {SECRETS['teacher_token']}"}).json()
+        assert {u["name"] for u in users} == {"s1", "teacher"}
+        with pytest.raises(ServerStartError):
+            hub_process.start_hub(settings, plumbing, SECRETS)  # one hub per room
+        proxy = int((settings.directory / "jupyterhub-proxy.pid").read_text())
+    finally:
+        assert hub_process.stop_hub(settings.directory)
+    assert hub_process.hub_pid(settings.directory) is None and not hub_process.hub_answers(settings.port)
+    assert not Path(f"/proc/{proxy}").exists() and not Path(f"/proc/{pid}").exists()
+    assert not hub_process.stop_hub(settings.directory)  # nothing left to stop
+
+
+def test_a_hub_that_cannot_start_says_so(tmp_path):
+    settings, plumbing = _hub_only(tmp_path, "raise RuntimeError('a broken site config')\n")
+    with pytest.raises(ServerStartError) as exc:
+        hub_process.start_hub(settings, plumbing, SECRETS, timeout_s=120)
+    assert exc.value.exit_summary.startswith("exit code") and exc.value.log_tail
+    assert hub_process.hub_pid(settings.directory) is None

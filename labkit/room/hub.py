@@ -82,10 +82,11 @@ def _log_tail(directory: Path, lines: int = 30) -> str:
         return ""
 
 
-def hub_answers(port: int, timeout: float = 2.0) -> bool:
-    """Whether a JupyterHub answers its REST API on 127.0.0.1:``port``."""
+def hub_answers(port: int, timeout: float = 2.0, host: str = "") -> bool:
+    """Whether a JupyterHub answers its REST API on ``host`` (default 127.0.0.1):``port``."""
+    host = host if host not in ("", "0.0.0.0") else "127.0.0.1"
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/hub/api/", timeout=timeout) as reply:
+        with urllib.request.urlopen(f"http://{host}:{port}/hub/api/", timeout=timeout) as reply:
             return "version" in json.loads(reply.read() or b"{}")
     except (OSError, ValueError):
         return False
@@ -108,7 +109,7 @@ def start_hub(settings: RoomSettings, plumbing: Plumbing, secrets: dict[str, str
                                 start_new_session=True)  # Ctrl-C in the teacher's shell does not stop the room
     (directory / PID_FILE).write_text(f"{proc.pid}\n")
     deadline = time.monotonic() + timeout_s
-    while not hub_answers(settings.port):
+    while not hub_answers(settings.port, host=settings.ip):
         code = proc.poll()
         if code is not None:
             (directory / PID_FILE).unlink(missing_ok=True)
@@ -166,6 +167,11 @@ def _children(pid: int) -> list[int]:
 
 
 def _gone(pid: int) -> bool:
+    try:  # our own child (the hub started by this process): reap it once it ended
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return True
+    except ChildProcessError:  # not our child: its parent (or init) reaps it
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
