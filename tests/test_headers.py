@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from labkit.gpu import cuda_kit
 from labkit.native.build import INCLUDE_DIR, json_include
 
 CORE = INCLUDE_DIR / "triton" / "core"
@@ -61,9 +62,19 @@ def test_headers_compile_alone(tmp_path: Path, language: str, header: str):
 def test_helper_headers_compile_alone(tmp_path: Path, header: str):
     source = tmp_path / "check.cc"
     source.write_text(f'#include "labkit/{header}"\n')
+    # cuda.hpp belongs to CUDA builds: it needs LABKIT_CUDA and cudart's headers (`labkit setup --cuda`)
+    cuda = [f"-I{cuda_kit.locate().include}", "-DLABKIT_CUDA"] if header == "cuda.hpp" else []
     proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", f"-I{INCLUDE_DIR}",
-                           f"-I{json_include()}", str(source)], capture_output=True, text=True)
+                           f"-I{json_include()}", *cuda, str(source)], capture_output=True, text=True)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
+
+
+def test_cuda_header_refuses_a_build_without_cuda(tmp_path: Path):
+    source = tmp_path / "check.cc"
+    source.write_text('#include "labkit/cuda.hpp"\n')
+    proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", f"-I{INCLUDE_DIR}", f"-I{json_include()}",
+                           str(source)], capture_output=True, text=True)
+    assert proc.returncode != 0 and "--cuda" in proc.stderr  # the #error names the flag to add
 
 
 def test_no_cpp_file_of_labkit_is_over_400_lines():
