@@ -100,11 +100,11 @@ class Room:
         try:
             box.put_archive("/work", buffer.getvalue())
         finally:
-            box.remove(force=True)
+            box.remove(force=True, v=True)
 
     def close(self) -> None:
         for container in self.client.containers.list(all=True, filters={"label": f"{ROOM_LABEL}={self.id}"}):
-            container.remove(force=True)
+            container.remove(force=True, v=True)
         for volume in self.client.volumes.list(filters={"name": f"labkit-room-{self.id}-"}):
             volume.remove(force=True)
 
