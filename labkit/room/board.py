@@ -60,7 +60,6 @@ class Board:
         self.pending: set[tuple[str, str]] = set()
         self.queue: asyncio.Queue[tuple[str, str, float]] = asyncio.Queue()
         self.pool = ThreadPoolExecutor(self.graders + 1, thread_name_prefix="board")
-        self._wake = asyncio.Event()
         self._scanning = asyncio.Lock()  # one scan at a time: the page's button and the watch loop share it
         self.last_scan_error = ""
         self.participant_image = participant_image  # build the grader image from it first, when given
@@ -87,12 +86,9 @@ class Board:
                 queued += 1
         return queued
 
-    def wake(self) -> None:
-        self._wake.set()
-
     async def watch(self) -> None:
         """Build the grader image when it is missing or outdated (minutes on a vfs engine), then poll every
-        ``poll_s`` seconds, or at once when woken."""
+        ``poll_s`` seconds."""
         if self.participant_image:
             try:
                 await asyncio.get_running_loop().run_in_executor(
@@ -105,11 +101,7 @@ class Board:
                 self.preparing = False
         while True:
             await self.poll_once()
-            try:
-                await asyncio.wait_for(self._wake.wait(), self.poll_s)
-            except asyncio.TimeoutError:
-                pass
-            self._wake.clear()
+            await asyncio.sleep(self.poll_s)
 
     async def judge_forever(self) -> None:
         loop = asyncio.get_running_loop()
@@ -121,6 +113,8 @@ class Board:
                          f" ({judgement.error})" if judgement.error else "")
                 self.progress.record(user, notebook, mtime, judgement.results)
                 progress_store.save(self.room_dir, self.progress)
+            except (LabkitError, OSError) as exc:  # the marks stay in memory (the page, the API); say why not on disk
+                log.warning("%s %s: %s", user, notebook, exc)
             finally:
                 self.pending.discard((user, notebook))
 

@@ -116,6 +116,7 @@ class Grader:
                 self._scanner = (self.client.containers.run(
                     self.image, ["python3", "-c", "import time; time.sleep(10**9)"], detach=True,
                     network_mode="none", user="1000", volumes=mounts, mem_limit="256m", pids_limit=64,
+                    cap_drop=["ALL"], security_opt=["no-new-privileges"],
                     labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "scan"}), mounts)
             code, output = self._scanner[0].exec_run(["python3", "-c", _SCAN], user="1000")
             text = output.decode(errors="replace")
@@ -159,7 +160,8 @@ class Grader:
                 self.image, command, detach=True, network_mode="none", user="1000", volumes=mounts,
                 environment={"HOME": "/tmp/grader-home", "PYTHONUNBUFFERED": "1"}, working_dir="/tmp",
                 nano_cpus=int(self.limits.cpu * 1e9), mem_limit=self.limits.memory, pids_limit=self.limits.pids,
-                shm_size="256m", labels={ROOM_LABEL: self.room_id, ROLE_LABEL: role})
+                shm_size="256m", cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                labels={ROOM_LABEL: self.room_id, ROLE_LABEL: role})
             try:
                 status = container.wait(timeout=timeout_s)
             except requests.exceptions.RequestException:
@@ -179,7 +181,10 @@ class Grader:
         if not lines:
             tail = " | ".join(logs.strip().splitlines()[-3:]) or "no output"
             return {}, f"exit code {status.get('StatusCode')}, {tail}"
-        return json.loads(lines[-1][len(RESULT_MARK):]), ""
+        try:
+            return json.loads(lines[-1][len(RESULT_MARK):]), ""
+        except ValueError:
+            return {}, "its result line was cut short"
 
 
 def _context_files() -> dict[str, bytes]:
