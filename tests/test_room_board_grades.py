@@ -9,7 +9,8 @@ import json
 import pytest
 
 from labkit import cli
-from labkit.room import progress
+from labkit.room import RoomSettings, progress
+from labkit.room.grader import participant_volume
 
 SOLVED = {"exercise": "01-output2", "passed": True, "problem": "", "hint": "", "started": True}
 WRONG = {"exercise": "01-batch", "passed": False, "problem": "OUTPUT0 is wrong for row 1.",
@@ -86,3 +87,8 @@ def test_grades_needs_a_subcommand():
     with pytest.raises(SystemExit) as exc:
         cli.main(["room"])
     assert exc.value.code == cli.EXIT_USAGE
+
+
+def test_the_board_looks_for_the_volumes_the_hub_mounts(tmp_path):
+    settings = RoomSettings(directory=tmp_path / "room")
+    assert participant_volume(settings.room_id, "p07") == settings.volume("p07")

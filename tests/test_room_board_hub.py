@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,7 +14,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from labkit import cli
+from labkit import SetupError, cli
+from labkit.room.hub import free_port, proxy_command
 from room_board_support import RoomVolumes, grader_image, notebook, room_engine, skip_or_fail, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -27,6 +26,7 @@ c.JupyterHub.port = {port}
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = {hub_port}
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_api}"
+c.ConfigurableHTTPProxy.command = {proxy!r}
 c.JupyterHub.db_url = "sqlite:///{dir}/hub.sqlite"
 c.JupyterHub.cookie_secret_file = "{dir}/cookie_secret"
 c.JupyterHub.pid_file = "{dir}/hub.pid"
@@ -40,33 +40,25 @@ c.JupyterHub.services = [{{"name": "board", "url": "http://127.0.0.1:{board_port
 """
 
 
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     """A hub on 127.0.0.1 with the board of a two-participant room; stopped (board, proxy, containers) after."""
-    if not shutil.which("configurable-http-proxy"):
-        skip_or_fail("configurable-http-proxy is not installed (`npm install -g configurable-http-proxy`)")
+    try:
+        proxy = proxy_command()
+    except SetupError as exc:
+        skip_or_fail(f"no configurable-http-proxy: {exc}")
     client = room_engine()
     room = RoomVolumes(client, grader_image(client))
     folder = tmp_path_factory.mktemp("hub")
     room_dir = folder / "room"
     room_dir.mkdir()
-    port, hub_port, proxy_api, board_port = _free_ports(4)
+    port, hub_port, proxy_api, board_port = (free_port() for _ in range(4))
     command = [sys.executable, "-m", "labkit.room.board", "--room-dir", str(room_dir), "--room-id", room.id,
                "--participants", "p01,p02", "--grader-image", room.image, "--poll-s", "2"]
     environment = {k: os.environ[k] for k in ("PATH", "HOME", "DOCKER_HOST") if k in os.environ}
     environment["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
     (folder / "jupyterhub_config.py").write_text(CONFIG.format(
-        port=port, hub_port=hub_port, proxy_api=proxy_api, board_port=board_port, dir=folder,
+        port=port, hub_port=hub_port, proxy=list(proxy), proxy_api=proxy_api, board_port=board_port, dir=folder,
         tokens={v: k for k, v in TOKENS.items()}, command=command, environment=environment))
     log = open(folder / "hub.log", "w")
     process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(folder / "jupyterhub_config.py")],

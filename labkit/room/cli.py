@@ -3,20 +3,104 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
+
+from .settings import PARTICIPANT_IMAGE, RoomSettings
+
+
+def _memory(text: str) -> str:
+    if not re.fullmatch(r"\d+(\.\d+)?[KMGT]?", text.upper()):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a size such as 512M or 2G")
+    return text.upper()
+
+
+def _up(args: argparse.Namespace) -> int:
+    from .lifecycle import read_participants, up
+
+    if args.participants_file:
+        logins = read_participants(Path(args.participants_file))
+    else:
+        logins = RoomSettings.numbered(args.participants)
+    settings = RoomSettings(
+        participants=logins, port=args.port, directory=Path(args.dir), cpu=args.cpu, memory=args.memory,
+        cull_idle_s=args.cull_idle_s, image=args.image, ip=args.ip,
+        config_file=Path(args.config) if args.config else None,
+    )
+    info = up(settings)
+    print(f"room {info.room_id} answers at {info.url} ({len(logins)} participants, ready in {info.seconds:.0f} s)")
+    print(f"logins and password: {Path(args.dir) / 'participants.csv'}; teacher's token and password: "
+          f"{Path(args.dir) / 'room.json'}; board: {info.url}services/board/")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from .lifecycle import status_text
+
+    print(status_text(Path(args.dir)))
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from .lifecycle import down
+
+    removed = down(Path(args.dir), delete_work=args.delete_work)
+    print("\n".join(f"removed {what}" for what in removed) or "nothing of this room was running")
+    if not args.delete_work:
+        print("participants' work volumes kept (`labkit room down --delete-work` removes them)")
+    return 0
+
+
+def _image(args: argparse.Namespace) -> int:
+    from .image import build_image
+
+    print(build_image(force=args.force, tag=args.tag))
+    return 0
+
+
+def _grades(args: argparse.Namespace) -> int:
+    from .progress import export_grades
+
+    return export_grades(Path(args.dir), args.csv)
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `labkit room` and its subcommands to labkit's parser."""
     room = sub.add_parser("room", help="a workshop room on JupyterHub: `labkit room up|status|grades|down|k8s|bench`")
     commands = room.add_subparsers(dest="room_command", required=True)
+    defaults = RoomSettings()
+
+    up = commands.add_parser("up", help="start the hub (returns once it answers) and write room/room.json")
+    who = up.add_mutually_exclusive_group()
+    who.add_argument("--participants", type=int, default=len(defaults.participants), metavar="N",
+                     help="logins p01 … pNN (default %(default)s)")
+    who.add_argument("--participants-file", metavar="FILE", help="logins, one per line (or a CSV's first column)")
+    up.add_argument("--port", type=int, default=defaults.port, help="the room's address (default %(default)s)")
+    up.add_argument("--ip", default=defaults.ip, help="listen only on this address (default: every interface)")
+    up.add_argument("--dir", default=str(defaults.directory), help="the room's folder (default %(default)s)")
+    up.add_argument("--cpu", type=float, default=defaults.cpu, help="CPUs per lab (default %(default)s)")
+    up.add_argument("--memory", type=_memory, default=defaults.memory, help="memory per lab (default %(default)s)")
+    up.add_argument("--cull-idle-s", type=int, default=defaults.cull_idle_s,
+                    help="stop labs idle this long (default %(default)s)")
+    up.add_argument("--image", default=PARTICIPANT_IMAGE, help="the labs' image (default %(default)s, built if missing)")
+    up.add_argument("--config", metavar="FILE", help="a jupyterhub_config.py of the site's own (OAuth, ...), loaded last")
+    up.set_defaults(func=_up)
+
+    status = commands.add_parser("status", help="who is running")
+    status.add_argument("--dir", default=str(defaults.directory))
+    status.set_defaults(func=_status)
+
     grades = commands.add_parser("grades", help="the board's table (participants × exercises) as CSV")
-    grades.add_argument("--dir", type=Path, default=Path("room"), help="the room's folder (default: ./room)")
+    grades.add_argument("--dir", default=str(defaults.directory), help="the room's folder (default %(default)s)")
     grades.add_argument("--csv", type=Path, help="write the table to this file (default: print it)")
     grades.set_defaults(func=_grades)
 
+    down = commands.add_parser("down", help="stop the hub; remove the room's containers and network")
+    down.add_argument("--dir", default=str(defaults.directory))
+    down.add_argument("--delete-work", action="store_true", help="also remove the participants' work volumes")
+    down.set_defaults(func=_down)
 
-def _grades(args: argparse.Namespace) -> int:
-    from .progress import export_grades
-
-    return export_grades(args.dir, args.csv)
+    image = commands.add_parser("image", help=f"build the participant image {PARTICIPANT_IMAGE} (reused when unchanged)")
+    image.add_argument("--force", action="store_true", help="rebuild even if the recipe is unchanged")
+    image.add_argument("--tag", default=PARTICIPANT_IMAGE)
+    image.set_defaults(func=_image)
