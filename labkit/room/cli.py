@@ -58,6 +58,12 @@ def _image(args: argparse.Namespace) -> int:
     return 0
 
 
+def _grades(args: argparse.Namespace) -> int:
+    from .progress import export_grades
+
+    return export_grades(Path(args.dir), args.csv)
+
+
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `labkit room` and its subcommands to labkit's parser."""
     room = sub.add_parser("room", help="a workshop room on JupyterHub: `labkit room up|status|grades|down|k8s|bench`")
@@ -83,6 +89,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     status = commands.add_parser("status", help="who is running")
     status.add_argument("--dir", default=str(defaults.directory))
     status.set_defaults(func=_status)
+
+    grades = commands.add_parser("grades", help="the board's table (participants × exercises) as CSV")
+    grades.add_argument("--dir", default=str(defaults.directory), help="the room's folder (default %(default)s)")
+    grades.add_argument("--csv", type=Path, help="write the table to this file (default: print it)")
+    grades.set_defaults(func=_grades)
 
     down = commands.add_parser("down", help="stop the hub; remove the room's containers and network")
     down.add_argument("--dir", default=str(defaults.directory))
