@@ -1,0 +1,208 @@
+"""The room on Kubernetes: a values file for the Zero to JupyterHub chart (KubeSpawner), rendered from the
+same RoomSettings as `labkit room up`, for rooms larger than one machine.
+
+    labkit room k8s --out k8s --participants 60 --memory 3G
+    helm upgrade --install room jupyterhub/jupyterhub --version 4.4.0 --values k8s/values.yaml
+
+The chart itself is not changed: everything below is one of its documented values (its schema is checked
+in the tests). What differs from `room up` (one Docker host) is said in docs/workshop.md.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import RoomSettingsError
+from .settings import RoomSettings
+
+CHART_VERSION = "4.4.0"
+CHART_JUPYTERHUB = "5.5"  # the JupyterHub in that chart's hub image; a lab image's must share its major version
+BOARD_SERVICE = "board"
+BOARD_PORT = 10101  # the board's port in the hub pod (a sidecar), published on the `hub` Service
+SHM_SIZE = "1Gi"  # as DockerServer's shm_size: the Python backend moves tensors through /dev/shm
+CPU_OVERCOMMIT = 2  # CPU is compressible: guarantee half the limit; memory is not: guarantee the limit
+_MEMORY_UNITS = "KMGT"  # KubeSpawner's mem_limit is JupyterHub's ByteSpecification: these suffixes only
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The room's shared password (participants) and the teacher's own (JupyterHub wants 32+ characters
+    for an admin): kept out of RoomSettings, so rendering stays a pure function of what it is given."""
+
+    user_password: str
+    teacher_password: str
+
+    @classmethod
+    def generate(cls) -> "Credentials":
+        return cls(user_password=secrets.token_urlsafe(9), teacher_password=secrets.token_urlsafe(32))
+
+
+def chart_image(image: str) -> tuple[str, str]:
+    """(name, tag) of the lab image for the chart's JupyterHub: `labkit/lab:23.12-cpu` becomes
+    `labkit/lab` + `23.12-cpu-hub5.5`, the tag `labkit room image --jupyterhub 5.5` builds."""
+    if "@" in image:
+        raise RoomSettingsError(f"The image {image!r} is pinned by digest; the chart needs a name and a tag. "
+                                "Give --image NAME:TAG.", setting="image", value=image)
+    name, _, tag = image.rpartition(":")
+    if not name or "/" in tag:  # no tag, or the colon was a registry's port
+        name, tag = image, "latest"
+    suffix = f"-hub{CHART_JUPYTERHUB}"
+    return name, tag if tag.endswith(suffix) else f"{tag}{suffix}"
+
+
+def check(settings: RoomSettings) -> None:
+    """Refuse settings the chart or KubeSpawner would refuse later (at `helm install` or at a spawn)."""
+    memory = settings.memory
+    if not isinstance(memory, str) or len(memory) < 2 or memory[-1] not in _MEMORY_UNITS or not _number(memory[:-1]):
+        raise RoomSettingsError(
+            f"memory={memory!r} is not a size KubeSpawner reads: write a number and one of K, M, G, T "
+            "(powers of 1024, so '2G' is Kubernetes' 2Gi; 'Gi' and 'GB' are refused).",
+            setting="memory", value=str(memory))
+    if isinstance(settings.cpu, bool) or not isinstance(settings.cpu, (int, float)) or not settings.cpu > 0:
+        raise RoomSettingsError(f"cpu={settings.cpu!r} is not a number of cores: give a positive number (0.5, 2).",
+                                setting="cpu", value=str(settings.cpu))
+    if isinstance(settings.cull_idle_s, bool) or not isinstance(settings.cull_idle_s, int) or settings.cull_idle_s < 0:
+        raise RoomSettingsError(f"cull_idle_s={settings.cull_idle_s!r}: give whole seconds (0 turns the culler off).",
+                                setting="cull_idle_s", value=str(settings.cull_idle_s))
+    if not settings.participants or settings.teacher in settings.participants:
+        raise RoomSettingsError("The room needs at least one participant, and the teacher's login must not be one "
+                                "of theirs.", setting="participants", value=",".join(settings.participants))
+    chart_image(settings.image)
+    chart_image(settings.grader_image)
+
+
+def _number(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
+
+
+def values(settings: RoomSettings, credentials: Credentials | None, *, site_config: str = "") -> dict[str, Any]:
+    """The chart's values for this room. ``credentials`` None: the site's own authenticator, configured by
+    ``site_config`` (the text of settings.config_file, e.g. an OAuthenticator's settings)."""
+    check(settings)
+    name, tag = chart_image(settings.image)
+    hub: dict[str, Any] = {
+        "config": _auth(settings, credentials),
+        "services": {BOARD_SERVICE: {"url": f"http://hub:{BOARD_PORT}", "display": True, "oauth_no_confirm": True}},
+        "loadRoles": _roles(settings),
+        "extraContainers": [_board_container(settings)],
+        "service": {"extraPorts": [{"name": BOARD_SERVICE, "port": BOARD_PORT, "targetPort": BOARD_PORT}]},
+        # The proxy reaches the board in the hub pod; the chart's own policy opens only the hub's 8081.
+        "networkPolicy": {"ingress": [{
+            "from": [{"podSelector": {"matchLabels": {"hub.jupyter.org/network-access-hub": "true"}}}],
+            "ports": [{"port": BOARD_PORT}]}]},
+    }
+    if site_config:
+        hub["extraConfig"] = {"90-site.py": site_config}
+    return {
+        "hub": hub,
+        "singleuser": {
+            "image": {"name": name, "tag": tag, "pullPolicy": "IfNotPresent"},
+            "cpu": {"limit": float(settings.cpu), "guarantee": float(settings.cpu) / CPU_OVERCOMMIT},
+            "memory": {"limit": settings.memory, "guarantee": settings.memory},
+            "defaultUrl": "/lab",
+            "storage": {  # the chart puts extra volumes under storage (the home volume stays its default)
+                "extraVolumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}],
+                "extraVolumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+            },
+            "startTimeout": 600,  # a first pull of the lab image on a fresh node takes minutes
+        },
+        "cull": {"enabled": settings.cull_idle_s > 0, "users": False, "timeout": settings.cull_idle_s or None,
+                 "every": max(60, min(600, settings.cull_idle_s // 10)) if settings.cull_idle_s else None},
+        "prePuller": {"hook": {"enabled": True}, "continuous": {"enabled": True}},
+    }
+
+
+def _auth(settings: RoomSettings, credentials: Credentials | None) -> dict[str, Any]:
+    """Shared password (JupyterHub's own SharedPasswordAuthenticator, 5.0+): participants share one
+    password; the teacher is the admin and logs in with a password of their own."""
+    roles = {"Authenticator": {"admin_users": [settings.teacher]}}
+    if credentials is None:
+        return roles
+    return {
+        "JupyterHub": {"authenticator_class": "shared-password"},
+        "Authenticator": {"allowed_users": [*settings.participants, settings.teacher], "admin_users": [settings.teacher]},
+        "SharedPasswordAuthenticator": {"user_password": credentials.user_password,
+                                        "admin_password": credentials.teacher_password},
+    }
+
+
+def _roles(settings: RoomSettings) -> dict[str, Any]:
+    return {
+        "labkit-teacher": {"description": "the teacher opens the room's board",
+                           "scopes": [f"access:services!service={BOARD_SERVICE}"], "users": [settings.teacher]},
+        "labkit-board": {"description": "the board reads the room's participants and their servers",
+                         "scopes": ["list:users", "read:users", "read:servers", "access:servers"],
+                         "services": [BOARD_SERVICE]},
+    }
+
+
+def _board_container(settings: RoomSettings) -> dict[str, Any]:
+    """The board as a sidecar of the hub pod, in the grader image: the chart generates its API token
+    and keeps it in the `hub` Secret under hub.services.board.apiToken."""
+    token = {"secretKeyRef": {"name": "hub", "key": f"hub.services.{BOARD_SERVICE}.apiToken"}}
+    env = {
+        "JUPYTERHUB_API_TOKEN": None, "JUPYTERHUB_API_URL": "http://127.0.0.1:8081/hub/api",
+        "JUPYTERHUB_BASE_URL": "/", "JUPYTERHUB_SERVICE_NAME": BOARD_SERVICE,
+        "JUPYTERHUB_SERVICE_PREFIX": f"/services/{BOARD_SERVICE}/",
+        "JUPYTERHUB_SERVICE_URL": f"http://0.0.0.0:{BOARD_PORT}",
+        "JUPYTERHUB_CLIENT_ID": f"service-{BOARD_SERVICE}",
+        "JUPYTERHUB_OAUTH_CALLBACK_URL": f"/services/{BOARD_SERVICE}/oauth_callback",
+        "LABKIT_ROOM_TEACHER": settings.teacher,
+    }
+    name, tag = chart_image(settings.grader_image)
+    return {
+        "name": BOARD_SERVICE,
+        "image": f"{name}:{tag}",
+        "command": ["python", "-m", "labkit.room.board"],
+        "ports": [{"name": BOARD_SERVICE, "containerPort": BOARD_PORT}],
+        "env": [{"name": key, "valueFrom": token} if value is None else {"name": key, "value": value}
+                for key, value in env.items()],
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+    }
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (a site's config) as YAML block scalars, so the file stays readable."""
+
+
+_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
+
+
+def dump(rendered: dict[str, Any]) -> str:
+    header = (f"# Zero to JupyterHub {CHART_VERSION} values for a labkit room (labkit room k8s). It holds the "
+              "room's passwords: keep it private.\n")
+    return header + yaml.dump(rendered, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+
+
+def write(settings: RoomSettings, out: Path, credentials: Credentials | None = None) -> Path:
+    """Render DIR/values.yaml (mode 600: it holds the passwords). Without ``settings.config_file`` the
+    room uses shared passwords (``credentials``, generated when None)."""
+    site = ""
+    if settings.config_file is not None:
+        try:
+            site = Path(settings.config_file).read_text()
+        except OSError as exc:
+            raise RoomSettingsError(f"Cannot read the site's hub configuration {settings.config_file}: "
+                                    f"{exc.strerror}. Give a readable file.", setting="config_file",
+                                    value=str(settings.config_file)) from None
+    creds = None if site else (credentials or Credentials.generate())
+    text = dump(values(settings, creds, site_config=site))
+    target = Path(out) / "values.yaml"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch(mode=0o600)
+        target.chmod(0o600)
+        target.write_text(text)
+    except OSError as exc:
+        raise RoomSettingsError(f"Cannot write {target}: {exc.strerror}. Choose another --out folder.",
+                                setting="out", value=str(out)) from None
+    return target
