@@ -174,3 +174,17 @@ def test_write_takes_the_sites_config_file_and_says_when_it_cannot(tmp_path):
     with pytest.raises(labkit.RoomSettingsError) as info:
         k8s.write(RoomSettings(memory="2Gi"), tmp_path / "out3", CREDS)
     assert info.value.setting == "memory" and not (tmp_path / "out3").exists()
+
+
+def test_the_command_writes_values_the_chart_accepts(validator, tmp_path, capsys):
+    from labkit.cli import main
+
+    assert main(["room", "k8s", "--out", str(tmp_path / "k8s"), "--participants", "40", "--memory", "3G"]) == 0
+    written = yaml.safe_load((tmp_path / "k8s" / "values.yaml").read_text())
+    assert _errors(validator, written) == []
+    assert len(written["hub"]["config"]["Authenticator"]["allowed_users"]) == 41
+    out = capsys.readouterr().out
+    assert written["hub"]["config"]["SharedPasswordAuthenticator"]["user_password"] in out
+    assert "--version 4.4.0" in out
+    assert main(["room", "k8s", "--out", str(tmp_path / "bad"), "--memory", "3Gi"]) == 3  # said, not raised
+    assert not (tmp_path / "bad").exists()
