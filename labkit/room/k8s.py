@@ -5,7 +5,8 @@ same RoomSettings as `labkit room up`, for rooms larger than one machine.
     helm upgrade --install room jupyterhub/jupyterhub --version 4.4.0 --values k8s/values.yaml
 
 The chart itself is not changed: everything below is one of its documented values (its schema is checked
-in the tests). What differs from `room up` (one Docker host) is said in docs/workshop.md.
+in the tests). What differs from `room up` (one Docker host), the board above all, is said in
+docs/workshop.md.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from .settings import RoomSettings
 
 CHART_VERSION = "4.4.0"
 CHART_JUPYTERHUB = "5.5"  # the JupyterHub in that chart's hub image; a lab image's must share its major version
-BOARD_SERVICE = "board"
-BOARD_PORT = 10101  # the board's port in the hub pod (a sidecar), published on the `hub` Service
 SHM_SIZE = "1Gi"  # as DockerServer's shm_size: the Python backend moves tensors through /dev/shm
 CPU_OVERCOMMIT = 2  # CPU is compressible: guarantee half the limit; memory is not: guarantee the limit
 _MEMORY_UNITS = "KMGT"  # KubeSpawner's mem_limit is JupyterHub's ByteSpecification: these suffixes only
@@ -73,7 +72,6 @@ def check(settings: RoomSettings) -> None:
         raise RoomSettingsError("The room needs at least one participant, and the teacher's login must not be one "
                                 "of theirs.", setting="participants", value=",".join(settings.participants))
     chart_image(settings.image)
-    chart_image(settings.grader_image)
 
 
 def _number(text: str) -> bool:
@@ -88,17 +86,9 @@ def values(settings: RoomSettings, credentials: Credentials | None, *, site_conf
     ``site_config`` (the text of settings.config_file, e.g. an OAuthenticator's settings)."""
     check(settings)
     name, tag = chart_image(settings.image)
-    hub: dict[str, Any] = {
-        "config": _auth(settings, credentials),
-        "services": {BOARD_SERVICE: {"url": f"http://hub:{BOARD_PORT}", "display": True, "oauth_no_confirm": True}},
-        "loadRoles": _roles(settings),
-        "extraContainers": [_board_container(settings)],
-        "service": {"extraPorts": [{"name": BOARD_SERVICE, "port": BOARD_PORT, "targetPort": BOARD_PORT}]},
-        # The proxy reaches the board in the hub pod; the chart's own policy opens only the hub's 8081.
-        "networkPolicy": {"ingress": [{
-            "from": [{"podSelector": {"matchLabels": {"hub.jupyter.org/network-access-hub": "true"}}}],
-            "ports": [{"port": BOARD_PORT}]}]},
-    }
+    # No board: it needs a Docker engine (volumes, grader containers) that a cluster does not give
+    # (docs/workshop.md says what grading on Kubernetes would take).
+    hub: dict[str, Any] = {"config": _auth(settings, credentials)}
     if site_config:
         hub["extraConfig"] = {"90-site.py": site_config}
     return {
@@ -131,41 +121,6 @@ def _auth(settings: RoomSettings, credentials: Credentials | None) -> dict[str, 
         "Authenticator": {"allowed_users": [*settings.participants, settings.teacher], "admin_users": [settings.teacher]},
         "SharedPasswordAuthenticator": {"user_password": credentials.user_password,
                                         "admin_password": credentials.teacher_password},
-    }
-
-
-def _roles(settings: RoomSettings) -> dict[str, Any]:
-    return {
-        "labkit-teacher": {"description": "the teacher opens the room's board",
-                           "scopes": [f"access:services!service={BOARD_SERVICE}"], "users": [settings.teacher]},
-        "labkit-board": {"description": "the board reads the room's participants and their servers",
-                         "scopes": ["list:users", "read:users", "read:servers", "access:servers"],
-                         "services": [BOARD_SERVICE]},
-    }
-
-
-def _board_container(settings: RoomSettings) -> dict[str, Any]:
-    """The board as a sidecar of the hub pod, in the grader image: the chart generates its API token
-    and keeps it in the `hub` Secret under hub.services.board.apiToken."""
-    token = {"secretKeyRef": {"name": "hub", "key": f"hub.services.{BOARD_SERVICE}.apiToken"}}
-    env = {
-        "JUPYTERHUB_API_TOKEN": None, "JUPYTERHUB_API_URL": "http://127.0.0.1:8081/hub/api",
-        "JUPYTERHUB_BASE_URL": "/", "JUPYTERHUB_SERVICE_NAME": BOARD_SERVICE,
-        "JUPYTERHUB_SERVICE_PREFIX": f"/services/{BOARD_SERVICE}/",
-        "JUPYTERHUB_SERVICE_URL": f"http://0.0.0.0:{BOARD_PORT}",
-        "JUPYTERHUB_CLIENT_ID": f"service-{BOARD_SERVICE}",
-        "JUPYTERHUB_OAUTH_CALLBACK_URL": f"/services/{BOARD_SERVICE}/oauth_callback",
-        "LABKIT_ROOM_TEACHER": settings.teacher,
-    }
-    name, tag = chart_image(settings.grader_image)
-    return {
-        "name": BOARD_SERVICE,
-        "image": f"{name}:{tag}",
-        "command": ["python", "-m", "labkit.room.board"],
-        "ports": [{"name": BOARD_SERVICE, "containerPort": BOARD_PORT}],
-        "env": [{"name": key, "valueFrom": token} if value is None else {"name": key, "value": value}
-                for key, value in env.items()],
-        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
     }
 
 

@@ -76,15 +76,7 @@ def test_values_carry_the_rooms_settings():
     assert values["cull"] == {"enabled": True, "users": False, "timeout": 1800, "every": 180}
     hub = values["hub"]
     assert hub["config"]["Authenticator"] == {"allowed_users": ["ana", "bo", "kim"], "admin_users": ["kim"]}
-    assert hub["services"]["board"]["url"] == f"http://hub:{k8s.BOARD_PORT}"
-    assert hub["loadRoles"]["labkit-teacher"]["users"] == ["kim"]
-    assert hub["loadRoles"]["labkit-board"]["services"] == ["board"]
-    sidecar = hub["extraContainers"][0]
-    assert sidecar["image"] == "labkit/grader:23.12-cpu-hub5.5"
-    token = next(e for e in sidecar["env"] if e["name"] == "JUPYTERHUB_API_TOKEN")
-    assert token["valueFrom"]["secretKeyRef"] == {"name": "hub", "key": "hub.services.board.apiToken"}
-    assert hub["service"]["extraPorts"][0]["targetPort"] == k8s.BOARD_PORT
-    assert "extraConfig" not in hub
+    assert set(hub) == {"config"}  # no board on Kubernetes yet (docs/workshop.md), no site config
     assert k8s.values(settings.with_(cull_idle_s=0), CREDS)["cull"]["enabled"] is False
 
 
@@ -109,7 +101,6 @@ def test_a_site_authenticator_replaces_the_shared_password():
     ({"participants": ()}, "participants"),
     ({"participants": ("p01", "teacher")}, "participants"),
     ({"image": "labkit/lab@sha256:" + "0" * 64}, "image"),
-    ({"grader_image": "labkit/grader@sha256:" + "0" * 64}, "image"),
 ])
 def test_settings_the_chart_would_refuse_are_refused_before_rendering(changes, setting):
     with pytest.raises(labkit.RoomSettingsError) as info:
