@@ -53,6 +53,19 @@ def _k8s(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    import json
+
+    from . import bench
+
+    settings = settings_from(args)
+    result = bench.run(settings, timeout_s=args.timeout_s, checks_timeout_s=args.checks_timeout_s)
+    print(bench.report(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_json(), indent=1) + "\n")
+    return 0
+
+
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `labkit room` and its subcommands to labkit's parser."""
     room = sub.add_parser("room", help="a workshop room on JupyterHub: `labkit room up|status|grades|down|k8s|bench`")
@@ -61,3 +74,13 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "k8s", help="write a Zero to JupyterHub values file for a room on Kubernetes (no cluster is touched)"))
     k8s.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/values.yaml")
     k8s.set_defaults(func=_k8s)
+
+    bench = add_settings_options(commands.add_parser(
+        "bench", help="start a real room, measure it (labs ready, one lab's memory with Triton, the board's "
+                      "check latency), take it down"))
+    bench.set_defaults(directory=Path("room-bench"), port=8099)  # never a real room's folder or port
+    bench.add_argument("--timeout-s", type=float, default=900, help="give up on the labs after this long")
+    bench.add_argument("--checks-timeout-s", type=float, default=900,
+                       help="stop waiting for the board's verdicts after this long (reported as missing)")
+    bench.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
+    bench.set_defaults(func=_bench)
