@@ -8,6 +8,7 @@ handles an error reads its fields, never its text.
     ├── ServerError                 .log_tail .exit_summary
     │   ├── ServerStartError
     │   │   ├── PortTakenError      .port .service .host: a port asked for is held by another process
+    │   │   │   └── RoomPortTakenError     the port of `labkit room up`
     │   │   └── BackendClashError   .backend .directory: a user backend has the name of one labkit serves
     │   ├── ServerNotRunningError  .crash .doing .stopped
     │   └── WaitTimeoutError        .what .timeout_s: the server never reached a state labkit waited for
@@ -90,6 +91,16 @@ class PortTakenError(ServerStartError):
             f"Port {port} ({service}) on {host} is taken by another process (another tritonserver or labkit "
             f"serve?). Stop that process, choose another port (--{service}-port, or {service}_port= in "
             f"labkit.start()), or let labkit pick free ports (--any-ports, or {service}_port=0).")
+
+
+class RoomPortTakenError(PortTakenError):
+    """`labkit room up` was asked to serve the room on ``port``, and another process holds it."""
+
+    def __init__(self, *, port: int, host: str = "0.0.0.0") -> None:
+        ServerStartError.__init__(self, f"Port {port} on {host} is taken by another process (another room's hub?). "
+                                  f"Stop it (`labkit room down --dir DIR`), or choose another port: "
+                                  f"`labkit room up --port N`.")
+        self.port, self.service, self.host = port, "room", host
 
 
 class BackendClashError(ServerStartError):

@@ -3,36 +3,86 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
-from .settings import RoomSettings
+from .settings import PARTICIPANT_IMAGE, RoomSettings
+
+
+def _memory(text: str) -> str:
+    if not re.fullmatch(r"\d+(\.\d+)?[KMGT]?", text.upper()):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a size such as 512M or 2G")
+    return text.upper()
 
 
 def add_settings_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The options of `room up`, which `room k8s` and `room bench` take too (RoomSettings' fields)."""
-    d = RoomSettings()
-    p.add_argument("--participants", type=int, default=len(d.participants), metavar="N",
-                   help=f"logins p01 … pNN (default {len(d.participants)})")
-    p.add_argument("--port", type=int, default=d.port, help=f"the hub's port (default {d.port})")
-    p.add_argument("--dir", dest="directory", type=Path, default=d.directory,
-                   help=f"the room's folder: state, logs, room.json (default {d.directory})")
-    p.add_argument("--cpu", type=float, default=d.cpu, help=f"cores per lab (default {d.cpu:g})")
-    p.add_argument("--memory", default=d.memory, help=f"memory per lab, K/M/G/T (default {d.memory})")
-    p.add_argument("--cull-idle-s", type=int, default=d.cull_idle_s,
-                   help=f"stop a lab idle this long (default {d.cull_idle_s}; 0: never)")
-    p.add_argument("--image", default=d.image, help=f"the participants' lab image (default {d.image})")
-    p.add_argument("--grader-image", default=d.grader_image, help=f"the board's grader image (default {d.grader_image})")
-    p.add_argument("--teacher", default=d.teacher, help=f"the teacher's login (default {d.teacher})")
-    p.add_argument("--config", dest="config_file", type=Path, metavar="FILE",
-                   help="a site's own jupyterhub_config.py additions (an OAuthenticator, ...)")
+    """The options of `room up` (RoomSettings' fields), which `room k8s` and `room bench` take too."""
+    defaults = RoomSettings()
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--participants", type=int, default=len(defaults.participants), metavar="N",
+                     help="logins p01 … pNN (default %(default)s)")
+    who.add_argument("--participants-file", metavar="FILE", help="logins, one per line (or a CSV's first column)")
+    p.add_argument("--port", type=int, default=defaults.port, help="the room's address (default %(default)s)")
+    p.add_argument("--ip", default=defaults.ip, help="listen only on this address (default: every interface)")
+    p.add_argument("--dir", default=str(defaults.directory), help="the room's folder (default %(default)s)")
+    p.add_argument("--cpu", type=float, default=defaults.cpu, help="CPUs per lab (default %(default)s)")
+    p.add_argument("--memory", type=_memory, default=defaults.memory, help="memory per lab (default %(default)s)")
+    p.add_argument("--cull-idle-s", type=int, default=defaults.cull_idle_s,
+                   help="stop labs idle this long (default %(default)s)")
+    p.add_argument("--image", default=PARTICIPANT_IMAGE, help="the labs' image (default %(default)s, built if missing)")
+    p.add_argument("--config", metavar="FILE", help="a jupyterhub_config.py of the site's own (OAuth, ...), loaded last")
     return p
 
 
 def settings_from(args: argparse.Namespace) -> RoomSettings:
-    return RoomSettings(participants=RoomSettings.numbered(args.participants), port=args.port,
-                        directory=args.directory, cpu=args.cpu, memory=args.memory, cull_idle_s=args.cull_idle_s,
-                        image=args.image, grader_image=args.grader_image, teacher=args.teacher,
-                        config_file=args.config_file)
+    """The RoomSettings that `add_settings_options`' arguments give."""
+    from .lifecycle import read_participants
+
+    if args.participants_file:
+        logins = read_participants(Path(args.participants_file))
+    else:
+        logins = RoomSettings.numbered(args.participants)
+    return RoomSettings(
+        participants=logins, port=args.port, directory=Path(args.dir), cpu=args.cpu, memory=args.memory,
+        cull_idle_s=args.cull_idle_s, image=args.image, ip=args.ip,
+        config_file=Path(args.config) if args.config else None,
+    )
+
+
+def _up(args: argparse.Namespace) -> int:
+    from .lifecycle import up
+
+    settings = settings_from(args)
+    info = up(settings)
+    logins = settings.participants
+    print(f"room {info.room_id} answers at {info.url} ({len(logins)} participants, ready in {info.seconds:.0f} s)")
+    print(f"logins and password: {Path(args.dir) / 'participants.csv'}; teacher's token and password: "
+          f"{Path(args.dir) / 'room.json'}; board: {info.url}services/board/")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from .lifecycle import status_text
+
+    print(status_text(Path(args.dir)))
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from .lifecycle import down
+
+    removed = down(Path(args.dir), delete_work=args.delete_work)
+    print("\n".join(f"removed {what}" for what in removed) or "nothing of this room was running")
+    if not args.delete_work:
+        print("participants' work volumes kept (`labkit room down --delete-work` removes them)")
+    return 0
+
+
+def _image(args: argparse.Namespace) -> int:
+    from .image import build_image
+
+    print(build_image(force=args.force, tag=args.tag))
+    return 0
 
 
 def _k8s(args: argparse.Namespace) -> int:
@@ -70,6 +120,26 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     """Add `labkit room` and its subcommands to labkit's parser."""
     room = sub.add_parser("room", help="a workshop room on JupyterHub: `labkit room up|status|grades|down|k8s|bench`")
     commands = room.add_subparsers(dest="room_command", required=True)
+    defaults = RoomSettings()
+
+    up = add_settings_options(commands.add_parser(
+        "up", help="start the hub (returns once it answers) and write room/room.json"))
+    up.set_defaults(func=_up)
+
+    status = commands.add_parser("status", help="who is running")
+    status.add_argument("--dir", default=str(defaults.directory))
+    status.set_defaults(func=_status)
+
+    down = commands.add_parser("down", help="stop the hub; remove the room's containers and network")
+    down.add_argument("--dir", default=str(defaults.directory))
+    down.add_argument("--delete-work", action="store_true", help="also remove the participants' work volumes")
+    down.set_defaults(func=_down)
+
+    image = commands.add_parser("image", help=f"build the participant image {PARTICIPANT_IMAGE} (reused when unchanged)")
+    image.add_argument("--force", action="store_true", help="rebuild even if the recipe is unchanged")
+    image.add_argument("--tag", default=PARTICIPANT_IMAGE)
+    image.set_defaults(func=_image)
+
     k8s = add_settings_options(commands.add_parser(
         "k8s", help="write a Zero to JupyterHub values file for a room on Kubernetes (no cluster is touched)"))
     k8s.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/values.yaml")
@@ -78,7 +148,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     bench = add_settings_options(commands.add_parser(
         "bench", help="start a real room, measure it (labs ready, one lab's memory with Triton, the board's "
                       "check latency), take it down"))
-    bench.set_defaults(directory=Path("room-bench"), port=8099)  # never a real room's folder or port
+    bench.set_defaults(dir="room-bench", port=8099)  # never a real room's folder or port
     bench.add_argument("--timeout-s", type=float, default=900, help="give up on the labs after this long")
     bench.add_argument("--checks-timeout-s", type=float, default=900,
                        help="stop waiting for the board's verdicts after this long (reported as missing)")

@@ -19,11 +19,11 @@ from typing import Any
 import yaml
 
 from ..errors import RoomSettingsError
+from .hubconfig import START_COMMAND, WORK
 from .settings import RoomSettings
 
 CHART_VERSION = "4.4.0"
 CHART_JUPYTERHUB = "5.5"  # the JupyterHub in that chart's hub image; a lab image's must share its major version
-SHM_SIZE = "1Gi"  # as DockerServer's shm_size: the Python backend moves tensors through /dev/shm
 CPU_OVERCOMMIT = 2  # CPU is compressible: guarantee half the limit; memory is not: guarantee the limit
 _MEMORY_UNITS = "KMGT"  # KubeSpawner's mem_limit is JupyterHub's ByteSpecification: these suffixes only
 
@@ -57,11 +57,14 @@ def chart_image(image: str) -> tuple[str, str]:
 def check(settings: RoomSettings) -> None:
     """Refuse settings the chart or KubeSpawner would refuse later (at `helm install` or at a spawn)."""
     memory = settings.memory
-    if not isinstance(memory, str) or len(memory) < 2 or memory[-1] not in _MEMORY_UNITS or not _number(memory[:-1]):
+    if not _is_size(memory):
         raise RoomSettingsError(
             f"memory={memory!r} is not a size KubeSpawner reads: write a number and one of K, M, G, T "
             "(powers of 1024, so '2G' is Kubernetes' 2Gi; 'Gi' and 'GB' are refused).",
             setting="memory", value=str(memory))
+    if not _is_size(settings.shm_size):
+        raise RoomSettingsError(f"shm_size={settings.shm_size!r}: write a number and one of K, M, G, T (e.g. 512M).",
+                                setting="shm_size", value=str(settings.shm_size))
     if isinstance(settings.cpu, bool) or not isinstance(settings.cpu, (int, float)) or not settings.cpu > 0:
         raise RoomSettingsError(f"cpu={settings.cpu!r} is not a number of cores: give a positive number (0.5, 2).",
                                 setting="cpu", value=str(settings.cpu))
@@ -74,11 +77,18 @@ def check(settings: RoomSettings) -> None:
     chart_image(settings.image)
 
 
-def _number(text: str) -> bool:
+def _is_size(text: object) -> bool:
+    if not isinstance(text, str) or len(text) < 2 or text[-1] not in _MEMORY_UNITS:
+        return False
     try:
-        return float(text) > 0
+        return float(text[:-1]) > 0
     except ValueError:
         return False
+
+
+def _quantity(size: str) -> str:
+    """A K/M/G/T size (powers of 1024, as Docker and KubeSpawner read it) as a Kubernetes quantity."""
+    return f"{size[:-1]}{size[-1]}i"
 
 
 def values(settings: RoomSettings, credentials: Credentials | None, *, site_config: str = "") -> dict[str, Any]:
@@ -97,15 +107,20 @@ def values(settings: RoomSettings, credentials: Credentials | None, *, site_conf
             "image": {"name": name, "tag": tag, "pullPolicy": "IfNotPresent"},
             "cpu": {"limit": float(settings.cpu), "guarantee": float(settings.cpu) / CPU_OVERCOMMIT},
             "memory": {"limit": settings.memory, "guarantee": settings.memory},
+            "cmd": START_COMMAND,  # the image's: the notebooks into the work folder at first start, then the lab
             "defaultUrl": "/lab",
-            "storage": {  # the chart puts extra volumes under storage (the home volume stays its default)
-                "extraVolumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}],
+            "uid": 1000,  # the image's jovyan
+            "storage": {  # each participant's claim at the image's work folder, as the volume of `room up`
+                "type": "dynamic",
+                "homeMountPath": WORK,
+                "extraVolumes": [{"name": "shm", "emptyDir": {"medium": "Memory",
+                                                              "sizeLimit": _quantity(settings.shm_size)}}],
                 "extraVolumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
             },
-            "startTimeout": 600,  # a first pull of the lab image on a fresh node takes minutes
+            "startTimeout": settings.start_timeout_s,
         },
         "cull": {"enabled": settings.cull_idle_s > 0, "users": False, "timeout": settings.cull_idle_s or None,
-                 "every": max(60, min(600, settings.cull_idle_s // 10)) if settings.cull_idle_s else None},
+                 "every": 60 if settings.cull_idle_s else None},  # as `room up`'s culler
         "prePuller": {"hook": {"enabled": True}, "continuous": {"enabled": True}},
     }
 

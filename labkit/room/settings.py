@@ -3,6 +3,7 @@ Kubernetes values are all rendered from."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,6 +26,25 @@ class RoomSettings:
     grader_image: str = GRADER_IMAGE
     teacher: str = "teacher"
     config_file: Path | None = None  # a site's own jupyterhub_config.py additions (OAuth, ...)
+    ip: str = ""  # where the hub's public proxy listens ("" = every interface, for participants' browsers)
+    shm_size: str = "512M"  # /dev/shm of each lab: the Python backend stub's shared memory lives there
+    start_timeout_s: int = 600  # many labs starting at once on a slow engine (vfs copies each image)
+    board: bool = True  # serve the teacher's board (labkit.room.board) as a hub service
+
+    @property
+    def room_id(self) -> str:
+        """A short id of the room, from its directory's absolute path: two rooms on one engine do not clash."""
+        return hashlib.sha256(str(self.directory.absolute()).encode()).hexdigest()[:8]
+
+    @property
+    def network(self) -> str:
+        """The Docker network of the room's labs (the hub reaches them there, and they reach the hub)."""
+        return f"labkit-room-{self.room_id}"
+
+    @property
+    def prefix(self) -> str:
+        """Containers are named ``<prefix>-<login>``, volumes ``<prefix>-<login>-work``."""
+        return f"labkit-{self.room_id}"
 
     @staticmethod
     def numbered(count: int) -> tuple[str, ...]:

@@ -23,6 +23,8 @@ def test_bench_takes_room_ups_options_and_keeps_off_a_real_rooms_folder_and_port
     settings = room_cli.settings_from(args)
     assert settings.participants == ("p01", "p02") and settings.memory == "3G"
     assert settings.directory == Path("room-bench") and settings.port == 8099 and args.json == "b.json"
+    up = room_cli.settings_from(_parse(["room", "up", "--participants", "2", "--memory", "3G"]))
+    assert up == settings.with_(directory=Path("room"), port=8080)  # otherwise the very settings of `room up`
     assert args.func.__name__ == "_bench"
 
 

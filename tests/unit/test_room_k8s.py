@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 import labkit
-from labkit.room import RoomSettings, k8s
+from labkit.room import RoomSettings, hubconfig, k8s
 
 CREDS = k8s.Credentials(user_password="workshop-pw", teacher_password="t" * 40)
 
@@ -66,14 +66,16 @@ def test_the_schema_check_sees_what_the_chart_refuses(validator):
 
 
 def test_values_carry_the_rooms_settings():
-    settings = RoomSettings(participants=("ana", "bo"), cpu=1.5, memory="3G", cull_idle_s=1800, teacher="kim")
+    settings = RoomSettings(participants=("ana", "bo"), cpu=1.5, memory="3G", cull_idle_s=1800, teacher="kim",
+                            shm_size="1G")
     values = k8s.values(settings, CREDS)
     user = values["singleuser"]
     assert user["image"] == {"name": "labkit/lab", "tag": "23.12-cpu-hub5.5", "pullPolicy": "IfNotPresent"}
     assert user["cpu"] == {"limit": 1.5, "guarantee": 0.75} and user["memory"] == {"limit": "3G", "guarantee": "3G"}
     assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}} in user["storage"]["extraVolumes"]
     assert {"name": "shm", "mountPath": "/dev/shm"} in user["storage"]["extraVolumeMounts"]
-    assert values["cull"] == {"enabled": True, "users": False, "timeout": 1800, "every": 180}
+    assert values["cull"] == {"enabled": True, "users": False, "timeout": 1800, "every": 60}
+    assert user["cmd"] == hubconfig.START_COMMAND and user["storage"]["homeMountPath"] == hubconfig.WORK
     hub = values["hub"]
     assert hub["config"]["Authenticator"] == {"allowed_users": ["ana", "bo", "kim"], "admin_users": ["kim"]}
     assert set(hub) == {"config"}  # no board on Kubernetes yet (docs/workshop.md), no site config
@@ -93,6 +95,7 @@ def test_a_site_authenticator_replaces_the_shared_password():
     ({"memory": "G"}, "memory"),
     ({"memory": "-1G"}, "memory"),
     ({"memory": 2}, "memory"),
+    ({"shm_size": "512Mi"}, "shm_size"),
     ({"cpu": 0}, "cpu"),
     ({"cpu": "2"}, "cpu"),
     ({"cpu": True}, "cpu"),
@@ -177,5 +180,6 @@ def test_the_command_writes_values_the_chart_accepts(validator, tmp_path, capsys
     out = capsys.readouterr().out
     assert written["hub"]["config"]["SharedPasswordAuthenticator"]["user_password"] in out
     assert "--version 4.4.0" in out
-    assert main(["room", "k8s", "--out", str(tmp_path / "bad"), "--memory", "3Gi"]) == 3  # said, not raised
-    assert not (tmp_path / "bad").exists()
+    with pytest.raises(SystemExit) as info:  # room up's own option refuses it (a usage error)
+        main(["room", "k8s", "--out", str(tmp_path / "bad"), "--memory", "3Gi"])
+    assert info.value.code == 2 and not (tmp_path / "bad").exists()

@@ -1,0 +1,162 @@
+"""The room's ``jupyterhub_config.py``, rendered from RoomSettings (a pure function: same settings, same text).
+
+    text = render_config(settings, Plumbing(hub_ip="172.18.0.1", hub_port=41001, ...))
+
+Secrets never enter the file: it reads them from the hub's environment (``SECRET_ENV``), which
+``labkit room up`` sets when it starts the hub. A site's own ``--config FILE`` is loaded last, so its
+settings (an OAuthenticator, say) win over the room's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .settings import ROOM_LABEL, RoomSettings
+
+#: Environment variables the rendered configuration reads its secrets from.
+SECRET_ENV = {
+    "user_password": "LABKIT_ROOM_USER_PASSWORD",  # participants' shared password
+    "admin_password": "LABKIT_ROOM_ADMIN_PASSWORD",  # the teacher's password
+    "teacher_token": "LABKIT_ROOM_TEACHER_TOKEN",  # the teacher's API token (room.json)
+    "proxy_token": "CONFIGPROXY_AUTH_TOKEN",  # between the hub and configurable-http-proxy
+}
+HOME = "/home/jovyan"
+WORK = f"{HOME}/work"  # each participant's volume; the notebooks are copied here at first start
+START_COMMAND = "/usr/local/bin/labkit-lab-start"  # in the participant image (labkit/room/image.py)
+WORK_LABEL = "labkit.room.work"  # participants' volumes: kept by `room down`, so not under ROOM_LABEL
+
+
+@dataclass(frozen=True)
+class Plumbing:
+    """What `room up` finds on this machine before rendering: addresses, free ports, programs."""
+
+    hub_ip: str  # the room network's gateway: the hub listens there and the labs call it there
+    hub_port: int
+    proxy_api_port: int
+    board_port: int
+    proxy_command: tuple[str, ...]  # configurable-http-proxy
+    python: str  # the Python of labkit's environment (runs the board and the idle culler)
+
+
+class _Env:
+    """A value read from the hub's environment when the configuration loads (its repr is that code)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"os.environ[{self.name!r}]"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Env) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+def _secret(key: str) -> _Env:
+    return _Env(SECRET_ENV[key])
+
+
+def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str, object]]:
+    """The room's JupyterHub configuration as {configurable class: {trait: value}}."""
+    directory = settings.directory.absolute()
+    room = settings.room_id
+    culler = ["-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_s}", "--cull-every=60"]
+    board, board_roles = [], []
+    if settings.board:  # the hub stops when a managed service exits: only a board that exists is named
+        board = [{
+            "name": "board",
+            "url": f"http://127.0.0.1:{plumbing.board_port}",
+            "command": [plumbing.python, "-m", "labkit.room.board", "--room-dir", str(directory)],
+            "oauth_no_confirm": True,
+        }]
+        board_roles = [
+            {"name": "teacher", "description": "opens the teacher's board",
+             "users": [settings.teacher], "scopes": ["access:services!service=board"]},
+            {"name": "board", "description": "the board reads participants' servers and runs checks",
+             "services": ["board"],
+             "scopes": ["list:users", "read:users", "read:servers", "access:servers", "admin:servers"]},
+        ]
+    return {
+        "JupyterHub": {
+            "bind_url": f"http://{settings.ip}:{settings.port}",
+            "hub_ip": plumbing.hub_ip,
+            "hub_port": plumbing.hub_port,
+            "db_url": f"sqlite:///{directory / 'jupyterhub.sqlite'}",
+            "cookie_secret_file": str(directory / "jupyterhub_cookie_secret"),
+            "cleanup_servers": True,  # the hub stops every lab when it stops (`room down`)
+            "authenticator_class": "shared-password",
+            "spawner_class": "docker",
+            # The teacher's token, written into room.json for scripts and the tests (pending deprecation
+            # in JupyterHub, still the one way to give a user a token known before the hub starts).
+            "api_tokens": {_secret("teacher_token"): settings.teacher},
+            "services": [*board, {"name": "idle-culler", "command": [plumbing.python, *culler]}],
+            "load_roles": [
+                *board_roles,
+                {"name": "idle-culler", "description": "stops labs idle longer than --cull-idle-s",
+                 "services": ["idle-culler"],
+                 "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
+            ],
+        },
+        "ConfigurableHTTPProxy": {
+            "command": list(plumbing.proxy_command),
+            "api_url": f"http://127.0.0.1:{plumbing.proxy_api_port}",
+            "auth_token": _secret("proxy_token"),
+        },
+        "Authenticator": {
+            "allowed_users": set(settings.participants),
+            "admin_users": {settings.teacher},
+        },
+        "SharedPasswordAuthenticator": {
+            "user_password": _secret("user_password"),
+            "admin_password": _secret("admin_password"),
+        },
+        "Spawner": {
+            "start_timeout": settings.start_timeout_s,
+            "http_timeout": settings.start_timeout_s,
+            "default_url": "/lab",
+        },
+        "DockerSpawner": {
+            "image": settings.image,
+            "pull_policy": "never",  # the image is built here; no registry is asked
+            "cmd": [START_COMMAND],
+            "prefix": settings.prefix,
+            "name_template": "{prefix}-{username}",
+            "network_name": settings.network,
+            "use_internal_ip": True,
+            "remove": True,  # a stopped lab's container goes; its work volume stays
+            "volumes": {f"{settings.prefix}-{{username}}-work": WORK},
+            "notebook_dir": WORK,
+            "cpu_limit": settings.cpu,
+            "mem_limit": settings.memory,
+            "extra_create_kwargs": {"labels": {ROOM_LABEL: room, f"{ROOM_LABEL}.user": "{raw_username}"}},
+            "extra_host_config": {
+                "shm_size": settings.shm_size.lower(),
+                "security_opt": ["no-new-privileges"],
+            },
+        },
+    }
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(repr(v) for v in sorted(value)) + "}" if value else "set()"
+    return repr(value)
+
+
+def render_config(settings: RoomSettings, plumbing: Plumbing) -> str:
+    """The text of ``jupyterhub_config.py`` for the room (see the module's docstring)."""
+    lines = [
+        "# Written by `labkit room up`; rewritten at each `room up`. Put a site's own settings in a file",
+        "# of your own and pass it with `labkit room up --config FILE`.",
+        "import os",
+        "",
+        "c = get_config()  # noqa: F821",
+    ]
+    for section, traits in hub_config(settings, plumbing).items():
+        lines.append("")
+        lines += [f"c.{section}.{name} = {_literal(value)}" for name, value in traits.items()]
+    if settings.config_file is not None:
+        lines += ["", "# the site's own settings", f"load_subconfig({str(settings.config_file.absolute())!r})  # noqa: F821"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,224 @@
+"""The participant image ``labkit/lab:23.12-cpu``: JupyterLab, labkit, embedded Triton 23.12, g++ and the
+notebooks, on top of the offline CPU image ``labkit/tritonserver:23.12-cpu``, built with no image registry.
+
+    labkit room image            # minutes the first time; seconds when nothing changed
+
+The recipe:
+
+1. Build labkit's wheel from a copy of this checkout without the reference solutions (``*.solution``):
+   the image must not hold them. pip downloads every other wheel (labkit's dependencies, JupyterHub for
+   ``jupyterhub-singleuser``, ``nvidia-pytriton`` without its own pins, pip) into a wheelhouse in
+   labkit's cache, for the image's Python (Debian 12's 3.11.2).
+2. Run the CPU image once with the wheelhouse mounted read-only: ``pip install --no-index`` from it,
+   add the user ``jovyan`` (uid 1000), the notebooks (``/opt/labkit/notebooks``) and the start script,
+   which copies them into the participant's volume at the lab's first start, never over their work.
+3. ``docker commit`` that container with a ``labkit.recipe`` label (a hash of every input); an image
+   whose label matches is reused. The wheelhouse is mounted, not copied: it stays out of the image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from .._downloads import cache_dir, say
+from ..docker import cpu_image
+from ..docker.engine import connect
+from ..errors import EngineError, SetupError
+from .hubconfig import HOME, START_COMMAND, WORK
+from .settings import PARTICIPANT_IMAGE
+
+RECIPE_VERSION = "1"
+IMAGE_PYTHON = "3.11.2"  # Debian 12's python3 in the CPU image: wheels must suit it, not the host's Python
+EXTRA = ("jupyterhub==6.1.*", "ipykernel", "pip")  # the hub's major version in each lab; a kernel
+TRITON_WHEEL = "nvidia-pytriton==0.5.0"  # installed without its requirements (they pin JupyterLab 3)
+EXCLUDED = ("*.solution", "__pycache__", "*.pyc")  # never in the image: reference solutions, byte code
+
+START_SCRIPT = f"""#!/bin/sh
+# The lab's entry point: the notebooks go into the participant's volume at its first start only
+# (cp -n: a participant's file of the same name is never replaced), then the single-user server.
+set -e
+work="{WORK}"
+if [ ! -e "$work/.labkit-notebooks" ]; then
+    cp -Rn /opt/labkit/notebooks/. "$work/"
+    date -u > "$work/.labkit-notebooks"
+fi
+cd "$work"
+exec jupyterhub-singleuser "$@"
+"""
+
+SETUP_SCRIPT = f"""set -e
+cd /wheels
+python3 "$(ls pip-*.whl)/pip" install --no-index --find-links /wheels --break-system-packages --no-compile \\
+    --root-user-action=ignore --no-cache-dir -q labkit-*.whl {' '.join(repr(e) for e in EXTRA)}
+python3 -m pip install --no-index --find-links /wheels --break-system-packages --no-compile --no-deps \\
+    --root-user-action=ignore --no-cache-dir -q nvidia_pytriton-*.whl
+useradd --create-home --uid 1000 --shell /bin/bash jovyan
+mkdir -p {WORK} /opt/labkit/notebooks
+cp /build/notebooks/*.ipynb /opt/labkit/notebooks/
+cp /build/labkit-lab-start {START_COMMAND}
+chmod 755 {START_COMMAND}
+chown -R jovyan:jovyan {HOME}
+rm -rf /root/.cache
+"""
+
+
+def _checkout() -> Path:
+    """labkit's source checkout (the image is built from it: the wheel, the notebooks)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").exists() or not (root / "notebooks").is_dir():
+        raise SetupError(f"The participant image is built from a labkit checkout; {root} is not one. "
+                         "Clone labkit and run `labkit room image` there.", missing="labkit checkout")
+    return root
+
+
+def _sources(root: Path, into: Path) -> None:
+    """Copy what labkit's wheel is built from, without the reference solutions."""
+    ignore = shutil.ignore_patterns(*EXCLUDED)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(root / name, into / name)
+    shutil.copytree(root / "labkit", into / "labkit", symlinks=True, ignore=ignore)
+    shutil.copytree(root / "model_repository", into / "model_repository", symlinks=True, ignore=ignore)
+
+
+def _tree_hash(h: "hashlib._Hash", folder: Path) -> None:
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            h.update(path.relative_to(folder).as_posix().encode())
+            h.update(path.read_bytes())
+
+
+def recipe_hash(base_id: str, sources: Path, notebooks: Path) -> str:
+    """A hash of every input: the base image, labkit's sources (as copied), the notebooks, the scripts."""
+    h = hashlib.sha256(json.dumps([RECIPE_VERSION, IMAGE_PYTHON, EXTRA, TRITON_WHEEL, START_SCRIPT,
+                                   SETUP_SCRIPT, base_id]).encode())
+    _tree_hash(h, sources)
+    _tree_hash(h, notebooks)
+    return h.hexdigest()
+
+
+def _pip(args: list[str], what: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join(line for line in proc.stderr.splitlines() if "is ignored" not in line)[-1500:]
+        raise SetupError(f"pip could not {what} (exit {proc.returncode}); is the package index reachable?\n{tail}",
+                         missing=what, reason="pip failed")
+
+
+def _wheelhouse(sources: Path, recipe: str) -> Path:
+    """Every wheel the image installs, downloaded once per recipe into labkit's cache."""
+    house = cache_dir() / "room" / f"wheelhouse-{recipe[:12]}"
+    if (house / ".complete").exists():
+        return house
+    shutil.rmtree(house, ignore_errors=True)
+    house.mkdir(parents=True)
+    say("room image: building labkit's wheel (without the reference solutions) ...")
+    _pip(["wheel", "-q", "--no-deps", "-w", str(house), str(sources)], "build labkit's wheel")
+    wheel = next(house.glob("labkit-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        leaked = [n for n in archive.namelist() if n.endswith(".solution")]
+    if leaked:
+        raise SetupError(f"labkit's wheel holds reference solutions ({', '.join(leaked[:3])}); it must not.",
+                         missing="", reason="solutions in the wheel")
+    say(f"room image: downloading wheels for Python {IMAGE_PYTHON} into {house} (about 230 MB, once) ...")
+    _pip(["download", "-q", "--only-binary=:all:", f"--python-version={IMAGE_PYTHON}", "-d", str(house),
+          str(wheel), *EXTRA], "download the lab's wheels")
+    _pip(["download", "-q", "--no-deps", "--only-binary=:all:", f"--python-version={IMAGE_PYTHON}",
+          "-d", str(house), TRITON_WHEEL], f"download {TRITON_WHEEL}")
+    (house / ".complete").write_text(recipe)
+    for old in house.parent.glob("wheelhouse-*"):  # earlier recipes' wheelhouses (about 230 MB each)
+        if old != house:
+            shutil.rmtree(old, ignore_errors=True)
+    return house
+
+
+def image_state(tag: str = PARTICIPANT_IMAGE, client: docker.DockerClient | None = None) -> str | None:
+    """The ``labkit.recipe`` label of the local image ``tag``, or None when it is missing."""
+    return cpu_image.image_recipe(tag, client)
+
+
+def _run_setup(client: docker.DockerClient, base: str, house: Path, build: Path) -> docker.models.containers.Container:
+    container = client.containers.create(
+        base, ["sh", "/build/setup.sh"], user="root", network_disabled=True,
+        volumes={str(house): {"bind": "/wheels", "mode": "ro"}, str(build): {"bind": "/build", "mode": "ro"}},
+    )
+    container.start()
+    code = container.wait().get("StatusCode", 1)
+    if code != 0:
+        tail = container.logs(tail=40).decode(errors="replace")
+        container.remove(force=True)
+        raise SetupError(f"Setting up the participant image failed (exit {code}):\n{tail}\n"
+                         f"Remove {house} to download the wheels again.", missing="participant image",
+                         reason="setup failed")
+    return container
+
+
+def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str = cpu_image.IMAGE) -> cpu_image.ImageBuild:
+    """Build the participant image (see the module's docstring); reused when its recipe is unchanged."""
+    t0 = time.perf_counter()
+    root = _checkout()
+    client = connect(timeout=900)
+    try:
+        try:
+            base_id = client.images.get(base).id
+        except docker.errors.ImageNotFound:
+            raise SetupError(f"The participant image is built on {base}, which is missing: build it first "
+                             "with `labkit image build`.", missing=base, reason="not built") from None
+        with tempfile.TemporaryDirectory(prefix="labkit-room-image-") as tmp:
+            sources, build = Path(tmp) / "src", Path(tmp) / "build"
+            sources.mkdir()
+            _sources(root, sources)
+            recipe = recipe_hash(base_id, sources, root / "notebooks")
+            if not force and image_state(tag, client) == recipe:
+                image = client.images.get(tag)
+                return cpu_image.ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6,
+                                            time.perf_counter() - t0, True)
+            house = _wheelhouse(sources, recipe)
+            shutil.copytree(root / "notebooks", build / "notebooks", ignore=shutil.ignore_patterns("*.py", "*.cfg"))
+            (build / "setup.sh").write_text(SETUP_SCRIPT)
+            (build / "labkit-lab-start").write_text(START_SCRIPT)
+            say(f"room image: installing into {base} (a minute or two) ...")
+            container = _run_setup(client, base, house, build)
+        return _commit(client, container, tag, recipe, t0)
+    except docker.errors.APIError as exc:
+        raise EngineError(f"The Docker engine refused a step of building {tag}: {exc.explanation or exc}. "
+                          "Check its free disk space (`docker system df`).", status_code=exc.status_code or 0) from None
+    finally:
+        client.close()
+
+
+def _commit(client: docker.DockerClient, container: docker.models.containers.Container, tag: str, recipe: str,
+            t0: float) -> cpu_image.ImageBuild:
+    repository, _, version = tag.rpartition(":")
+    old = None
+    try:
+        old = client.images.get(tag).id
+    except docker.errors.ImageNotFound:  # a first build
+        pass
+    labels = {"labkit.recipe": recipe, "labkit.release": "23.12",
+              "org.opencontainers.image.title": "labkit participant lab (JupyterLab, Triton 23.12 CPU, g++)"}
+    changes = ["USER jovyan", f"WORKDIR {WORK}", f"ENV HOME={HOME}", f'CMD ["{START_COMMAND}"]', "EXPOSE 8888",
+               "LABEL " + " ".join(f"{k}={json.dumps(v)}" for k, v in labels.items())]
+    try:
+        image = container.commit(repository=repository, tag=version, changes=changes)
+    finally:
+        container.remove(force=True)
+    if old and old != image.id:
+        try:  # the previous build is untagged now: drop it unless a lab still runs it
+            client.images.remove(old, noprune=False)
+        except docker.errors.APIError:
+            pass
+    image = client.images.get(tag)
+    built = cpu_image.ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6, time.perf_counter() - t0, False)
+    say(f"room image: {built}")
+    return built

@@ -1,0 +1,270 @@
+"""`labkit room up | status | down`: the room's Docker network and work volumes, its hub, its files.
+
+    info = up(RoomSettings(participants=RoomSettings.numbered(20)))   # the hub answers when this returns
+    print(status_text(Path("room")))
+    down(Path("room"), delete_work=False)
+
+The room directory holds ``room.json`` (url, teacher_token, ...), ``participants.csv`` (login,password),
+``jupyterhub_config.py``, ``hub.pid`` and ``hub.log``. Containers and the network carry the label
+``labkit.room=<room id>``; the participants' volumes ``labkit.room.work=<room id>`` (kept by `room down`).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import re
+import secrets
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from ..docker.engine import connect
+from ..errors import EngineError, InvalidNameError, SetupError
+from . import hub as hub_process
+from .hubconfig import WORK_LABEL, Plumbing
+from .image import build_image, image_state
+from .settings import PARTICIPANT_IMAGE, ROOM_LABEL, RoomSettings
+
+ROOM_FILE = "room.json"
+PARTICIPANTS_FILE = "participants.csv"
+_LOGIN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")  # JupyterHub names, and part of container and volume names
+
+
+@dataclass(frozen=True)
+class RoomInfo:
+    """What `room up` wrote into room.json."""
+
+    url: str
+    teacher_token: str
+    room_id: str
+    hub_pid: int
+    seconds: float  # from the call to the hub answering
+
+
+def read_participants(path: Path) -> tuple[str, ...]:
+    """Logins from a file: one per line, or the first column of a CSV (a header `login` is skipped)."""
+    try:
+        rows = list(csv.reader(path.read_text().splitlines()))
+    except OSError as exc:
+        raise SetupError(f"Cannot read the participants file {path} ({exc.strerror}); give an existing file.",
+                         missing=str(path), reason="unreadable") from None
+    logins = [row[0].strip().lower() for row in rows if row and row[0].strip() and not row[0].startswith("#")]
+    if logins and logins[0] == "login":
+        logins = logins[1:]
+    for login in logins:
+        if not _LOGIN.match(login):
+            raise InvalidNameError(f"{login!r} in {path} cannot be a login: use lower-case letters, digits, '-' "
+                                   "or '_' (at most 32, starting with a letter or digit).", name=login,
+                                   what="participant login")
+    if len(set(logins)) != len(logins) or not logins:
+        raise InvalidNameError(f"{path} must name each participant once (and at least one).",
+                               name=str(path), what="participants file")
+    return tuple(logins)
+
+
+def _secrets(directory: Path) -> dict[str, str]:
+    """The room's secrets: kept from an earlier `room up` of this directory (logins stay valid), else new."""
+    try:
+        old = json.loads((directory / ROOM_FILE).read_text())
+    except (OSError, ValueError):
+        old = {}
+    return {
+        "teacher_token": old.get("teacher_token") or secrets.token_hex(32),
+        "user_password": old.get("participant_password") or secrets.token_urlsafe(9),
+        "admin_password": old.get("teacher_password") or secrets.token_urlsafe(32),
+        "proxy_token": secrets.token_hex(32),
+    }
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
+def _network(client: docker.DockerClient, settings: RoomSettings) -> str:
+    """The room's bridge network (created if missing); its gateway, where the labs reach the hub."""
+    found = client.networks.list(names=[settings.network])
+    network = found[0] if found else client.networks.create(
+        settings.network, driver="bridge", labels={ROOM_LABEL: settings.room_id})
+    network.reload()
+    configs = (network.attrs.get("IPAM") or {}).get("Config") or []
+    gateway = next((c.get("Gateway") for c in configs if c.get("Gateway")), None)
+    if not gateway:
+        raise EngineError(f"The Docker network {settings.network} has no gateway address; remove it "
+                          f"(`docker network rm {settings.network}`) and run `labkit room up` again.")
+    return gateway
+
+
+def _volumes(client: docker.DockerClient, settings: RoomSettings) -> None:
+    """One work volume per participant, created up front so that it carries the room's work label."""
+    have = {v.name for v in client.volumes.list(filters={"label": f"{WORK_LABEL}={settings.room_id}"})}
+    for login in settings.participants:
+        name = f"{settings.prefix}-{login}-work"
+        if name not in have:
+            client.volumes.create(name, labels={WORK_LABEL: settings.room_id, f"{ROOM_LABEL}.user": login})
+
+
+def _ensure_image(client: docker.DockerClient, settings: RoomSettings) -> None:
+    if image_state(settings.image, client) is not None:
+        return
+    if settings.image != PARTICIPANT_IMAGE:
+        raise SetupError(f"The image {settings.image} is not on this Docker engine: build or load it, or leave "
+                         f"--image out to use labkit's own {PARTICIPANT_IMAGE}.", missing=settings.image,
+                         reason="not built")
+    build_image(tag=settings.image)
+
+
+def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
+    """Start the room (see the module's docstring); returns once the hub answers."""
+    t0 = time.perf_counter()
+    if settings.board and importlib.util.find_spec("labkit.room.board") is None:
+        print("labkit: this labkit has no teacher's board (labkit.room.board); the room starts without it",
+              file=sys.stderr)
+        settings = settings.with_(board=False)
+    directory = settings.directory.absolute()
+    directory.mkdir(parents=True, exist_ok=True)
+    client = connect(timeout=900)
+    try:
+        _ensure_image(client, settings)
+        gateway = _network(client, settings)
+        _volumes(client, settings)
+    except docker.errors.APIError as exc:
+        raise EngineError(f"The Docker engine refused to prepare the room: {exc.explanation or exc}.",
+                          status_code=exc.status_code or 0) from None
+    finally:
+        client.close()
+    keys = _secrets(directory)
+    plumbing = Plumbing(hub_ip=gateway, hub_port=hub_process.free_port(), proxy_api_port=hub_process.free_port(),
+                        board_port=hub_process.free_port(), proxy_command=hub_process.proxy_command(),
+                        python=sys.executable)
+    rows = ["login,password"] + [f"{login},{keys['user_password']}" for login in settings.participants]
+    _write_private(directory / PARTICIPANTS_FILE, "\n".join(rows) + "\n")
+    pid = hub_process.start_hub(settings, plumbing, keys, timeout_s=timeout_s)
+    host = settings.ip if settings.ip not in ("", "0.0.0.0") else "127.0.0.1"
+    info = RoomInfo(f"http://{host}:{settings.port}/", keys["teacher_token"], settings.room_id, pid,
+                    time.perf_counter() - t0)
+    record = {
+        "url": info.url, "teacher_token": info.teacher_token, "teacher": settings.teacher,
+        "teacher_password": keys["admin_password"], "participant_password": keys["user_password"],
+        "room_id": settings.room_id, "image": settings.image, "network": settings.network,
+        "participants": list(settings.participants), "hub_pid": pid, "port": settings.port,
+    }
+    _write_private(directory / ROOM_FILE, json.dumps(record, indent=2) + "\n")
+    return info
+
+
+def read_room(directory: Path) -> dict[str, object]:
+    """room.json of a room that `room up` started, or SetupError saying how to start one."""
+    try:
+        return json.loads((directory / ROOM_FILE).read_text())
+    except (OSError, ValueError):
+        raise SetupError(f"{directory / ROOM_FILE} is missing or unreadable: start the room with "
+                         f"`labkit room up --dir {directory}`.", missing=str(directory / ROOM_FILE)) from None
+
+
+def hub_api(room: dict[str, object], path: str, method: str = "GET", body: object = None) -> object:
+    """A call to the hub's REST API with the teacher's token; its JSON answer (None when empty)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{str(room['url']).rstrip('/')}/hub/api/{path.lstrip('/')}", data=data,
+                                     method=method, headers={"Authorization": f"token {room['teacher_token']}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            text = reply.read()
+    except urllib.error.HTTPError as exc:
+        raise EngineError(f"The hub refused {method} {path} ({exc.code}); is the room's hub the one in room.json? "
+                          "`labkit room down` and `labkit room up` again.", status_code=exc.code) from None
+    except OSError as exc:
+        raise SetupError(f"The hub at {room['url']} does not answer ({exc}); start it with `labkit room up`.",
+                         missing="room hub", reason="unreachable") from None
+    return json.loads(text) if text else None
+
+
+def status_rows(directory: Path) -> list[dict[str, str]]:
+    """One row per participant: login, state (running, starting, stopping, stopped) and last activity."""
+    room = read_room(directory)
+    hub_process.require_hub(directory)
+    users = hub_api(room, "users")
+    rows = []
+    for user in sorted(users, key=lambda u: u["name"]):  # type: ignore[union-attr]
+        if user["name"] == room.get("teacher"):
+            continue
+        server = (user.get("servers") or {}).get("") or {}
+        state = "stopped"
+        if server:
+            state = "running" if server.get("ready") else (server.get("pending") or "starting")
+            state = {"spawn": "starting", "stop": "stopping"}.get(state, state)
+        rows.append({"login": user["name"], "state": state, "last_activity": user.get("last_activity") or "-"})
+    return rows
+
+
+def status_text(directory: Path) -> str:
+    room = read_room(directory)
+    rows = status_rows(directory)
+    running = sum(r["state"] == "running" for r in rows)
+    lines = [f"room {room['room_id']} at {room['url']}: {running} of {len(rows)} labs running"]
+    lines += [f"  {r['login']:<12} {r['state']:<9} {r['last_activity']}" for r in rows]
+    return "\n".join(lines)
+
+
+def _remove(client: docker.DockerClient, thing: object, *, kind: str, wait_s: float = 300) -> bool:
+    """Remove a container, network or volume; a container the engine is already removing (the hub stopped
+    it: its labs run with auto-remove) is waited for. False when it was gone already."""
+    try:
+        if kind == "network":
+            thing.remove()  # type: ignore[attr-defined]
+        else:
+            thing.remove(force=True)  # type: ignore[attr-defined]
+        return True
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409 or kind != "container":
+            raise
+    deadline = time.monotonic() + wait_s  # 409: removal in progress (vfs deletes a whole image copy)
+    while time.monotonic() < deadline:
+        try:
+            client.containers.get(thing.id)  # type: ignore[attr-defined]
+        except docker.errors.NotFound:
+            return True
+        time.sleep(0.5)
+    raise EngineError(f"The Docker engine did not finish removing {thing.name} in {wait_s:.0f} s; "  # type: ignore[attr-defined]
+                      "run `labkit room down` again.", status_code=409)
+
+
+def down(directory: Path, *, delete_work: bool = False) -> list[str]:
+    """Stop the hub and remove every container and network of the room (and its work volumes when
+    ``delete_work``); what was removed, one line each."""
+    directory = directory.absolute()
+    try:
+        room_id = str(json.loads((directory / ROOM_FILE).read_text())["room_id"])
+    except (OSError, ValueError, KeyError):
+        room_id = RoomSettings(directory=directory).room_id
+    removed = []
+    if hub_process.stop_hub(directory):
+        removed.append("hub")
+    client = connect(timeout=300)
+    label = {"label": f"{ROOM_LABEL}={room_id}"}
+    try:
+        things = [(f"container {c.name}", c) for c in client.containers.list(all=True, filters=label)]
+        things += [(f"network {n.name}", n) for n in client.networks.list(filters=label)]
+        if delete_work:
+            things += [(f"volume {v.name}", v) for v in client.volumes.list(filters={"label": f"{WORK_LABEL}={room_id}"})]
+        for what, thing in things:
+            if _remove(client, thing, kind=what.split()[0]):
+                removed.append(what)
+    except docker.errors.APIError as exc:
+        raise EngineError(f"The Docker engine refused to remove part of the room: {exc.explanation or exc}. "
+                          f"Run `labkit room down --dir {directory}` again.", status_code=exc.status_code or 0) from None
+    finally:
+        client.close()
+    return removed
