@@ -154,3 +154,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                        help="stop waiting for the board's verdicts after this long (reported as missing)")
     bench.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     bench.set_defaults(func=_bench)
+
+    grades = commands.add_parser("grades", help="the board's table (participants × exercises) as CSV")
+    grades.add_argument("--dir", type=Path, default=Path("room"), help="the room's folder (default: ./room)")
+    grades.add_argument("--csv", type=Path, help="write the table to this file (default: print it)")
+    grades.set_defaults(func=_grades)
+
+
+def _grades(args: argparse.Namespace) -> int:
+    from .progress import export_grades
+
+    return export_grades(args.dir, args.csv)

@@ -1,0 +1,241 @@
+"""The teacher's board: a JupyterHub service at ``/services/board/`` showing participants × exercises.
+
+    python -m labkit.room.board --room-dir room [--room-id ID] [--participants p01,p02] [--poll-s 20]
+
+The hub starts it as a managed service (it passes JUPYTERHUB_API_TOKEN, JUPYTERHUB_SERVICE_URL,
+JUPYTERHUB_SERVICE_PREFIX, ...). JupyterHub's own OAuth (``HubOAuthenticated``) guards every page: only
+holders of ``access:services!service=board`` (the room's teacher role) get in; anyone else gets 403, or
+the hub's login page first. Every ``poll_s`` seconds (and on ``POST api/refresh``) the board lists the
+saved notebooks in the participants' volumes (mtimes, through the engine) and queues each new save for
+the grader (``labkit.room.grader``: a container, no network); ``graders`` runs at a time. Marks go to
+``<room dir>/progress.json``.
+
+    GET  /services/board/               the grid (refreshes itself)
+    GET  /services/board/api/progress   {"participants": {"p01": {"01-batch": "passed", ...}, ...}}
+    POST /services/board/api/refresh    look for saved notebooks now
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import json
+import logging
+import os
+import signal
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+from tornado import web
+
+from ..errors import LabkitError
+from ..exercises import REGISTRY
+from . import progress as progress_store
+from .grader import ROLE_LABEL, Grader, Limits, participant_volume
+from .settings import GRADER_IMAGE, ROOM_LABEL
+
+log = logging.getLogger("labkit.room.board")
+REFRESH_PAGE_S = 10
+
+
+class Board:
+    """The watch loop: scan the volumes, queue new saves, judge them ``graders`` at a time, keep the marks."""
+
+    def __init__(self, room_dir: Path, room_id: str, participants: list[str], grader: Grader,
+                 poll_s: float = 20.0, graders: int = 2) -> None:
+        self.room_dir = Path(room_dir)
+        self.room_id = room_id
+        self.grader = grader
+        self.poll_s = poll_s
+        self.graders = max(1, graders)
+        self.progress = progress_store.load(self.room_dir, participants)
+        self.volumes = {u: participant_volume(room_id, u) for u in self.progress.participants}
+        self.pending: set[tuple[str, str]] = set()
+        self.queue: asyncio.Queue[tuple[str, str, float]] = asyncio.Queue()
+        self.pool = ThreadPoolExecutor(self.graders + 1, thread_name_prefix="board")
+        self._wake = asyncio.Event()
+        self.last_scan_error = ""
+
+    async def poll_once(self) -> int:
+        """Scan every volume once; queue each notebook saved since it was last judged. Returns how many."""
+        loop = asyncio.get_running_loop()
+        try:
+            found = await loop.run_in_executor(self.pool, self.grader.scan, self.volumes)
+            self.last_scan_error = ""
+        except LabkitError as exc:
+            self.last_scan_error = str(exc)
+            log.warning("%s", exc)
+            return 0
+        queued = 0
+        for user, notebooks in sorted(found.items()):
+            for notebook, mtime in sorted(notebooks.items()):
+                if (user, notebook) in self.pending or not self.progress.needs_check(user, notebook, mtime):
+                    continue
+                self.pending.add((user, notebook))
+                self.queue.put_nowait((user, notebook, mtime))
+                queued += 1
+        return queued
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def watch(self) -> None:
+        """Poll every ``poll_s`` seconds, or at once when woken."""
+        while True:
+            await self.poll_once()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.poll_s)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+
+    async def judge_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            user, notebook, mtime = await self.queue.get()
+            try:
+                judgement = await loop.run_in_executor(self.pool, self.grader.judge, user, self.volumes[user], notebook)
+                log.info("%s %s judged in %.1f s%s", user, notebook, judgement.seconds,
+                         f" ({judgement.error})" if judgement.error else "")
+                self.progress.record(user, notebook, mtime, judgement.results)
+                progress_store.save(self.room_dir, self.progress)
+            finally:
+                self.pending.discard((user, notebook))
+
+    def start(self) -> list[asyncio.Task[None]]:
+        return [asyncio.ensure_future(self.watch())] + [asyncio.ensure_future(self.judge_forever())
+                                                        for _ in range(self.graders)]
+
+    def sweep(self) -> None:
+        """Remove this room's grader and scan containers still running (the board is stopping)."""
+        for role in ("grader", "scan"):
+            for container in self.grader.client.containers.list(
+                    all=True, filters={"label": [f"{ROOM_LABEL}={self.room_id}", f"{ROLE_LABEL}={role}"]}):
+                container.remove(force=True)
+
+
+def render_page(board: Board, xsrf_form: str = "") -> str:
+    """The grid: one row per participant, one column per exercise; each cell its state and, until passed, its hint."""
+    ids = progress_store.exercise_ids()
+    head = "".join(f"<th title='{html.escape(REGISTRY[e].title)}'>{html.escape(e)}</th>" for e in ids)
+    rows = []
+    for user in board.progress.participants:
+        cells = []
+        for e in ids:
+            mark = board.progress.mark(user, e)
+            note = " ".join(x for x in (mark.problem, f"Hint: {mark.hint}" if mark.hint else "") if x)
+            cells.append(f"<td class='{mark.state.replace(' ', '-')}'><b>{mark.state}</b>"
+                         f"<small>{html.escape(note)}</small></td>")
+        rows.append(f"<tr><th>{html.escape(user)}</th>{''.join(cells)}</tr>")
+    queued = len(board.pending)
+    status = f"{queued} notebook(s) waiting for the grader" if queued else "every saved notebook is judged"
+    error = f"<p class='error'>{html.escape(board.last_scan_error)}</p>" if board.last_scan_error else ""
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="{REFRESH_PAGE_S}"><title>labkit room {html.escape(board.room_id)}</title>
+<style>body{{font-family:sans-serif}} td,th{{border:1px solid #ccc;padding:4px;vertical-align:top}}
+td small{{display:block;max-width:16em;color:#555}} .passed{{background:#d4f7d4}} .not-yet{{background:#fde2c8}}
+.not-started{{background:#eee}} table{{border-collapse:collapse}} .error{{color:#a00}}</style></head><body>
+<h1>Room {html.escape(board.room_id)}</h1><p>{status}; this page refreshes every {REFRESH_PAGE_S} s.</p>{error}
+<form method="post" action="api/refresh">{xsrf_form}<button>look for saved notebooks now</button></form>
+<table><tr><th>participant</th>{head}</tr>{''.join(rows)}</table></body></html>"""
+
+
+class _Handler(HubOAuthenticated, web.RequestHandler):
+    @property
+    def board(self) -> Board:
+        return self.settings["board"]
+
+
+class PageHandler(_Handler):
+    @web.authenticated
+    def get(self) -> None:
+        self.write(render_page(self.board, self.xsrf_form_html()))
+
+
+class ProgressHandler(_Handler):
+    @web.authenticated
+    def get(self) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.write(json.dumps(self.board.progress.table()))
+
+
+class RefreshHandler(_Handler):
+    @web.authenticated
+    async def post(self) -> None:
+        queued = await self.board.poll_once()
+        if "application/json" in self.request.headers.get("Accept", "") or "Authorization" in self.request.headers:
+            self.write({"queued": queued})
+        else:
+            self.redirect(self.settings["prefix"])
+
+
+def make_app(board: Board, prefix: str) -> web.Application:
+    return web.Application([
+        (prefix, PageHandler), (prefix + "api/progress", ProgressHandler), (prefix + "api/refresh", RefreshHandler),
+        (prefix + "oauth_callback", HubOAuthCallbackHandler),
+    ], board=board, prefix=prefix, cookie_secret=os.urandom(32), xsrf_cookies=False)
+
+
+def _room_record(room_dir: Path) -> dict[str, Any]:
+    """What ``labkit room up`` wrote into ``room.json``, if anything (keys used: id, participants, grader_image)."""
+    try:
+        return json.loads((room_dir / "room.json").read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise LabkitError(f"Cannot read {room_dir / 'room.json'} ({exc}); pass --room-id and --participants.") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labkit.room.board", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--room-dir", type=Path, required=True)
+    parser.add_argument("--room-id", help="default: room.json's id")
+    parser.add_argument("--participants", help="comma-separated logins; default: room.json's participants")
+    parser.add_argument("--grader-image", help=f"default: room.json's grader_image, else {GRADER_IMAGE}")
+    parser.add_argument("--poll-s", type=float, default=20.0, help="seconds between scans of the saved notebooks")
+    parser.add_argument("--graders", type=int, default=2, help="grader containers at a time")
+    parser.add_argument("--grader-cpu", type=float, default=Limits.cpu)
+    parser.add_argument("--grader-memory", default=Limits.memory)
+    parser.add_argument("--grader-timeout-s", type=float, default=Limits.timeout_s)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="[board %(asctime)s] %(message)s")
+    record = _room_record(args.room_dir)
+    room_id = args.room_id or record.get("id") or record.get("room_id")
+    participants = args.participants.split(",") if args.participants else list(record.get("participants", []))
+    url, prefix = os.environ.get("JUPYTERHUB_SERVICE_URL"), os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+    if not room_id or not url or not prefix:
+        parser.error("needs --room-id (or room.json) and the hub's JUPYTERHUB_SERVICE_URL and "
+                     "JUPYTERHUB_SERVICE_PREFIX: the hub starts the board as a managed service")
+    from ..docker.engine import connect
+
+    limits = Limits(args.grader_cpu, args.grader_memory, timeout_s=args.grader_timeout_s)
+    grader = Grader(connect(), room_id, args.grader_image or record.get("grader_image") or GRADER_IMAGE, limits)
+    return asyncio.run(_serve(Board(args.room_dir, room_id, participants, grader, args.poll_s, args.graders),
+                              urlparse(url), prefix))
+
+
+async def _serve(board: Board, url: Any, prefix: str) -> int:
+    server = make_app(board, prefix).listen(url.port or 80, url.hostname or "127.0.0.1")
+    tasks = board.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("board of room %s at %s%s, %d participant(s)", board.room_id, url.geturl(), prefix,
+             len(board.progress.participants))
+    await stop.wait()
+    server.stop()
+    for task in tasks:
+        task.cancel()
+    await asyncio.get_running_loop().run_in_executor(None, board.sweep)
+    board.pool.shutdown(wait=False, cancel_futures=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

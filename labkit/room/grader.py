@@ -1,0 +1,258 @@
+"""The room's grader: a participant's saved notebook judged outside their kernel, in a container.
+
+The grader image (``labkit/grader:23.12-cpu``) is the participant image plus labkit's full package (the
+checks and the reference solutions) and the pristine notebooks. A grader run mounts one participant's
+volume read-only, has no network, limited CPU, memory and processes, and runs as an ordinary user.
+Inside, the participant's exercise cells (tagged ``exercise:<id>``) are put into the pristine notebook,
+which runs with a real kernel and a real Triton as ``labkit workshop check`` does; the verdicts come
+back as one JSON line. The hub and the board never run participant code.
+
+    python -m labkit.room.grader /in/p01/01_python_backend.ipynb     # the inside half (in the container)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import requests.exceptions
+
+from ..errors import EngineError, SetupError
+from ..exercises import REGISTRY
+from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, ROOM_LABEL
+
+HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
+VOLUMES_AT = "/in"  # each participant's volume at /in/<user>, read-only
+RESULT_MARK = "LABKIT-GRADER-RESULT "
+ROLE_LABEL = "labkit.room.role"
+RECIPE_LABEL = "labkit.grader.recipe"
+_NOTEBOOKS = "[0-9][0-9]_*.ipynb"
+
+
+def participant_volume(room_id: str, user: str) -> str:
+    """The Docker volume holding ``user``'s work in room ``room_id`` (mounted in their lab container)."""
+    return f"labkit-room-{room_id}-{user}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one grader container may use; ``timeout_s`` ends a run that takes longer."""
+
+    cpu: float = 1.0
+    memory: str = "2g"
+    pids: int = 512
+    timeout_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One grader run: per exercise ``{"exercise", "passed", "problem", "hint", "started"}``; ``error`` says
+    why the run gave no verdicts of its own (then every exercise of the notebook is "not yet" with it)."""
+
+    user: str
+    notebook: str
+    results: list[dict[str, Any]]
+    seconds: float
+    error: str = ""
+    network: list[str] = field(default_factory=list)  # the interfaces the run saw (only "lo": no network)
+
+
+def exercises_of(notebook: str) -> list[str]:
+    """The exercise ids of a notebook, by its file name or stem."""
+    stem = Path(notebook).stem
+    return sorted(e for e, x in REGISTRY.items() if x.notebook == stem)
+
+
+def _unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
+    results = [{"exercise": e, "passed": False, "problem": why, "hint": REGISTRY[e].hint, "started": True}
+               for e in exercises_of(notebook)]
+    return Judgement(user, notebook, results, seconds, why)
+
+
+_SCAN = """
+import glob, json, os
+found = {}
+for user in sorted(os.listdir(%r)):
+    top = os.path.join(%r, user)
+    paths = glob.glob(os.path.join(top, %r)) + glob.glob(os.path.join(top, '*', %r))
+    found[user] = {os.path.relpath(p, top): os.stat(p).st_mtime for p in paths}
+print(%r + json.dumps(found))
+""" % (VOLUMES_AT, VOLUMES_AT, _NOTEBOOKS, _NOTEBOOKS, RESULT_MARK)
+
+
+class Grader:
+    """Runs grader containers for room ``room_id`` on the engine ``client`` (docker-py)."""
+
+    def __init__(self, client: Any, room_id: str, image: str = GRADER_IMAGE, limits: Limits = Limits()) -> None:
+        self.client = client
+        self.room_id = room_id
+        self.image = image
+        self.limits = limits
+
+    def scan(self, volumes: dict[str, str]) -> dict[str, dict[str, float]]:
+        """The saved notebooks of each user (``{user: volume}``; volumes that do not exist yet are
+        skipped, never created): ``{user: {relative path: mtime}}``, in one throw-away container."""
+        existing = {v.name for v in self.client.volumes.list()}
+        mounts = {volume: {"bind": f"{VOLUMES_AT}/{user}", "mode": "ro"}
+                  for user, volume in volumes.items() if volume in existing}
+        if not mounts:
+            return {}
+        out, error = self._run(["python3", "-c", _SCAN], mounts, "scan", timeout_s=120)
+        if error:
+            raise EngineError(f"The room's notebook scan failed: {error}. Check `docker ps -a --filter "
+                              f"label={ROOM_LABEL}={self.room_id}` and the grader image {self.image}.")
+        return {u: {p: float(t) for p, t in found.items()} for u, found in out.items()}
+
+    def judge(self, user: str, volume: str, notebook: str) -> Judgement:
+        """Run ``notebook`` (a path inside ``volume``) in a grader container and collect its verdicts."""
+        t0 = time.monotonic()
+        mounts = {volume: {"bind": f"{VOLUMES_AT}/{user}", "mode": "ro"}}
+        out, error = self._run(["python3", "-m", "labkit.room.grader", f"{VOLUMES_AT}/{user}/{notebook}"],
+                               mounts, "grader", timeout_s=self.limits.timeout_s)
+        seconds = time.monotonic() - t0
+        if error:
+            return _unjudged(user, notebook, f"the grader could not judge this notebook ({error})", seconds)
+        return Judgement(user, notebook, out["results"], seconds, network=out.get("network", []))
+
+    def _run(self, command: list[str], mounts: dict[str, dict[str, str]], role: str,
+             timeout_s: float) -> tuple[dict[str, Any], str]:
+        """Run a container of the grader image to its end; (its result line, "") or ({}, why not)."""
+        container = None
+        try:
+            container = self.client.containers.run(
+                self.image, command, detach=True, network_mode="none", user="1000", volumes=mounts,
+                environment={"HOME": "/tmp/grader-home", "PYTHONUNBUFFERED": "1"}, working_dir="/tmp",
+                nano_cpus=int(self.limits.cpu * 1e9), mem_limit=self.limits.memory, pids_limit=self.limits.pids,
+                shm_size="256m", labels={ROOM_LABEL: self.room_id, ROLE_LABEL: role})
+            try:
+                status = container.wait(timeout=timeout_s)
+            except requests.exceptions.RequestException:
+                return {}, f"it took longer than {timeout_s:.0f} s and was stopped"
+            logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        except docker.errors.ImageNotFound:
+            return {}, f"the image {self.image} is missing; build it with `labkit room up`"
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            return {}, f"the Docker engine refused the container: {exc}"
+        finally:
+            if container is not None:
+                try:
+                    container.remove(force=True)
+                except (docker.errors.DockerException, requests.exceptions.RequestException):
+                    pass  # already gone; the room's sweep (by label) removes what is left
+        lines = [line for line in logs.splitlines() if line.startswith(RESULT_MARK)]
+        if not lines:
+            tail = " | ".join(logs.strip().splitlines()[-3:]) or "no output"
+            return {}, f"exit code {status.get('StatusCode')}, {tail}"
+        return json.loads(lines[-1][len(RESULT_MARK):]), ""
+
+
+def _context_files() -> dict[str, bytes]:
+    """labkit's package (solutions included, links followed) and the pristine notebooks, by path in the image."""
+    import labkit
+
+    package = Path(labkit.__file__).resolve().parent
+    notebooks = package.parent / "notebooks"
+    if not notebooks.is_dir():
+        raise SetupError(f"The grader image needs labkit's notebooks beside the package ({notebooks}); build it "
+                         "from a checkout of labkit.", missing=str(notebooks), reason="not a checkout")
+    files = {}
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            files[f"labkit/{path.relative_to(package)}"] = path.read_bytes()
+    for path in sorted(notebooks.glob(_NOTEBOOKS)):
+        files[f"notebooks/{path.name}"] = path.read_bytes()
+    return files
+
+
+def build_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GRADER_IMAGE) -> str:
+    """Build the grader image FROM the participant image ``base``, unless one of this recipe exists. Returns its id."""
+    try:
+        base_id = client.images.get(base).id
+    except docker.errors.ImageNotFound:
+        raise SetupError(f"The grader is built from the participant image {base}, which is missing; build "
+                         "it first (`labkit room up` does).", missing=base, reason="not built") from None
+    files = _context_files()
+    digest = hashlib.sha256(base_id.encode())
+    for name, data in files.items():
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    recipe = digest.hexdigest()
+    try:
+        current = client.images.get(tag)
+        if current.labels.get(RECIPE_LABEL) == recipe:
+            return current.id
+    except docker.errors.ImageNotFound:
+        pass
+    dockerfile = (f"FROM {base}\nCOPY labkit {HOME_IN_IMAGE}/labkit\nCOPY notebooks {HOME_IN_IMAGE}/notebooks\n"
+                  f"ENV PYTHONPATH={HOME_IN_IMAGE} PYTHONDONTWRITEBYTECODE=1\n")
+    files["Dockerfile"] = dockerfile.encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    try:
+        image, _ = client.images.build(fileobj=buffer, custom_context=True, tag=tag, rm=True,
+                                       labels={RECIPE_LABEL: recipe})
+    except (docker.errors.BuildError, docker.errors.APIError) as exc:
+        raise EngineError(f"Building the grader image {tag} failed: {exc}. Check that {base} runs python3 "
+                          "with labkit's requirements.", status_code=getattr(exc, "status_code", 0) or 0) from None
+    return image.id
+
+
+# The inside half: runs in the grader container, on a participant's notebook.
+
+def judge_inside(notebook: Path, pristine: Path | None = None) -> dict[str, Any]:
+    """Run the participant's exercise cells in the pristine notebook of the same name (the notebook
+    as saved when there is none) and return the verdicts, each saying whether its cell was started."""
+    import nbformat
+
+    from ..workshop import exercise_of, run_notebook
+
+    pristine = pristine or Path(HOME_IN_IMAGE) / "notebooks"
+    theirs = nbformat.read(notebook, as_version=4)
+    cells = {e: c.source for c in theirs.cells if (e := exercise_of(c)) is not None}
+    work = Path(tempfile.mkdtemp(prefix="labkit-grader-"))
+    try:
+        template = pristine / notebook.name
+        nb = nbformat.read(template, as_version=4) if template.exists() else theirs
+        for cell in nb.cells:
+            exercise = exercise_of(cell)
+            if exercise in cells:
+                cell.source = cells[exercise]
+        started = {e: e not in REGISTRY or cells.get(e, "").strip() != REGISTRY[e].starter().strip()
+                   for e in (exercise_of(c) for c in nb.cells) if e is not None}
+        target = work / notebook.name
+        nbformat.write(nb, target)
+        run = run_notebook(target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results = [{**asdict(v), "started": started.get(v.exercise, True)} for v in run.verdicts]
+    network = sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else []
+    return {"notebook": notebook.name, "results": results, "stopped": run.stopped, "skipped": run.skipped,
+            "network": network}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m labkit.room.grader NOTEBOOK", file=sys.stderr)
+        return 2
+    print(RESULT_MARK + json.dumps(judge_inside(Path(args[0]))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""The room's progress: participants × exercises, each passed, not yet or not started, with its hint.
+
+Kept in ``<room dir>/progress.json`` (written atomically: a reader never sees half a file), fed by the
+board's grader runs and read by the board's page, its API and ``labkit room grades``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import LabkitError
+from ..exercises import REGISTRY
+
+PASSED, NOT_YET, NOT_STARTED = "passed", "not yet", "not started"
+STATES = (PASSED, NOT_YET, NOT_STARTED)
+FILE_NAME = "progress.json"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One participant's state on one exercise: ``problem`` and ``hint`` say what to do when not passed;
+    ``checked`` is when the grader judged it (Unix time), 0 when never."""
+
+    state: str = NOT_STARTED
+    problem: str = ""
+    hint: str = ""
+    checked: float = 0.0
+
+
+def exercise_ids() -> list[str]:
+    """Every exercise of the workshop, in the notebooks' order."""
+    return sorted(REGISTRY, key=lambda e: (REGISTRY[e].notebook, e))
+
+
+def mark_of(result: dict[str, Any], checked: float) -> Mark:
+    """A grader's verdict on one exercise (see ``labkit.room.grader``) as a Mark: an exercise whose cell
+    is still the starter is not started, whatever its check said about the starter."""
+    known = REGISTRY.get(str(result["exercise"]))
+    hint = str(result.get("hint") or (known.hint if known else ""))
+    if not result.get("started", True):
+        return Mark(NOT_STARTED, "", hint, checked)
+    if result.get("passed"):
+        return Mark(PASSED, "", "", checked)
+    return Mark(NOT_YET, str(result.get("problem", "")), hint, checked)
+
+
+@dataclass
+class Progress:
+    """The table, and which saved notebook (by mtime) each participant's marks come from."""
+
+    participants: list[str]
+    marks: dict[str, dict[str, Mark]] = field(default_factory=dict)
+    judged: dict[str, dict[str, float]] = field(default_factory=dict)  # user -> notebook path -> mtime judged
+
+    def mark(self, user: str, exercise: str) -> Mark:
+        return self.marks.get(user, {}).get(exercise, Mark(hint=REGISTRY[exercise].hint if exercise in REGISTRY else ""))
+
+    def needs_check(self, user: str, notebook: str, mtime: float) -> bool:
+        """Whether this saved version of the notebook has not been judged yet."""
+        return self.judged.get(user, {}).get(notebook) != mtime
+
+    def record(self, user: str, notebook: str, mtime: float, results: list[dict[str, Any]],
+               checked: float | None = None) -> None:
+        """Store a grader run's verdicts for ``user``'s ``notebook`` saved at ``mtime``."""
+        now = time.time() if checked is None else checked
+        if user not in self.participants:
+            self.participants.append(user)
+        row = self.marks.setdefault(user, {})
+        for result in results:
+            row[str(result["exercise"])] = mark_of(result, now)
+        self.judged.setdefault(user, {})[notebook] = mtime
+
+    def table(self) -> dict[str, dict[str, dict[str, str]]]:
+        """``{"participants": {"p01": {"01-batch": "passed", ...}, ...}}``: every participant, every exercise."""
+        ids = exercise_ids()
+        return {"participants": {u: {e: self.mark(u, e).state for e in ids} for u in self.participants}}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"participants": list(self.participants),
+                "marks": {u: {e: asdict(m) for e, m in row.items()} for u, row in self.marks.items()},
+                "judged": self.judged}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Progress":
+        marks = {u: {e: Mark(**m) for e, m in row.items()} for u, row in data.get("marks", {}).items()}
+        return cls(list(data.get("participants", [])), marks,
+                   {u: {n: float(t) for n, t in row.items()} for u, row in data.get("judged", {}).items()})
+
+
+def progress_file(room_dir: Path) -> Path:
+    return Path(room_dir) / FILE_NAME
+
+
+def load(room_dir: Path, participants: list[str] | tuple[str, ...] = ()) -> Progress:
+    """The room's progress (an empty table for ``participants`` when nothing was judged yet)."""
+    path = progress_file(room_dir)
+    try:
+        progress = Progress.from_json(json.loads(path.read_text()))
+    except FileNotFoundError:
+        progress = Progress([])
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise LabkitError(f"Cannot read the room's progress from {path} ({exc}); remove the file and the board "
+                          "judges every saved notebook again.") from None
+    progress.participants += [p for p in participants if p not in progress.participants]
+    return progress
+
+
+def save(room_dir: Path, progress: Progress) -> Path:
+    """Write progress.json atomically (a temporary file in the same folder, then a rename)."""
+    path = progress_file(room_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".progress-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(progress.to_json(), handle, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def to_csv(progress: Progress) -> str:
+    """The table as CSV: a header ``participant,<exercise>...``, then one row per participant."""
+    ids = exercise_ids()
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["participant", *ids])
+    for user, row in progress.table()["participants"].items():
+        writer.writerow([user, *(row[e] for e in ids)])
+    return out.getvalue()
+
+
+def export_grades(room_dir: Path, csv_file: Path | None = None) -> int:
+    """`labkit room grades`: the table as CSV, into ``csv_file`` or on stdout."""
+    if not Path(room_dir).is_dir():
+        raise LabkitError(f"No room at {room_dir}; give the folder `labkit room up --dir` made (--dir).")
+    record = Path(room_dir) / "room.json"
+    participants = []
+    if record.exists():
+        try:
+            participants = list(json.loads(record.read_text()).get("participants", []))
+        except (OSError, ValueError) as exc:
+            raise LabkitError(f"Cannot read {record} ({exc}); `labkit room up` writes it again.") from None
+    text = to_csv(load(room_dir, participants))
+    if csv_file is None:
+        print(text, end="")
+        return 0
+    try:
+        Path(csv_file).write_text(text)
+    except OSError as exc:
+        raise LabkitError(f"Cannot write {csv_file} ({exc.strerror}); give another --csv path.") from None
+    print(f"{csv_file}: {text.count(chr(10)) - 1} participant(s) × {len(exercise_ids())} exercise(s)")
+    return 0

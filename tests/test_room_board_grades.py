@@ -1,0 +1,88 @@
+"""The room's progress table and `labkit room grades --csv` (no engine needed: the marks are recorded
+as a grader run returns them)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from labkit import cli
+from labkit.room import progress
+
+SOLVED = {"exercise": "01-output2", "passed": True, "problem": "", "hint": "", "started": True}
+WRONG = {"exercise": "01-batch", "passed": False, "problem": "OUTPUT0 is wrong for row 1.",
+         "hint": "add row by row.", "started": True}
+UNTOUCHED = {"exercise": "01-batch", "passed": False, "problem": "x", "hint": "", "started": False}
+
+
+def _room(tmp_path, participants=("p01", "p02")):
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "room.json").write_text(json.dumps({"id": "r1", "participants": list(participants)}))
+    return room
+
+
+def test_grades_csv_lists_every_participant_and_exercise(tmp_path, capsys):
+    room = _room(tmp_path)
+    table = progress.load(room, ["p01", "p02"])
+    table.record("p01", "01_python_backend.ipynb", 100.0, [SOLVED, WRONG])
+    progress.save(room, table)
+    out = tmp_path / "grades.csv"
+    assert cli.main(["room", "grades", "--dir", str(room), "--csv", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [r["participant"] for r in rows] == ["p01", "p02"]
+    assert set(rows[0]) - {"participant"} == set(progress.exercise_ids())
+    assert (rows[0]["01-output2"], rows[0]["01-batch"], rows[0]["02-scale"]) == ("passed", "not yet", "not started")
+    assert {v for k, v in rows[1].items() if k != "participant"} == {"not started"}
+    # without --csv the same table goes to stdout
+    capsys.readouterr()
+    assert cli.main(["room", "grades", "--dir", str(room)]) == 0
+    assert capsys.readouterr().out == out.read_text()
+
+
+def test_a_started_cell_that_fails_is_not_yet_and_an_untouched_one_not_started(tmp_path):
+    table = progress.Progress(["p01"])
+    table.record("p01", "01_python_backend.ipynb", 1.0, [UNTOUCHED])
+    mark = table.mark("p01", "01-batch")
+    assert mark.state == progress.NOT_STARTED and mark.hint  # the exercise's own hint, shown on the board
+    table.record("p01", "01_python_backend.ipynb", 2.0, [WRONG])
+    assert table.mark("p01", "01-batch") == progress.Mark("not yet", WRONG["problem"], WRONG["hint"],
+                                                          table.mark("p01", "01-batch").checked)
+    # a second mistake replaces the first; a later pass clears problem and hint
+    table.record("p01", "01_python_backend.ipynb", 3.0, [{**WRONG, "problem": "OUTPUT1 is wrong."}])
+    assert table.mark("p01", "01-batch").problem == "OUTPUT1 is wrong."
+    table.record("p01", "01_python_backend.ipynb", 4.0, [{**WRONG, "passed": True}])
+    assert table.mark("p01", "01-batch").state == "passed" and not table.mark("p01", "01-batch").hint
+    assert not table.needs_check("p01", "01_python_backend.ipynb", 4.0)
+    assert table.needs_check("p01", "01_python_backend.ipynb", 5.0)
+    assert table.needs_check("p01", "02_cpp_backends.ipynb", 4.0)
+
+
+def test_progress_survives_a_round_trip_and_is_replaced_whole(tmp_path):
+    room = _room(tmp_path)
+    table = progress.load(room, ["p01"])
+    table.record("p02", "01_python_backend.ipynb", 7.5, [SOLVED])  # a participant added later joins the table
+    progress.save(room, table)
+    again = progress.load(room)
+    assert again.table() == table.table() and again.judged == {"p02": {"01_python_backend.ipynb": 7.5}}
+    assert sorted(p.name for p in room.iterdir()) == ["progress.json", "room.json"]  # no temporary file left
+
+
+def test_grades_errors_say_what_to_do(tmp_path, capsys):
+    assert cli.main(["room", "grades", "--dir", str(tmp_path / "nowhere")]) == cli.EXIT_LABKIT_ERROR
+    room = _room(tmp_path)
+    (room / "progress.json").write_text("{not json")
+    assert cli.main(["room", "grades", "--dir", str(room)]) == cli.EXIT_LABKIT_ERROR
+    (room / "progress.json").unlink()
+    assert cli.main(["room", "grades", "--dir", str(room), "--csv", str(tmp_path / "no" / "such" / "x.csv")]) \
+        == cli.EXIT_LABKIT_ERROR
+    err = capsys.readouterr().err
+    assert err.count("labkit: ") == 3
+
+
+def test_grades_needs_a_subcommand():
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["room"])
+    assert exc.value.code == cli.EXIT_USAGE
