@@ -6,6 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
+from .image import HUB_JUPYTERHUB
 from .settings import PARTICIPANT_IMAGE, RoomSettings
 
 
@@ -81,7 +82,7 @@ def _down(args: argparse.Namespace) -> int:
 def _image(args: argparse.Namespace) -> int:
     from .image import build_image
 
-    print(build_image(force=args.force, tag=args.tag))
+    print(build_image(force=args.force, tag=args.tag, jupyterhub=args.jupyterhub))
     return 0
 
 
@@ -138,6 +139,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     image = commands.add_parser("image", help=f"build the participant image {PARTICIPANT_IMAGE} (reused when unchanged)")
     image.add_argument("--force", action="store_true", help="rebuild even if the recipe is unchanged")
     image.add_argument("--tag", default=PARTICIPANT_IMAGE)
+    image.add_argument("--jupyterhub", default=HUB_JUPYTERHUB, metavar="X.Y",
+                       help="the JupyterHub of the hub the labs join (default %(default)s, `room up`'s; 5.5 for "
+                            "`room k8s`, Zero to JupyterHub 4.4.0: tags the image <tag>-hub5.5)")
     image.set_defaults(func=_image)
 
     k8s = add_settings_options(commands.add_parser(

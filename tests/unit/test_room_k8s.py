@@ -149,6 +149,15 @@ def test_the_chart_gets_the_lab_image_built_for_its_jupyterhub(image, expected):
     assert k8s.chart_image(image) == expected
 
 
+def test_room_image_builds_the_tag_the_values_name():
+    from labkit.room import image
+
+    tag, extra, setup = image.for_jupyterhub(k8s.CHART_JUPYTERHUB)
+    assert tag == ":".join(k8s.chart_image(image.PARTICIPANT_IMAGE)) == "labkit/lab:23.12-cpu-hub5.5"
+    assert "jupyterhub==5.5.*" in extra and "'jupyterhub==5.5.*'" in setup and "6.1" not in setup
+    assert image.for_jupyterhub(image.HUB_JUPYTERHUB) == (image.PARTICIPANT_IMAGE, image.EXTRA, image.SETUP_SCRIPT)
+
+
 def test_write_renders_a_private_values_file(tmp_path):
     target = k8s.write(RoomSettings(memory="3G"), tmp_path / "k8s", CREDS)
     assert target == tmp_path / "k8s" / "values.yaml"
