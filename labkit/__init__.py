@@ -37,7 +37,11 @@ from .errors import (
     RequestError,
     RequestInterruptedError,
     RequestTimeoutError,
+<<<<<<< HEAD
     RoomSettingsError,
+=======
+    RoomPortTakenError,
+>>>>>>> i23-hub
     ServerError,
     ServerNotRunningError,
     WaitTimeoutError,
@@ -129,7 +133,11 @@ __all__ = [
     "RequestError",
     "RequestInterruptedError",
     "RequestTimeoutError",
+<<<<<<< HEAD
     "RoomSettingsError",
+=======
+    "RoomPortTakenError",
+>>>>>>> i23-hub
     "ServerError",
     "ServerConfig",
     "ServerNotRunningError",

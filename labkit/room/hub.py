@@ -33,10 +33,8 @@ CONFIG_FILE = "jupyterhub_config.py"
 
 
 def proxy_command() -> tuple[str, ...]:
-    """configurable-http-proxy: on PATH, or installed with npm into labkit's cache on first use."""
-    found = shutil.which("configurable-http-proxy")
-    if found:
-        return (found,)
+    """configurable-http-proxy, installed with npm into labkit's cache on first use (one known version,
+    whatever else is on PATH)."""
     prefix = cache_dir() / "configurable-http-proxy"
     exe = prefix / "node_modules" / ".bin" / "configurable-http-proxy"
     if not exe.exists():
@@ -65,7 +63,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _check_port(host: str, port: int) -> None:
+def check_port(host: str, port: int) -> None:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -99,7 +97,7 @@ def start_hub(settings: RoomSettings, plumbing: Plumbing, secrets: dict[str, str
     if hub_pid(directory) is not None:
         raise ServerStartError(f"A hub of this room already runs (pid {hub_pid(directory)}); "
                                f"`labkit room down --dir {settings.directory}` first.")
-    _check_port(settings.ip, settings.port)
+    check_port(settings.ip, settings.port)
     config = directory / CONFIG_FILE
     config.write_text(render_config(settings, plumbing))
     env = dict(os.environ, **{SECRET_ENV[key]: value for key, value in secrets.items()})

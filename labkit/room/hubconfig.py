@@ -54,6 +54,27 @@ class _Env:
         return hash(self.name)
 
 
+class _Expr:
+    """Python code evaluated when the configuration loads (its repr is that code)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __repr__(self) -> str:
+        return self.code
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Expr) and other.code == self.code
+
+    def __hash__(self) -> int:
+        return hash(self.code)
+
+
+# JupyterHub gives a service only a few variables of its own environment; the board reaches Docker.
+_PASSED = ("DOCKER_HOST", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "HOME", "XDG_CACHE_HOME", "LABKIT_CPU_IMAGE")
+BOARD_ENV = _Expr(f"{{name: os.environ[name] for name in {_PASSED!r} if name in os.environ}}")
+
+
 def _secret(key: str) -> _Env:
     return _Env(SECRET_ENV[key])
 
@@ -70,6 +91,7 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             "url": f"http://127.0.0.1:{plumbing.board_port}",
             "command": [plumbing.python, "-m", "labkit.room.board", "--room-dir", str(directory)],
             "oauth_no_confirm": True,
+            "environment": BOARD_ENV,
         }]
         board_roles = [
             {"name": "teacher", "description": "opens the teacher's board",
@@ -122,11 +144,13 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             "pull_policy": "never",  # the image is built here; no registry is asked
             "cmd": [START_COMMAND],
             "prefix": settings.prefix,
-            "name_template": "{prefix}-{username}",
+            "name_template": "{prefix}-{raw_username}",  # logins are checked safe names (no escaping needed)
             "network_name": settings.network,
             "use_internal_ip": True,
-            "remove": True,  # a stopped lab's container goes; its work volume stays
-            "volumes": {f"{settings.prefix}-{{username}}-work": WORK},
+            # A stopped lab's container stays, and starts again in seconds (a new one copies the whole image
+            # on vfs engines, and one being auto-removed blocks its name); `room down` removes them all.
+            "remove": False,
+            "volumes": {settings.volume("{raw_username}"): WORK},
             "notebook_dir": WORK,
             "cpu_limit": settings.cpu,
             "mem_limit": settings.memory,

@@ -8,7 +8,7 @@ The recipe:
 1. Build labkit's wheel from a copy of this checkout without the reference solutions (``*.solution``):
    the image must not hold them. pip downloads every other wheel (labkit's dependencies, JupyterHub for
    ``jupyterhub-singleuser``, ``nvidia-pytriton`` without its own pins, pip) into a wheelhouse in
-   labkit's cache, for the image's Python (Debian 12's 3.11.2).
+   labkit's cache, for the image's Python (Debian 12's 3.11.2), once per set of requirements.
 2. Run the CPU image once with the wheelhouse mounted read-only: ``pip install --no-index`` from it,
    add the user ``jovyan`` (uid 1000), the notebooks (``/opt/labkit/notebooks``) and the start script,
    which copies them into the participant's volume at the lab's first start, never over their work.
@@ -61,7 +61,7 @@ exec jupyterhub-singleuser "$@"
 SETUP_SCRIPT = f"""set -e
 cd /wheels
 python3 "$(ls pip-*.whl)/pip" install --no-index --find-links /wheels --break-system-packages --no-compile \\
-    --root-user-action=ignore --no-cache-dir -q labkit-*.whl {' '.join(repr(e) for e in EXTRA)}
+    --root-user-action=ignore --no-cache-dir -q /build/labkit-*.whl {' '.join(repr(e) for e in EXTRA)}
 python3 -m pip install --no-index --find-links /wheels --break-system-packages --no-compile --no-deps \\
     --root-user-action=ignore --no-cache-dir -q nvidia_pytriton-*.whl
 useradd --create-home --uid 1000 --shell /bin/bash jovyan
@@ -126,30 +126,46 @@ def _pip(args: list[str], what: str) -> None:
                          missing=what, reason="pip failed")
 
 
-def _wheelhouse(sources: Path, recipe: str, extra: tuple[str, ...] = EXTRA) -> Path:
-    """Every wheel the image installs, downloaded once per recipe into labkit's cache (one per hub version)."""
-    variant = "" if extra == EXTRA else f"{extra[0].split('==')[1].rstrip('.*')}-"
-    house = cache_dir() / "room" / f"wheelhouse-{variant}{recipe[:12]}"
-    if (house / ".complete").exists():
-        return house
-    shutil.rmtree(house, ignore_errors=True)
-    house.mkdir(parents=True)
+def _labkit_wheel(sources: Path, into: Path) -> Path:
+    """labkit's wheel, built from ``sources`` (a copy without the reference solutions), checked for them."""
     say("room image: building labkit's wheel (without the reference solutions) ...")
-    _pip(["wheel", "-q", "--no-deps", "-w", str(house), str(sources)], "build labkit's wheel")
-    wheel = next(house.glob("labkit-*.whl"))
+    _pip(["wheel", "-q", "--no-deps", "-w", str(into), str(sources)], "build labkit's wheel")
+    wheel = next(into.glob("labkit-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         leaked = [n for n in archive.namelist() if n.endswith(".solution")]
     if leaked:
         raise SetupError(f"labkit's wheel holds reference solutions ({', '.join(leaked[:3])}); it must not.",
                          missing="", reason="solutions in the wheel")
+    return wheel
+
+
+def _requirements(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        meta = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        text = archive.read(meta).decode()
+    return sorted(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:"))
+
+
+def _wheelhouse(wheel: Path, extra: tuple[str, ...] = EXTRA) -> Path:
+    """Every other wheel the image installs, downloaded once per set of requirements into labkit's cache
+    (a change to labkit's code alone reuses it); one per hub version (``extra``'s jupyterhub)."""
+    key = hashlib.sha256(json.dumps([_requirements(wheel), extra, TRITON_WHEEL, IMAGE_PYTHON]).encode()).hexdigest()
+    variant = "" if extra == EXTRA else f"hub{extra[0].split('==')[1].rstrip('.*')}-"
+    house = cache_dir() / "room" / f"wheelhouse-{variant}{key[:12]}"
+    if (house / ".complete").exists():
+        return house
+    shutil.rmtree(house, ignore_errors=True)
+    house.mkdir(parents=True)
     say(f"room image: downloading wheels for Python {IMAGE_PYTHON} into {house} (about 230 MB, once) ...")
     _pip(["download", "-q", "--only-binary=:all:", f"--python-version={IMAGE_PYTHON}", "-d", str(house),
           str(wheel), *extra], "download the lab's wheels")
     _pip(["download", "-q", "--no-deps", "--only-binary=:all:", f"--python-version={IMAGE_PYTHON}",
           "-d", str(house), TRITON_WHEEL], f"download {TRITON_WHEEL}")
-    (house / ".complete").write_text(recipe)
-    for old in house.parent.glob(f"wheelhouse-{variant}*"):  # earlier recipes' wheelhouses (about 230 MB each)
-        if old != house and (variant or old.name.count("-") == 1):
+    for copy in house.glob("labkit-*.whl"):  # labkit's own wheel is built fresh for each image
+        copy.unlink()
+    (house / ".complete").write_text(key)
+    for old in house.parent.glob(f"wheelhouse-{variant}*"):  # earlier requirements' wheelhouses (about 230 MB each)
+        if old != house and (variant or not old.name.startswith("wheelhouse-hub")):  # another hub's: kept
             shutil.rmtree(old, ignore_errors=True)
     return house
 
@@ -199,8 +215,8 @@ def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str 
                 image = client.images.get(tag)
                 return cpu_image.ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6,
                                             time.perf_counter() - t0, True)
-            house = _wheelhouse(sources, recipe, extra)
             shutil.copytree(root / "notebooks", build / "notebooks", ignore=shutil.ignore_patterns("*.py", "*.cfg"))
+            house = _wheelhouse(_labkit_wheel(sources, build), extra)
             (build / "setup.sh").write_text(setup)
             (build / "labkit-lab-start").write_text(START_SCRIPT)
             say(f"room image: installing into {base} (a minute or two) ...")

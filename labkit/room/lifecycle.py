@@ -28,7 +28,7 @@ import docker
 import docker.errors
 
 from ..docker.engine import connect
-from ..errors import EngineError, InvalidNameError, SetupError
+from ..errors import EngineError, InvalidNameError, ServerStartError, SetupError
 from . import hub as hub_process
 from .hubconfig import WORK_LABEL, Plumbing
 from .image import build_image, image_state
@@ -109,7 +109,7 @@ def _volumes(client: docker.DockerClient, settings: RoomSettings) -> None:
     """One work volume per participant, created up front so that it carries the room's work label."""
     have = {v.name for v in client.volumes.list(filters={"label": f"{WORK_LABEL}={settings.room_id}"})}
     for login in settings.participants:
-        name = f"{settings.prefix}-{login}-work"
+        name = settings.volume(login)
         if name not in have:
             client.volumes.create(name, labels={WORK_LABEL: settings.room_id, f"{ROOM_LABEL}.user": login})
 
@@ -132,6 +132,10 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
               file=sys.stderr)
         settings = settings.with_(board=False)
     directory = settings.directory.absolute()
+    if hub_process.hub_pid(directory) is not None:
+        raise ServerStartError(f"A hub of this room already runs (pid {hub_process.hub_pid(directory)}); "
+                               f"`labkit room down --dir {settings.directory}` first.")
+    hub_process.check_port(settings.ip, settings.port)  # before anything is created for the room
     directory.mkdir(parents=True, exist_ok=True)
     client = connect(timeout=900)
     try:
@@ -149,17 +153,17 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
                         python=sys.executable)
     rows = ["login,password"] + [f"{login},{keys['user_password']}" for login in settings.participants]
     _write_private(directory / PARTICIPANTS_FILE, "\n".join(rows) + "\n")
-    pid = hub_process.start_hub(settings, plumbing, keys, timeout_s=timeout_s)
     host = settings.ip if settings.ip not in ("", "0.0.0.0") else "127.0.0.1"
-    info = RoomInfo(f"http://{host}:{settings.port}/", keys["teacher_token"], settings.room_id, pid,
-                    time.perf_counter() - t0)
     record = {
-        "url": info.url, "teacher_token": info.teacher_token, "teacher": settings.teacher,
+        "url": f"http://{host}:{settings.port}/", "teacher_token": keys["teacher_token"], "teacher": settings.teacher,
         "teacher_password": keys["admin_password"], "participant_password": keys["user_password"],
-        "room_id": settings.room_id, "image": settings.image, "network": settings.network,
-        "participants": list(settings.participants), "hub_pid": pid, "port": settings.port,
+        "room_id": settings.room_id, "image": settings.image, "grader_image": settings.grader_image,
+        "network": settings.network, "participants": list(settings.participants), "port": settings.port,
     }
-    _write_private(directory / ROOM_FILE, json.dumps(record, indent=2) + "\n")
+    _write_private(directory / ROOM_FILE, json.dumps(record, indent=2) + "\n")  # the board reads it at its start
+    pid = hub_process.start_hub(settings, plumbing, keys, timeout_s=timeout_s)
+    _write_private(directory / ROOM_FILE, json.dumps({**record, "hub_pid": pid}, indent=2) + "\n")
+    info = RoomInfo(str(record["url"]), keys["teacher_token"], settings.room_id, pid, time.perf_counter() - t0)
     return info
 
 

@@ -43,8 +43,12 @@ class RoomSettings:
 
     @property
     def prefix(self) -> str:
-        """Containers are named ``<prefix>-<login>``, volumes ``<prefix>-<login>-work``."""
+        """Lab containers are named ``<prefix>-<login>``."""
         return f"labkit-{self.room_id}"
+
+    def volume(self, login: str) -> str:
+        """The Docker volume of ``login``'s work (kept by `room down` unless --delete-work)."""
+        return f"labkit-room-{self.room_id}-{login}"
 
     @staticmethod
     def numbered(count: int) -> tuple[str, ...]:

@@ -1,0 +1,219 @@
+"""`labkit room` driven as a room is driven: a real hub (JupyterHub 6.1, DockerSpawner 14), real lab
+containers from labkit/lab:23.12-cpu, the hub's REST API and each participant's Jupyter server API."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+from labkit.errors import RoomPortTakenError, ServerNotRunningError, ServerStartError, SetupError
+from labkit.room import hub as hub_process
+from labkit.room.image import build_image
+from labkit.room.lifecycle import down, status_rows, up
+from labkit.room.settings import ROOM_LABEL, RoomSettings
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+PARTICIPANTS = RoomSettings.numbered(3)
+
+
+@dataclass
+class Room:
+    settings: RoomSettings
+    record: dict
+    started_s: float = 0.0  # from the three POSTs to three ready labs
+
+    @property
+    def url(self) -> str:
+        return self.record["url"].rstrip("/")
+
+    def api(self, method: str, path: str, token: str | None = None, **kw) -> requests.Response:
+        headers = {"Authorization": f"token {token or self.record['teacher_token']}"}
+        return requests.request(method, f"{self.url}/hub/api/{path}", headers=headers, timeout=60, **kw)
+
+    def token_of(self, login: str) -> str:
+        reply = self.api("POST", f"users/{login}/tokens", json={"expires_in": 3600, "note": "test"})
+        assert reply.status_code == 201, reply.text
+        return reply.json()["token"]
+
+    def contents(self, login: str, token: str, path: str = "", method: str = "GET", **kw) -> requests.Response:
+        return requests.request(method, f"{self.url}/user/{login}/api/contents/{path}",
+                                headers={"Authorization": f"token {token}"}, timeout=60, allow_redirects=False, **kw)
+
+
+def _container(engine, room: Room, login: str):
+    return engine.containers.get(f"{room.settings.prefix}-{login}")
+
+
+def _wait_ready(room: Room, logins, limit_s: float = 900) -> None:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        users = {u["name"]: u for u in room.api("GET", "users").json()}
+        if all((users[name].get("servers") or {}).get("", {}).get("ready") for name in logins):
+            return
+        time.sleep(1)
+    pytest.fail(f"labs {logins} were not ready after {limit_s} s; see {room.settings.directory / 'hub.log'}")
+
+
+@pytest.fixture(scope="module")
+def lab_image(cpu_image):
+    return build_image().tag  # about 80 s the first time; reused after
+
+
+@pytest.fixture(scope="module")
+def room(lab_image, engine, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("room") / "room"
+    settings = RoomSettings(participants=PARTICIPANTS, port=hub_process.free_port(), directory=directory,
+                            memory="1G", cpu=1.0, shm_size="256M", image=lab_image)
+    info = up(settings)
+    try:
+        assert hub_process.hub_answers(settings.port)
+        yield Room(settings, json.loads((directory / "room.json").read_text()))
+    finally:
+        down(directory, delete_work=True)
+    label = {"label": f"{ROOM_LABEL}={info.room_id}"}
+    assert engine.containers.list(all=True, filters=label) == []
+    assert engine.networks.list(filters=label) == []
+    assert hub_process.hub_pid(directory) is None
+
+
+@pytest.fixture(scope="module")
+def labs(room):
+    """All three labs, started at once through the hub's REST API."""
+    t0 = time.monotonic()
+    for login in PARTICIPANTS:
+        assert room.api("POST", f"users/{login}/server").status_code in (201, 202)
+    _wait_ready(room, PARTICIPANTS)
+    room.started_s = time.monotonic() - t0
+    print(f"\n3 labs ready {room.started_s:.0f} s after starting them at once")
+    return room
+
+
+def test_room_files(room):
+    record = room.record
+    assert record["teacher_token"] and record["url"].startswith("http://")
+    rows = (room.settings.directory / "participants.csv").read_text().splitlines()
+    assert rows[0] == "login,password" and [r.split(",")[0] for r in rows[1:]] == list(PARTICIPANTS)
+    assert (room.settings.directory / "room.json").stat().st_mode & 0o077 == 0  # it holds tokens
+    me = room.api("GET", "user").json()
+    assert me["name"] == "teacher" and me["admin"]
+    services = {s["name"] for s in room.api("GET", "services").json().values()}
+    assert "idle-culler" in services
+
+
+def test_password_login(room):
+    session = requests.Session()
+    session.get(f"{room.url}/hub/login", timeout=30)
+    form = {"username": "p01", "_xsrf": session.cookies.get("_xsrf", "")}
+    wrong = session.post(f"{room.url}/hub/login", data={**form, "password": "not-it"}, allow_redirects=False, timeout=30)
+    assert wrong.status_code != 302
+    right = session.post(f"{room.url}/hub/login", data={**form, "password": room.record["participant_password"]},
+                         allow_redirects=False, timeout=30)
+    assert right.status_code == 302
+    teacher = {"username": "teacher", "_xsrf": form["_xsrf"], "password": room.record["participant_password"]}
+    assert session.post(f"{room.url}/hub/login", data=teacher, allow_redirects=False, timeout=30).status_code != 302
+
+
+def test_three_labs_start_at_once_with_the_notebooks(labs):
+    assert {r["login"]: r["state"] for r in status_rows(labs.settings.directory)} == dict.fromkeys(PARTICIPANTS, "running")
+    for login in PARTICIPANTS:
+        reply = labs.contents(login, labs.token_of(login))
+        assert reply.status_code == 200, reply.text
+        names = {item["name"] for item in reply.json()["content"]}
+        assert "01_python_backend.ipynb" in names and not any(n.endswith(".solution") for n in names)
+
+
+def test_another_participants_token_cannot_read_or_write(labs):
+    mine, theirs = labs.token_of("p01"), labs.token_of("p02")
+    note = {"type": "file", "format": "text", "content": "mine"}
+    assert labs.contents("p01", mine, "note.txt", "PUT", json=note).status_code in (200, 201)
+    assert labs.contents("p01", mine, "note.txt").json()["content"] == "mine"
+    assert labs.contents("p01", theirs).status_code == 403
+    assert labs.contents("p01", theirs, "note.txt").status_code == 403
+    assert labs.contents("p01", theirs, "note.txt", "PUT", json={**note, "content": "x"}).status_code == 403
+    assert labs.contents("p01", mine, "note.txt").json()["content"] == "mine"
+    assert labs.api("GET", "users/p01", token=theirs).status_code == 404  # not even visible
+    assert requests.get(f"{labs.url}/services/board/", headers={"Authorization": f"token {theirs}"},
+                        allow_redirects=False, timeout=30).status_code != 200
+
+
+def test_the_container_is_limited_labelled_and_holds_no_socket_or_solution(labs, engine):
+    container = _container(engine, labs, "p02")
+    config = container.attrs
+    assert config["Config"]["Labels"][ROOM_LABEL] == labs.settings.room_id
+    assert config["Config"]["Labels"][f"{ROOM_LABEL}.user"] == "p02"
+    host = config["HostConfig"]
+    assert (host["Memory"], host["CpuQuota"], host["ShmSize"]) == (1 << 30, host["CpuPeriod"], 256 << 20)
+    assert labs.settings.network in config["NetworkSettings"]["Networks"]
+    assert not any("docker.sock" in (m.get("Source") or "") for m in config["Mounts"])
+    code, out = container.exec_run(["sh", "-c", "test -e /var/run/docker.sock && echo socket; "
+                                    "find / -xdev -name '*.solution' 2>/dev/null; id -un"])
+    assert code == 0 and out.decode().split() == ["jovyan"]
+
+
+def test_labkit_start_works_inside(labs, engine):
+    script = ("import labkit\nlab = labkit.start(repository=labkit.reference_repository())\nlab.load('add_sub')\n"
+              "r = labkit.check_add_sub(lab)\nlab.stop()\nprint('ANSWER', r.output0.tolist())\n")
+    code, out = _container(engine, labs, "p03").exec_run(["python3", "-c", script])
+    assert code == 0, out.decode()[-2000:]
+    assert "ANSWER [1.5, 2.25, 5.0, 12.0]" in out.decode()
+
+
+def test_a_restarted_lab_keeps_the_participants_work(labs, engine):
+    token = labs.token_of("p01")
+    changed = {"type": "file", "format": "text", "content": "my own version"}
+    assert labs.contents("p01", token, "01_python_backend.ipynb", "PUT", json=changed).status_code in (200, 201)
+    assert labs.contents("p01", token, "03_dynamic_batching.ipynb", "DELETE").status_code == 204
+    assert labs.api("DELETE", "users/p01/server").status_code in (202, 204)
+    deadline = time.monotonic() + 300
+    while labs.api("GET", "users/p01").json().get("servers") and time.monotonic() < deadline:
+        time.sleep(1)
+    assert engine.containers.get(f"{labs.settings.prefix}-p01").status == "exited"  # kept, for a fast restart
+    assert labs.api("POST", "users/p01/server").status_code in (201, 202)
+    _wait_ready(labs, ["p01"])
+    token = labs.token_of("p01")
+    assert labs.contents("p01", token, "01_python_backend.ipynb").json()["content"] == "my own version"
+    assert labs.contents("p01", token, "03_dynamic_batching.ipynb").status_code == 404  # not copied again
+
+
+def test_refusals(room, lab_image, tmp_path):
+    taken = RoomSettings(participants=("a1",), port=room.settings.port, directory=tmp_path / "other")
+    with pytest.raises(RoomPortTakenError) as exc:
+        up(taken)
+    assert exc.value.port == room.settings.port
+    assert not (tmp_path / "other").exists()  # refused before anything was made
+    with pytest.raises(ServerStartError):
+        up(room.settings)  # this room's hub already runs
+    missing = taken.with_(port=hub_process.free_port(), image="labkit/no-such-image:0")
+    try:
+        with pytest.raises(SetupError) as no_image:
+            up(missing)
+        assert no_image.value.missing == "labkit/no-such-image:0"
+    finally:
+        down(missing.directory, delete_work=True)
+    with pytest.raises(ServerNotRunningError):
+        status_rows(_copy_room_file(room, tmp_path / "stopped"))
+
+
+def _copy_room_file(room: Room, directory: Path) -> Path:
+    directory.mkdir()
+    (directory / "room.json").write_text(json.dumps(room.record))
+    return directory
+
+
+def test_down_keeps_work_volumes_unless_asked(lab_image, engine, tmp_path):
+    settings = RoomSettings(participants=("k1",), port=hub_process.free_port(), directory=tmp_path / "keep",
+                            image=lab_image)
+    info = up(settings)
+    work = {"label": f"labkit.room.work={info.room_id}"}
+    assert [v.name for v in engine.volumes.list(filters=work)] == [settings.volume("k1")]
+    removed = down(settings.directory)
+    assert "hub" in removed and hub_process.hub_pid(settings.directory) is None
+    assert engine.networks.list(filters={"label": f"{ROOM_LABEL}={info.room_id}"}) == []
+    assert len(engine.volumes.list(filters=work)) == 1
+    assert down(settings.directory, delete_work=True) == [f"volume {settings.volume('k1')}"]
+    assert engine.volumes.list(filters=work) == []
