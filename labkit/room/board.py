@@ -36,7 +36,7 @@ from tornado import web
 from ..errors import LabkitError
 from ..exercises import REGISTRY
 from . import progress as progress_store
-from .grader import ROLE_LABEL, Grader, Limits, participant_volume
+from .grader import ROLE_LABEL, Grader, Limits, build_image, participant_volume
 from .settings import GRADER_IMAGE, ROOM_LABEL
 
 log = logging.getLogger("labkit.room.board")
@@ -47,7 +47,7 @@ class Board:
     """The watch loop: scan the volumes, queue new saves, judge them ``graders`` at a time, keep the marks."""
 
     def __init__(self, room_dir: Path, room_id: str, participants: list[str], grader: Grader,
-                 poll_s: float = 20.0, graders: int = 2) -> None:
+                 poll_s: float = 20.0, graders: int = 2, participant_image: str = "") -> None:
         self.room_dir = Path(room_dir)
         self.room_id = room_id
         self.grader = grader
@@ -59,18 +59,22 @@ class Board:
         self.queue: asyncio.Queue[tuple[str, str, float]] = asyncio.Queue()
         self.pool = ThreadPoolExecutor(self.graders + 1, thread_name_prefix="board")
         self._wake = asyncio.Event()
+        self._scanning = asyncio.Lock()  # one scan at a time: the page's button and the watch loop share it
         self.last_scan_error = ""
+        self.participant_image = participant_image  # build the grader image from it first, when given
+        self.preparing = bool(participant_image)
 
     async def poll_once(self) -> int:
         """Scan every volume once; queue each notebook saved since it was last judged. Returns how many."""
         loop = asyncio.get_running_loop()
-        try:
-            found = await loop.run_in_executor(self.pool, self.grader.scan, self.volumes)
-            self.last_scan_error = ""
-        except LabkitError as exc:
-            self.last_scan_error = str(exc)
-            log.warning("%s", exc)
-            return 0
+        async with self._scanning:
+            try:
+                found = await loop.run_in_executor(self.pool, self.grader.scan, self.volumes)
+                self.last_scan_error = ""
+            except LabkitError as exc:
+                self.last_scan_error = str(exc)
+                log.warning("%s", exc)
+                return 0
         queued = 0
         for user, notebooks in sorted(found.items()):
             for notebook, mtime in sorted(notebooks.items()):
@@ -85,7 +89,18 @@ class Board:
         self._wake.set()
 
     async def watch(self) -> None:
-        """Poll every ``poll_s`` seconds, or at once when woken."""
+        """Build the grader image when it is missing or outdated (minutes on a vfs engine), then poll every
+        ``poll_s`` seconds, or at once when woken."""
+        if self.participant_image:
+            try:
+                await asyncio.get_running_loop().run_in_executor(
+                    self.pool, build_image, self.grader.client, self.participant_image, self.grader.image)
+            except LabkitError as exc:
+                self.last_scan_error = str(exc)
+                log.warning("%s", exc)
+                return
+            finally:
+                self.preparing = False
         while True:
             await self.poll_once()
             try:
@@ -113,6 +128,7 @@ class Board:
 
     def sweep(self) -> None:
         """Remove this room's grader and scan containers still running (the board is stopping)."""
+        self.grader.close()
         for role in ("grader", "scan"):
             for container in self.grader.client.containers.list(
                     all=True, filters={"label": [f"{ROOM_LABEL}={self.room_id}", f"{ROLE_LABEL}={role}"]}):
@@ -134,6 +150,8 @@ def render_page(board: Board, xsrf_form: str = "") -> str:
         rows.append(f"<tr><th>{html.escape(user)}</th>{''.join(cells)}</tr>")
     queued = len(board.pending)
     status = f"{queued} notebook(s) waiting for the grader" if queued else "every saved notebook is judged"
+    if board.preparing:
+        status = f"building the grader image {board.grader.image} (minutes, once)"
     error = f"<p class='error'>{html.escape(board.last_scan_error)}</p>" if board.last_scan_error else ""
     return f"""<!doctype html><html><head><meta charset="utf-8">
 <meta http-equiv="refresh" content="{REFRESH_PAGE_S}"><title>labkit room {html.escape(board.room_id)}</title>
@@ -197,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--room-id", help="default: room.json's id")
     parser.add_argument("--participants", help="comma-separated logins; default: room.json's participants")
     parser.add_argument("--grader-image", help=f"default: room.json's grader_image, else {GRADER_IMAGE}")
+    parser.add_argument("--participant-image", help="build the grader image from it first (default: room.json's "
+                        "image; with --grader-image and no room.json, the grader image must exist)")
     parser.add_argument("--poll-s", type=float, default=20.0, help="seconds between scans of the saved notebooks")
     parser.add_argument("--graders", type=int, default=2, help="grader containers at a time")
     parser.add_argument("--grader-cpu", type=float, default=Limits.cpu)
@@ -214,8 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     from ..docker.engine import connect
 
     limits = Limits(args.grader_cpu, args.grader_memory, timeout_s=args.grader_timeout_s)
-    grader = Grader(connect(), room_id, args.grader_image or record.get("grader_image") or GRADER_IMAGE, limits)
-    return asyncio.run(_serve(Board(args.room_dir, room_id, participants, grader, args.poll_s, args.graders),
+    grader = Grader(connect(timeout=600), room_id, args.grader_image or record.get("grader_image") or GRADER_IMAGE, limits)
+    base = args.participant_image or str(record.get("image", ""))
+    return asyncio.run(_serve(Board(args.room_dir, room_id, participants, grader, args.poll_s, args.graders, base),
                               urlparse(url), prefix))
 
 

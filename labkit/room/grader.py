@@ -99,20 +99,45 @@ class Grader:
         self.room_id = room_id
         self.image = image
         self.limits = limits
+        self._scanner: tuple[Any, dict[str, dict[str, str]]] | None = None
 
     def scan(self, volumes: dict[str, str]) -> dict[str, dict[str, float]]:
         """The saved notebooks of each user (``{user: volume}``; volumes that do not exist yet are
-        skipped, never created): ``{user: {relative path: mtime}}``, in one throw-away container."""
+        skipped, never created): ``{user: {relative path: mtime}}``. One long-lived container of the room
+        (no network, volumes read-only) answers each scan through ``exec``: a container start per scan
+        would cost seconds (a whole image copy on a vfs engine); it is made again when volumes appear."""
         existing = {v.name for v in self.client.volumes.list()}
-        mounts = {volume: {"bind": f"{VOLUMES_AT}/{user}", "mode": "ro"}
-                  for user, volume in volumes.items() if volume in existing}
+        mounts = {v: {"bind": f"{VOLUMES_AT}/{u}", "mode": "ro"} for u, v in volumes.items() if v in existing}
         if not mounts:
             return {}
-        out, error = self._run(["python3", "-c", _SCAN], mounts, "scan", timeout_s=120)
-        if error:
-            raise EngineError(f"The room's notebook scan failed: {error}. Check `docker ps -a --filter "
-                              f"label={ROOM_LABEL}={self.room_id}` and the grader image {self.image}.")
-        return {u: {p: float(t) for p, t in found.items()} for u, found in out.items()}
+        try:
+            if self._scanner is None or self._scanner[1] != mounts:
+                self.close()
+                self._scanner = (self.client.containers.run(
+                    self.image, ["python3", "-c", "import time; time.sleep(10**9)"], detach=True,
+                    network_mode="none", user="1000", volumes=mounts, mem_limit="256m", pids_limit=64,
+                    labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "scan"}), mounts)
+            code, output = self._scanner[0].exec_run(["python3", "-c", _SCAN], user="1000")
+            text = output.decode(errors="replace")
+            lines = [line for line in text.splitlines() if line.startswith(RESULT_MARK)]
+            if code != 0 or not lines:
+                raise EngineError(f"The room's notebook scan failed (exit code {code}: {text.strip()[-300:]}); "
+                                  f"check the grader image {self.image}.", status_code=0)
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            self.close()
+            raise EngineError(f"The room's notebook scan failed: {exc}. Check the engine (`docker ps -a "
+                              f"--filter label={ROOM_LABEL}={self.room_id}`) and the image {self.image}.") from None
+        found = json.loads(lines[-1][len(RESULT_MARK):])
+        return {u: {p: float(t) for p, t in paths.items()} for u, paths in found.items()}
+
+    def close(self) -> None:
+        """Remove the scanning container, if one runs."""
+        scanner, self._scanner = self._scanner, None
+        if scanner is not None:
+            try:
+                scanner[0].remove(force=True)
+            except (docker.errors.DockerException, requests.exceptions.RequestException):
+                pass  # gone already; `room down` sweeps the room's containers by label
 
     def judge(self, user: str, volume: str, notebook: str) -> Judgement:
         """Run ``notebook`` (a path inside ``volume``) in a grader container and collect its verdicts."""
@@ -193,6 +218,9 @@ def build_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GRADER_IM
             return current.id
     except docker.errors.ImageNotFound:
         pass
+    for same in client.images.list(filters={"label": f"{RECIPE_LABEL}={recipe}"}):
+        same.tag(tag)  # built before under another name: the same image
+        return same.id
     dockerfile = (f"FROM {base}\nCOPY labkit {HOME_IN_IMAGE}/labkit\nCOPY notebooks {HOME_IN_IMAGE}/notebooks\n"
                   f"ENV PYTHONPATH={HOME_IN_IMAGE} PYTHONDONTWRITEBYTECODE=1\n")
     files["Dockerfile"] = dockerfile.encode()

@@ -1,0 +1,93 @@
+"""The room's grader on a real engine: a participant's saved notebook judged in a container with no
+network, from a read-only volume; solved, wrong, untouched and tampered-with cells."""
+
+from __future__ import annotations
+
+import docker.errors
+import pytest
+
+from labkit.room import grader
+from labkit.room.settings import ROOM_LABEL
+from labkit.room.progress import NOT_STARTED, NOT_YET, PASSED, Progress
+from room_board_support import NOTEBOOK, WRONG_BATCH, Room, grader_image, notebook, room_engine, solution
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+
+
+@pytest.fixture(scope="module")
+def room():
+    client = room_engine()
+    image = grader_image(client)
+    made = Room(client, image)
+    yield made
+    made.close()
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def graded(room):
+    """p01 solved 01-output2 and tried 01-batch (wrongly); p02 saved the notebook as shipped, but with
+    the first check cell replaced by a print that claims a pass."""
+    room.save("p01", notebook({"01-output2": solution("01-output2"), "01-batch": WRONG_BATCH}))
+    faked = notebook()
+    for cell in faked.cells:
+        if "labkit.exercises.check(\"01-output2\"" in cell.source:
+            cell.source = 'print("passed: 01-output2")'
+    room.save("p02", faked, folder="notebooks")
+    judge = grader.Grader(room.client, room.id, room.image)
+    found = judge.scan({u: room.volume(u) for u in ("p01", "p02", "p03")})
+    try:
+        return found, {u: judge.judge(u, room.volume(u), next(iter(found[u]))) for u in ("p01", "p02")}
+    finally:
+        judge.close()
+
+
+def _by_exercise(judgement: grader.Judgement) -> dict[str, dict]:
+    return {r["exercise"]: r for r in judgement.results}
+
+
+def test_scan_lists_saved_notebooks_and_creates_no_volume(room, graded):
+    found, _ = graded
+    assert set(found) == {"p01", "p02"}  # p03 has no volume yet: skipped, and none was made for them
+    assert list(found["p01"]) == [NOTEBOOK] and list(found["p02"]) == [f"notebooks/{NOTEBOOK}"]
+    with pytest.raises(docker.errors.NotFound):
+        room.client.volumes.get(room.volume("p03"))
+    assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=scan"]})
+
+
+def test_a_solved_exercise_passes_and_a_wrong_one_is_not_yet_with_its_hint(graded):
+    _, judged = graded
+    run = judged["p01"]
+    assert not run.error and run.network == ["lo"]  # the notebook ran with no network interface but loopback
+    verdicts = _by_exercise(run)
+    assert verdicts["01-output2"]["passed"] and verdicts["01-output2"]["started"]
+    assert not verdicts["01-batch"]["passed"] and verdicts["01-batch"]["started"]
+    assert verdicts["01-batch"]["problem"] and verdicts["01-batch"]["hint"]
+    table = Progress(["p01"])
+    table.record("p01", NOTEBOOK, 1.0, run.results)
+    assert table.table()["participants"]["p01"]["01-output2"] == PASSED
+    assert table.table()["participants"]["p01"]["01-batch"] == NOT_YET
+
+
+def test_the_graders_own_checks_run_not_the_participants_check_cells(graded):
+    _, judged = graded
+    verdicts = _by_exercise(judged["p02"])
+    assert set(verdicts) == {"01-output2", "01-batch"}
+    assert not any(v["passed"] or v["started"] for v in verdicts.values())
+    table = Progress(["p02"])
+    table.record("p02", f"notebooks/{NOTEBOOK}", 1.0, judged["p02"].results)
+    assert set(table.table()["participants"]["p02"].values()) == {NOT_STARTED}
+
+
+def test_a_run_past_its_time_limit_is_stopped_and_says_so(room):
+    room.save("p04", notebook({"01-output2": solution("01-output2")}))
+    slow = grader.Grader(room.client, room.id, room.image, grader.Limits(timeout_s=1))
+    run = slow.judge("p04", room.volume("p04"), NOTEBOOK)
+    assert run.error and {r["exercise"] for r in run.results} == {"01-output2", "01-batch"}
+    assert not any(r["passed"] for r in run.results)
+    assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=grader"]})
+
+
+def test_a_missing_grader_image_is_an_error_verdict_not_a_crash(room):
+    run = grader.Grader(room.client, room.id, "labkit-test/no-such-grader:0").judge("p01", room.volume("p01"), NOTEBOOK)
+    assert run.error and not any(r["passed"] for r in run.results)
