@@ -37,11 +37,8 @@ from .errors import (
     RequestError,
     RequestInterruptedError,
     RequestTimeoutError,
-<<<<<<< HEAD
-    RoomSettingsError,
-=======
     RoomPortTakenError,
->>>>>>> i23-hub
+    RoomSettingsError,
     ServerError,
     ServerNotRunningError,
     WaitTimeoutError,
@@ -133,11 +130,8 @@ __all__ = [
     "RequestError",
     "RequestInterruptedError",
     "RequestTimeoutError",
-<<<<<<< HEAD
-    "RoomSettingsError",
-=======
     "RoomPortTakenError",
->>>>>>> i23-hub
+    "RoomSettingsError",
     "ServerError",
     "ServerConfig",
     "ServerNotRunningError",
