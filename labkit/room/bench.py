@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._downloads import say
 from ..errors import LabkitError, SetupError, WaitTimeoutError
 from .settings import RoomSettings
 
@@ -204,11 +205,14 @@ def run(settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: flo
 
     result = RoomBench(participants=len(settings.participants))
     try:
+        say(f"room bench: room up with {len(settings.participants)} participant(s) in {settings.directory} ...")
         info = lifecycle.up(settings)
         result.up_s = info.seconds
         room = _Room(lifecycle.read_room(settings.directory))
+        say(f"room bench: the hub answered in {info.seconds:.1f} s; starting every lab ...")
         result.ready_s = start_labs(room, settings.participants, timeout_s)
         result.all_ready_s = max(result.ready_s.values())
+        say(f"room bench: all labs ready in {result.all_ready_s:.1f} s; labkit.start() in {settings.participants[0]}'s lab ...")
         first = settings.participants[0]
         container = f"{settings.prefix}-{first}"
         time.sleep(5)  # the lab's JupyterLab settles after its first answer
@@ -218,8 +222,11 @@ def run(settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: flo
         result.lab_memory_triton = lab_memory(container)
         room.call(f"user/{first}/api/kernels/{kernel}", "DELETE")
         saved = save_notebooks(room, settings.participants, notebook)
+        say(f"room bench: {notebook} saved in every lab; waiting for the board's verdicts (at most "
+            f"{checks_timeout_s:.0f} s; the board also judges every notebook once when the labs first start) ...")
         result.checks[notebook], result.checks_missing = wait_for_verdicts(settings.directory, saved, notebook,
                                                                            checks_timeout_s)
     finally:
+        say("room bench: room down (labs, hub and work volumes) ...")
         lifecycle.down(settings.directory, delete_work=True)
     return result
