@@ -176,7 +176,8 @@ def test_a_restarted_lab_keeps_the_participants_work(labs, engine):
     assert labs.api("POST", "users/p01/server").status_code in (201, 202)
     _wait_ready(labs, ["p01"])
     token = labs.token_of("p01")
-    assert labs.contents("p01", token, "01_python_backend.ipynb").json()["content"] == "my own version"
+    as_text = {"type": "file", "format": "text"}
+    assert labs.contents("p01", token, "01_python_backend.ipynb", params=as_text).json()["content"] == "my own version"
     assert labs.contents("p01", token, "03_dynamic_batching.ipynb").status_code == 404  # not copied again
 
 
@@ -205,15 +206,24 @@ def _copy_room_file(room: Room, directory: Path) -> Path:
     return directory
 
 
-def test_down_keeps_work_volumes_unless_asked(lab_image, engine, tmp_path):
+def test_idle_labs_are_culled_and_down_keeps_work_volumes_unless_asked(lab_image, engine, tmp_path):
     settings = RoomSettings(participants=("k1",), port=hub_process.free_port(), directory=tmp_path / "keep",
-                            image=lab_image)
+                            image=lab_image, cull_idle_s=20)
     info = up(settings)
+    room = Room(settings, json.loads((settings.directory / "room.json").read_text()))
+    try:
+        assert room.api("POST", "users/k1/server").status_code in (201, 202)
+        _wait_ready(room, ["k1"])
+        deadline = time.monotonic() + 600  # nobody uses it: the idle culler stops it (checks every 10 s)
+        while room.api("GET", "users/k1").json().get("servers") and time.monotonic() < deadline:
+            time.sleep(2)
+        assert room.api("GET", "users/k1").json().get("servers") == {}
+    finally:
+        removed = down(settings.directory)
     work = {"label": f"labkit.room.work={info.room_id}"}
-    assert [v.name for v in engine.volumes.list(filters=work)] == [settings.volume("k1")]
-    removed = down(settings.directory)
     assert "hub" in removed and hub_process.hub_pid(settings.directory) is None
+    assert engine.containers.list(all=True, filters={"label": f"{ROOM_LABEL}={info.room_id}"}) == []
     assert engine.networks.list(filters={"label": f"{ROOM_LABEL}={info.room_id}"}) == []
-    assert len(engine.volumes.list(filters=work)) == 1
+    assert [v.name for v in engine.volumes.list(filters=work)] == [settings.volume("k1")]
     assert down(settings.directory, delete_work=True) == [f"volume {settings.volume('k1')}"]
     assert engine.volumes.list(filters=work) == []

@@ -1,7 +1,7 @@
 """The room's hub: a JupyterHub process of labkit's environment that outlives `labkit room up`.
 
     pid = start_hub(settings, plumbing, secrets)   # returns once the hub answers on settings.port
-    stop_hub(settings.directory)                   # `room down`: the hub stops its labs, proxy and services
+    stop_hub(settings.directory)                   # `room down`: the hub stops its proxy and services
 
 Its pid is in ``<room>/hub.pid`` and its log in ``<room>/hub.log``. configurable-http-proxy (npm) is
 installed once into labkit's cache unless one is on PATH.
@@ -179,7 +179,7 @@ def _gone(pid: int) -> bool:
 
 
 def stop_hub(directory: Path, timeout_s: float = 120) -> bool:
-    """Stop the room's hub (SIGTERM: it stops the labs, the proxy and its services; SIGKILL after
+    """Stop the room's hub (SIGTERM: it stops the proxy and its services, not the labs; SIGKILL after
     ``timeout_s``, then its remaining children by pid). False when no hub of this room ran."""
     directory = directory.absolute()
     pid = hub_pid(directory)

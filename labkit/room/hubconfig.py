@@ -79,11 +79,17 @@ def _secret(key: str) -> _Env:
     return _Env(SECRET_ENV[key])
 
 
+def cull_every(settings: RoomSettings) -> int:
+    """Seconds between the idle culler's rounds: a lab idle past the limit goes within a third of it."""
+    return max(10, min(60, settings.cull_idle_s // 3))
+
+
 def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str, object]]:
     """The room's JupyterHub configuration as {configurable class: {trait: value}}."""
     directory = settings.directory.absolute()
     room = settings.room_id
-    culler = ["-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_s}", "--cull-every=60"]
+    every = cull_every(settings)
+    culler = ["-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_s}", f"--cull-every={every}"]
     board, board_roles = [], []
     if settings.board:  # the hub stops when a managed service exits: only a board that exists is named
         board = [{
@@ -107,7 +113,8 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             "hub_port": plumbing.hub_port,
             "db_url": f"sqlite:///{directory / 'jupyterhub.sqlite'}",
             "cookie_secret_file": str(directory / "jupyterhub_cookie_secret"),
-            "cleanup_servers": True,  # the hub stops every lab when it stops (`room down`)
+            # Labs outlive a hub restart; `room down` removes them itself (faster than the hub stopping each).
+            "cleanup_servers": False,
             "authenticator_class": "shared-password",
             "spawner_class": "docker",
             # The teacher's token, written into room.json for scripts and the tests (pending deprecation

@@ -180,8 +180,12 @@ def _run_setup(client: docker.DockerClient, base: str, house: Path, build: Path)
         base, ["sh", "/build/setup.sh"], user="root", network_disabled=True,
         volumes={str(house): {"bind": "/wheels", "mode": "ro"}, str(build): {"bind": "/build", "mode": "ro"}},
     )
-    container.start()
-    code = container.wait().get("StatusCode", 1)
+    try:
+        container.start()
+        code = container.wait().get("StatusCode", 1)
+    except BaseException:  # Ctrl-C, or the engine failing: leave no build container behind
+        container.remove(force=True)
+        raise
     if code != 0:
         tail = container.logs(tail=40).decode(errors="replace")
         container.remove(force=True)
@@ -215,7 +219,8 @@ def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str 
                 image = client.images.get(tag)
                 return cpu_image.ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6,
                                             time.perf_counter() - t0, True)
-            shutil.copytree(root / "notebooks", build / "notebooks", ignore=shutil.ignore_patterns("*.py", "*.cfg"))
+            shutil.copytree(root / "notebooks", build / "notebooks",
+                            ignore=shutil.ignore_patterns("*.py", "*.cfg", "__pycache__", ".ipynb_checkpoints"))
             house = _wheelhouse(_labkit_wheel(sources, build), extra)
             (build / "setup.sh").write_text(setup)
             (build / "labkit-lab-start").write_text(START_SCRIPT)

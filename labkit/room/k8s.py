@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from ..errors import RoomSettingsError
-from .hubconfig import START_COMMAND, WORK
+from .hubconfig import START_COMMAND, WORK, cull_every
 from .settings import RoomSettings
 
 CHART_VERSION = "4.4.0"
@@ -120,7 +120,7 @@ def values(settings: RoomSettings, credentials: Credentials | None, *, site_conf
             "startTimeout": settings.start_timeout_s,
         },
         "cull": {"enabled": settings.cull_idle_s > 0, "users": False, "timeout": settings.cull_idle_s or None,
-                 "every": 60 if settings.cull_idle_s else None},  # as `room up`'s culler
+                 "every": cull_every(settings) if settings.cull_idle_s else None},
         "prePuller": {"hook": {"enabled": True}, "continuous": {"enabled": True}},
     }
 

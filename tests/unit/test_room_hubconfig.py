@@ -126,3 +126,13 @@ def test_command_line_options():
     with pytest.raises(SystemExit):
         parser.parse_args(["room", "up", "--participants", "3", "--participants-file", "f"])
     assert parser.parse_args(["room", "down", "--delete-work"]).delete_work
+
+
+def test_status_of_a_folder_that_holds_no_room(tmp_path):
+    from labkit.cli import EXIT_LABKIT_ERROR, main
+    from labkit.room.lifecycle import read_room
+
+    assert main(["room", "status", "--dir", str(tmp_path)]) == EXIT_LABKIT_ERROR
+    with pytest.raises(SetupError) as exc:
+        read_room(tmp_path)
+    assert exc.value.missing == str(tmp_path / "room.json")
