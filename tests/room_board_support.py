@@ -10,7 +10,7 @@ import uuid
 
 import docker.errors
 import nbformat
-import pytest
+from conftest import _skip_or_fail as skip_or_fail
 
 from labkit.docker import engine as lk_engine
 from labkit.exercises import REGISTRY
@@ -40,16 +40,6 @@ class TritonPythonModel:
 """
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def skip_or_fail(why: str) -> None:
-    if _in_ci():
-        pytest.fail(f"CI is set, so this test must run, but {why}")
-    pytest.skip(f"{why} (with CI=true this fails instead)")
-
-
 def room_engine():
     """A docker-py client with a long timeout (a vfs engine copies a whole image per container)."""
     ok, why = lk_engine.engine_status()
@@ -68,7 +58,7 @@ def grader_image(client) -> str:
     return TAG
 
 
-class Room:
+class RoomVolumes:
     """A test room's id and its participants' volumes; ``close()`` removes its containers and volumes."""
 
     def __init__(self, client, image: str) -> None:
@@ -100,11 +90,11 @@ class Room:
         try:
             box.put_archive("/work", buffer.getvalue())
         finally:
-            box.remove(force=True)
+            box.remove(force=True, v=True)
 
     def close(self) -> None:
         for container in self.client.containers.list(all=True, filters={"label": f"{ROOM_LABEL}={self.id}"}):
-            container.remove(force=True)
+            container.remove(force=True, v=True)
         for volume in self.client.volumes.list(filters={"name": f"labkit-room-{self.id}-"}):
             volume.remove(force=True)
 

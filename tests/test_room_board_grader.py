@@ -9,7 +9,7 @@ import pytest
 from labkit.room import grader
 from labkit.room.settings import ROOM_LABEL
 from labkit.room.progress import NOT_STARTED, NOT_YET, PASSED, Progress
-from room_board_support import NOTEBOOK, WRONG_BATCH, Room, grader_image, notebook, room_engine, solution
+from room_board_support import NOTEBOOK, WRONG_BATCH, RoomVolumes, grader_image, notebook, room_engine, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 def room():
     client = room_engine()
     image = grader_image(client)
-    made = Room(client, image)
+    made = RoomVolumes(client, image)
     yield made
     made.close()
     client.close()

@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from labkit import cli
-from room_board_support import Room, grader_image, notebook, room_engine, skip_or_fail, solution
+from room_board_support import RoomVolumes, grader_image, notebook, room_engine, skip_or_fail, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 TOKENS = {"teacher": "teacher-token-" + os.urandom(8).hex(), "p02": "p02-token-" + os.urandom(8).hex()}
@@ -56,7 +56,7 @@ def hub(tmp_path_factory):
     if not shutil.which("configurable-http-proxy"):
         skip_or_fail("configurable-http-proxy is not installed (`npm install -g configurable-http-proxy`)")
     client = room_engine()
-    room = Room(client, grader_image(client))
+    room = RoomVolumes(client, grader_image(client))
     folder = tmp_path_factory.mktemp("hub")
     room_dir = folder / "room"
     room_dir.mkdir()

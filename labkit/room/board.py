@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import docker.errors
+import requests.exceptions
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado import web
 
@@ -130,9 +132,12 @@ class Board:
         """Remove this room's grader and scan containers still running (the board is stopping)."""
         self.grader.close()
         for role in ("grader", "scan"):
-            for container in self.grader.client.containers.list(
-                    all=True, filters={"label": [f"{ROOM_LABEL}={self.room_id}", f"{ROLE_LABEL}={role}"]}):
-                container.remove(force=True)
+            try:
+                for container in self.grader.client.containers.list(
+                        all=True, filters={"label": [f"{ROOM_LABEL}={self.room_id}", f"{ROLE_LABEL}={role}"]}):
+                    container.remove(force=True, v=True)
+            except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+                log.warning("could not remove the room's %s containers (%s); `labkit room down` does", role, exc)
 
 
 def render_page(board: Board, xsrf_form: str = "") -> str:

@@ -135,7 +135,7 @@ class Grader:
         scanner, self._scanner = self._scanner, None
         if scanner is not None:
             try:
-                scanner[0].remove(force=True)
+                scanner[0].remove(force=True, v=True)
             except (docker.errors.DockerException, requests.exceptions.RequestException):
                 pass  # gone already; `room down` sweeps the room's containers by label
 
@@ -172,7 +172,7 @@ class Grader:
         finally:
             if container is not None:
                 try:
-                    container.remove(force=True)
+                    container.remove(force=True, v=True)
                 except (docker.errors.DockerException, requests.exceptions.RequestException):
                     pass  # already gone; the room's sweep (by label) removes what is left
         lines = [line for line in logs.splitlines() if line.startswith(RESULT_MARK)]
