@@ -35,6 +35,7 @@ handles an error reads its fields, never its text.
     │   └── UnstableMeasurementError
     ├── TraceError                  Triton's request traces could not be recorded or read
     ├── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
+    ├── RoomSettingsError           .setting .value: a room setting the hub, the chart or KubeSpawner refuses (also a ValueError)
     └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
 """
 
@@ -409,3 +410,14 @@ class UnknownProtocolError(LabkitError, ValueError):
     def __init__(self, *, protocol: object, known: Sequence[str]) -> None:
         self.protocol, self.known = protocol, list(known)
         super().__init__(f"protocol must be {' or '.join(map(repr, self.known))}, not {protocol!r}.")
+
+
+class RoomSettingsError(LabkitError, ValueError):
+    """A workshop room's ``setting`` (a RoomSettings field or option, e.g. "memory") holds a ``value`` that
+    the hub, the Zero to JupyterHub chart or KubeSpawner would refuse; nothing was started or written.
+    Also a ValueError, as a bad argument."""
+
+    def __init__(self, message: str, *, setting: str, value: str) -> None:
+        self.setting = setting
+        self.value = value
+        super().__init__(message)

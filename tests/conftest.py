@@ -22,6 +22,10 @@ collect_ignore = ["plugin_example"]
 _SHARED_SOURCES = Path(__file__).resolve().parents[1].parent / "shared" / "triton-r23.12"
 if not os.environ.get("LABKIT_TRITON_SOURCES") and _SHARED_SOURCES.is_dir():
     os.environ["LABKIT_TRITON_SOURCES"] = str(_SHARED_SOURCES)
+# The Zero to JupyterHub chart's values schema (chart 4.4.0), for the room's Kubernetes values.
+_SHARED_Z2JH = _SHARED_SOURCES.parent / "z2jh" / "values.schema.yaml"
+if not os.environ.get("LABKIT_Z2JH_SCHEMA") and _SHARED_Z2JH.is_file():
+    os.environ["LABKIT_Z2JH_SCHEMA"] = str(_SHARED_Z2JH)
 
 
 @pytest.fixture(scope="session")
@@ -77,6 +81,18 @@ def python_backend_examples(tmp_path_factory) -> Path:
         tar.extractall(target, members=[m for m in tar.getmembers()
                                         if m.name.startswith("python_backend/examples")], filter="data")
     return target / "python_backend" / "examples"
+
+
+@pytest.fixture(scope="session")
+def z2jh_schema() -> dict:
+    """The values schema of the Zero to JupyterHub chart 4.4.0 (JSON Schema written as YAML), read from
+    LABKIT_Z2JH_SCHEMA, which .ci/run and this file set to ../shared/z2jh/values.schema.yaml."""
+    import yaml
+
+    path = Path(os.environ.get("LABKIT_Z2JH_SCHEMA", ""))
+    if not path.is_file():
+        _skip_or_fail(f"LABKIT_Z2JH_SCHEMA names no values.schema.yaml ({path}; .ci/run sets it)")
+    return yaml.safe_load(path.read_text())
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
+from .image import HUB_JUPYTERHUB
 from .settings import PARTICIPANT_IMAGE, RoomSettings
 
 
@@ -15,19 +16,46 @@ def _memory(text: str) -> str:
     return text.upper()
 
 
-def _up(args: argparse.Namespace) -> int:
-    from .lifecycle import read_participants, up
+def add_settings_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of `room up` (RoomSettings' fields), which `room k8s` and `room bench` take too."""
+    defaults = RoomSettings()
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--participants", type=int, default=len(defaults.participants), metavar="N",
+                     help="logins p01 … pNN (default %(default)s)")
+    who.add_argument("--participants-file", metavar="FILE", help="logins, one per line (or a CSV's first column)")
+    p.add_argument("--port", type=int, default=defaults.port, help="the room's address (default %(default)s)")
+    p.add_argument("--ip", default=defaults.ip, help="listen only on this address (default: every interface)")
+    p.add_argument("--dir", default=str(defaults.directory), help="the room's folder (default %(default)s)")
+    p.add_argument("--cpu", type=float, default=defaults.cpu, help="CPUs per lab (default %(default)s)")
+    p.add_argument("--memory", type=_memory, default=defaults.memory, help="memory per lab (default %(default)s)")
+    p.add_argument("--cull-idle-s", type=int, default=defaults.cull_idle_s,
+                   help="stop labs idle this long (default %(default)s)")
+    p.add_argument("--image", default=PARTICIPANT_IMAGE, help="the labs' image (default %(default)s, built if missing)")
+    p.add_argument("--config", metavar="FILE", help="a jupyterhub_config.py of the site's own (OAuth, ...), loaded last")
+    return p
+
+
+def settings_from(args: argparse.Namespace) -> RoomSettings:
+    """The RoomSettings that `add_settings_options`' arguments give."""
+    from .lifecycle import read_participants
 
     if args.participants_file:
         logins = read_participants(Path(args.participants_file))
     else:
         logins = RoomSettings.numbered(args.participants)
-    settings = RoomSettings(
+    return RoomSettings(
         participants=logins, port=args.port, directory=Path(args.dir), cpu=args.cpu, memory=args.memory,
         cull_idle_s=args.cull_idle_s, image=args.image, ip=args.ip,
         config_file=Path(args.config) if args.config else None,
     )
+
+
+def _up(args: argparse.Namespace) -> int:
+    from .lifecycle import up
+
+    settings = settings_from(args)
     info = up(settings)
+    logins = settings.participants
     print(f"room {info.room_id} answers at {info.url} ({len(logins)} participants, ready in {info.seconds:.0f} s)")
     print(f"logins and password: {Path(args.dir) / 'participants.csv'}; teacher's token and password: "
           f"{Path(args.dir) / 'room.json'}; board: {info.url}services/board/")
@@ -54,7 +82,38 @@ def _down(args: argparse.Namespace) -> int:
 def _image(args: argparse.Namespace) -> int:
     from .image import build_image
 
-    print(build_image(force=args.force, tag=args.tag))
+    print(build_image(force=args.force, tag=args.tag, jupyterhub=args.jupyterhub))
+    return 0
+
+
+def _k8s(args: argparse.Namespace) -> int:
+    from . import k8s
+
+    settings = settings_from(args)
+    credentials = None if settings.config_file else k8s.Credentials.generate()
+    target = k8s.write(settings, args.out, credentials)
+    name, tag = k8s.chart_image(settings.image)
+    print(f"wrote {target} (Zero to JupyterHub {k8s.CHART_VERSION}; keep it private)")
+    if credentials:
+        print(f"participants' password: {credentials.user_password}")
+        print(f"teacher ({settings.teacher}) password: in {target}, hub.config.SharedPasswordAuthenticator.admin_password")
+    print(f"the labs run {name}:{tag} (JupyterHub {k8s.CHART_JUPYTERHUB}.*): push it where the cluster pulls from")
+    print("helm repo add jupyterhub https://hub.jupyter.org/helm-chart/ && helm repo update")
+    print(f"helm upgrade --install room jupyterhub/jupyterhub --namespace room --create-namespace "
+          f"--version {k8s.CHART_VERSION} --values {target}")
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import json
+
+    from . import bench
+
+    settings = settings_from(args)
+    result = bench.run(settings, timeout_s=args.timeout_s, checks_timeout_s=args.checks_timeout_s)
+    print(bench.report(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_json(), indent=1) + "\n")
     return 0
 
 
@@ -70,20 +129,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     commands = room.add_subparsers(dest="room_command", required=True)
     defaults = RoomSettings()
 
-    up = commands.add_parser("up", help="start the hub (returns once it answers) and write room/room.json")
-    who = up.add_mutually_exclusive_group()
-    who.add_argument("--participants", type=int, default=len(defaults.participants), metavar="N",
-                     help="logins p01 … pNN (default %(default)s)")
-    who.add_argument("--participants-file", metavar="FILE", help="logins, one per line (or a CSV's first column)")
-    up.add_argument("--port", type=int, default=defaults.port, help="the room's address (default %(default)s)")
-    up.add_argument("--ip", default=defaults.ip, help="listen only on this address (default: every interface)")
-    up.add_argument("--dir", default=str(defaults.directory), help="the room's folder (default %(default)s)")
-    up.add_argument("--cpu", type=float, default=defaults.cpu, help="CPUs per lab (default %(default)s)")
-    up.add_argument("--memory", type=_memory, default=defaults.memory, help="memory per lab (default %(default)s)")
-    up.add_argument("--cull-idle-s", type=int, default=defaults.cull_idle_s,
-                    help="stop labs idle this long (default %(default)s)")
-    up.add_argument("--image", default=PARTICIPANT_IMAGE, help="the labs' image (default %(default)s, built if missing)")
-    up.add_argument("--config", metavar="FILE", help="a jupyterhub_config.py of the site's own (OAuth, ...), loaded last")
+    up = add_settings_options(commands.add_parser(
+        "up", help="start the hub (returns once it answers) and write room/room.json"))
     up.set_defaults(func=_up)
 
     status = commands.add_parser("status", help="who is running")
@@ -103,4 +150,23 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     image = commands.add_parser("image", help=f"build the participant image {PARTICIPANT_IMAGE} (reused when unchanged)")
     image.add_argument("--force", action="store_true", help="rebuild even if the recipe is unchanged")
     image.add_argument("--tag", default=PARTICIPANT_IMAGE)
+    image.add_argument("--jupyterhub", default=HUB_JUPYTERHUB, metavar="X.Y",
+                       help="the JupyterHub of the hub the labs join (default %(default)s, `room up`'s; 5.5 for "
+                            "`room k8s`, Zero to JupyterHub 4.4.0: tags the image <tag>-hub5.5)")
     image.set_defaults(func=_image)
+
+    k8s = add_settings_options(commands.add_parser(
+        "k8s", help="write a Zero to JupyterHub values file for a room on Kubernetes (no cluster is touched)"))
+    k8s.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/values.yaml")
+    k8s.set_defaults(func=_k8s)
+
+    bench = add_settings_options(commands.add_parser(
+        "bench", help="start a real room, measure it (labs ready, one lab's memory with Triton, the board's "
+                      "check latency), take it down"))
+    bench.set_defaults(dir="room-bench", port=8099)  # never a real room's folder or port
+    bench.add_argument("--timeout-s", type=float, default=900, help="give up on the labs after this long")
+    bench.add_argument("--checks-timeout-s", type=float, default=900,
+                       help="stop waiting for the board's verdicts after this long (reported as missing)")
+    bench.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
+    bench.set_defaults(func=_bench)
+

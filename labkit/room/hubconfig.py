@@ -79,11 +79,16 @@ def _secret(key: str) -> _Env:
     return _Env(SECRET_ENV[key])
 
 
+def cull_every(settings: RoomSettings) -> int:
+    """Seconds between the idle culler's rounds: a lab idle past the limit goes within a third of it."""
+    return max(10, min(60, settings.cull_idle_s // 3))
+
+
 def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str, object]]:
     """The room's JupyterHub configuration as {configurable class: {trait: value}}."""
     directory = settings.directory.absolute()
     room = settings.room_id
-    every = max(10, min(60, settings.cull_idle_s // 3))  # a lab idle past the limit goes within a third of it
+    every = cull_every(settings)
     culler = ["-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_s}", f"--cull-every={every}"]
     board, board_roles = [], []
     if settings.board:  # the hub stops when a managed service exits: only a board that exists is named

@@ -40,7 +40,8 @@ from .settings import PARTICIPANT_IMAGE
 
 RECIPE_VERSION = "1"
 IMAGE_PYTHON = "3.11.2"  # Debian 12's python3 in the CPU image: wheels must suit it, not the host's Python
-EXTRA = ("jupyterhub==6.1.*", "ipykernel", "pip")  # the hub's major version in each lab; a kernel
+HUB_JUPYTERHUB = "6.1"  # `room up`'s hub; the Zero to JupyterHub chart 4.4.0 runs 5.5 (`room image --jupyterhub 5.5`)
+EXTRA = (f"jupyterhub=={HUB_JUPYTERHUB}.*", "ipykernel", "pip")  # the hub's major version in each lab; a kernel
 TRITON_WHEEL = "nvidia-pytriton==0.5.0"  # installed without its requirements (they pin JupyterLab 3)
 EXCLUDED = ("*.solution", "__pycache__", "*.pyc")  # never in the image: reference solutions, byte code
 
@@ -98,10 +99,20 @@ def _tree_hash(h: "hashlib._Hash", folder: Path) -> None:
             h.update(path.read_bytes())
 
 
-def recipe_hash(base_id: str, sources: Path, notebooks: Path) -> str:
+def for_jupyterhub(jupyterhub: str, tag: str = PARTICIPANT_IMAGE) -> tuple[str, tuple[str, ...], str]:
+    """(tag, extra packages, setup script) of a lab image for a hub running JupyterHub ``jupyterhub``
+    (major.minor): `room up`'s own is ``tag`` itself; another, e.g. 5.5 for Kubernetes, ``<tag>-hub5.5``."""
+    if jupyterhub == HUB_JUPYTERHUB:
+        return tag, EXTRA, SETUP_SCRIPT
+    extra = (f"jupyterhub=={jupyterhub}.*", *EXTRA[1:])
+    return f"{tag}-hub{jupyterhub}", extra, SETUP_SCRIPT.replace(repr(EXTRA[0]), repr(extra[0]))
+
+
+def recipe_hash(base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA,
+                setup: str = SETUP_SCRIPT) -> str:
     """A hash of every input: the base image, labkit's sources (as copied), the notebooks, the scripts."""
-    h = hashlib.sha256(json.dumps([RECIPE_VERSION, IMAGE_PYTHON, EXTRA, TRITON_WHEEL, START_SCRIPT,
-                                   SETUP_SCRIPT, base_id]).encode())
+    h = hashlib.sha256(json.dumps([RECIPE_VERSION, IMAGE_PYTHON, extra, TRITON_WHEEL, START_SCRIPT,
+                                   setup, base_id]).encode())
     _tree_hash(h, sources)
     _tree_hash(h, notebooks)
     return h.hexdigest()
@@ -135,25 +146,26 @@ def _requirements(wheel: Path) -> list[str]:
     return sorted(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:"))
 
 
-def _wheelhouse(wheel: Path) -> Path:
+def _wheelhouse(wheel: Path, extra: tuple[str, ...] = EXTRA) -> Path:
     """Every other wheel the image installs, downloaded once per set of requirements into labkit's cache
-    (a change to labkit's code alone reuses it)."""
-    key = hashlib.sha256(json.dumps([_requirements(wheel), EXTRA, TRITON_WHEEL, IMAGE_PYTHON]).encode()).hexdigest()
-    house = cache_dir() / "room" / f"wheelhouse-{key[:12]}"
+    (a change to labkit's code alone reuses it); one per hub version (``extra``'s jupyterhub)."""
+    key = hashlib.sha256(json.dumps([_requirements(wheel), extra, TRITON_WHEEL, IMAGE_PYTHON]).encode()).hexdigest()
+    variant = "" if extra == EXTRA else f"hub{extra[0].split('==')[1].rstrip('.*')}-"
+    house = cache_dir() / "room" / f"wheelhouse-{variant}{key[:12]}"
     if (house / ".complete").exists():
         return house
     shutil.rmtree(house, ignore_errors=True)
     house.mkdir(parents=True)
     say(f"room image: downloading wheels for Python {IMAGE_PYTHON} into {house} (about 230 MB, once) ...")
     _pip(["download", "-q", "--only-binary=:all:", f"--python-version={IMAGE_PYTHON}", "-d", str(house),
-          str(wheel), *EXTRA], "download the lab's wheels")
+          str(wheel), *extra], "download the lab's wheels")
     _pip(["download", "-q", "--no-deps", "--only-binary=:all:", f"--python-version={IMAGE_PYTHON}",
           "-d", str(house), TRITON_WHEEL], f"download {TRITON_WHEEL}")
     for copy in house.glob("labkit-*.whl"):  # labkit's own wheel is built fresh for each image
         copy.unlink()
     (house / ".complete").write_text(key)
-    for old in house.parent.glob("wheelhouse-*"):  # earlier requirements' wheelhouses (about 230 MB each)
-        if old != house:
+    for old in house.parent.glob(f"wheelhouse-{variant}*"):  # earlier requirements' wheelhouses (about 230 MB each)
+        if old != house and (variant or not old.name.startswith("wheelhouse-hub")):  # another hub's: kept
             shutil.rmtree(old, ignore_errors=True)
     return house
 
@@ -183,9 +195,13 @@ def _run_setup(client: docker.DockerClient, base: str, house: Path, build: Path)
     return container
 
 
-def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str = cpu_image.IMAGE) -> cpu_image.ImageBuild:
-    """Build the participant image (see the module's docstring); reused when its recipe is unchanged."""
+def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str = cpu_image.IMAGE,
+                jupyterhub: str = HUB_JUPYTERHUB) -> cpu_image.ImageBuild:
+    """Build the participant image (see the module's docstring); reused when its recipe is unchanged.
+    ``jupyterhub``: the hub's JupyterHub (major.minor) the lab must match; not `room up`'s own (6.1) tags
+    the image ``<tag>-hub<version>`` (`labkit room k8s` names ``-hub5.5``, the chart's)."""
     t0 = time.perf_counter()
+    tag, extra, setup = for_jupyterhub(jupyterhub, tag)
     root = _checkout()
     client = connect(timeout=900)
     try:
@@ -198,15 +214,15 @@ def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str 
             sources, build = Path(tmp) / "src", Path(tmp) / "build"
             sources.mkdir()
             _sources(root, sources)
-            recipe = recipe_hash(base_id, sources, root / "notebooks")
+            recipe = recipe_hash(base_id, sources, root / "notebooks", extra, setup)
             if not force and image_state(tag, client) == recipe:
                 image = client.images.get(tag)
                 return cpu_image.ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6,
                                             time.perf_counter() - t0, True)
             shutil.copytree(root / "notebooks", build / "notebooks",
                             ignore=shutil.ignore_patterns("*.py", "*.cfg", "__pycache__", ".ipynb_checkpoints"))
-            house = _wheelhouse(_labkit_wheel(sources, build))
-            (build / "setup.sh").write_text(SETUP_SCRIPT)
+            house = _wheelhouse(_labkit_wheel(sources, build), extra)
+            (build / "setup.sh").write_text(setup)
             (build / "labkit-lab-start").write_text(START_SCRIPT)
             say(f"room image: installing into {base} (a minute or two) ...")
             container = _run_setup(client, base, house, build)

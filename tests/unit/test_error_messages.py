@@ -16,6 +16,7 @@ from labkit.native import build
 from labkit.repository import config as cfgmod
 from labkit.repository import names
 from labkit.repository.python_source import model_source
+from labkit.room import RoomSettings, k8s
 from labkit.stuck import report
 
 
@@ -76,6 +77,8 @@ CASES = {
                        ["Port 8001 (grpc) on 127.0.0.1 is taken", "--grpc-port", "--any-ports"]),
     "BackendClashError": (lambda mp, tmp: labkit.BackendClashError(backend="python", directory="/b"),
                           ["/b/python", "labkit's own Python backend", "Serve a folder without python/"]),
+    "RoomSettingsError": (lambda mp, tmp: _raised(lambda: k8s.check(RoomSettings(memory="2Gi"))),
+                          ["memory='2Gi'", "K, M, G, T", "'Gi' and 'GB' are refused"]),
     "UnknownExerciseError": (lambda mp, tmp: labkit.UnknownExerciseError(exercise="x", notebook="n.ipynb", known=["a"]),
                              ["'exercise:x'", "nothing was changed", "Fix the cell's tag", "a"]),
 }

@@ -1,0 +1,232 @@
+"""`labkit room bench --participants N`: a real room, measured. It starts a room (`room up`), starts every
+participant's lab through the hub's REST API, runs `labkit.start()` in one lab over the Jupyter kernel
+protocol, saves a notebook in every lab and waits for the board's verdicts, then takes the room down.
+
+Printed: seconds until the hub answers and until all labs are ready; per lab, its ready time; the memory of
+one idle lab (Docker's figure, as `docker stats` shows it) before and with Triton running; per check
+(a grader run of one saved notebook, i.e. that notebook's exercises) p50/p95 of the time from the save to
+its verdict on the board. Nothing is asserted: the numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._downloads import say
+from ..errors import LabkitError, SetupError, WaitTimeoutError
+from .settings import RoomSettings
+
+START_CODE = "import labkit\nlab = labkit.start()"
+SAVED_NOTEBOOK = "01_python_backend.ipynb"
+
+
+@dataclass
+class RoomBench:
+    """What one bench run measured (seconds, bytes)."""
+
+    participants: int
+    up_s: float = 0.0  # `room up` until the hub answers (images built or reused included)
+    all_ready_s: float = 0.0  # first start request until the last lab is ready
+    ready_s: dict[str, float] = field(default_factory=dict)
+    lab_memory_idle: int = 0  # one lab, JupyterLab only
+    lab_memory_triton: int = 0  # the same lab after `labkit.start()` in a kernel (Triton 23.12 running)
+    triton_start_s: float = 0.0  # that `labkit.start()` cell, as the kernel ran it
+    checks: dict[str, list[float]] = field(default_factory=dict)  # notebook -> save-to-verdict seconds
+    checks_missing: int = 0  # saves without a verdict when the bench stopped waiting
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "checks": {nb: _summary(v) for nb, v in self.checks.items()}}
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"n": 0}
+    p50, p95 = np.percentile(values, [50, 95])
+    return {"n": len(values), "p50_s": float(p50), "p95_s": float(p95), "max_s": float(max(values))}
+
+
+def report(result: RoomBench) -> str:
+    """The numbers as a few lines of text."""
+    mib = 1024 * 1024
+    lines = [f"room bench, {result.participants} participant(s)",
+             f"  room up (hub answers):           {result.up_s:7.1f} s",
+             f"  all labs ready (from start):     {result.all_ready_s:7.1f} s",
+             f"  lab ready p50/p95:               {_pcts(list(result.ready_s.values()))}",
+             f"  one idle lab (JupyterLab):       {result.lab_memory_idle / mib:7.0f} MiB",
+             f"  same lab, Triton running:        {result.lab_memory_triton / mib:7.0f} MiB "
+             f"(labkit.start() took {result.triton_start_s:.1f} s)"]
+    for notebook, values in sorted(result.checks.items()):
+        lines.append(f"  check {notebook}: save -> verdict {_pcts(values)} (n={len(values)})")
+    if result.checks_missing:
+        lines.append(f"  {result.checks_missing} saved notebook(s) had no verdict yet when the bench stopped waiting")
+    return "\n".join(lines)
+
+
+def _pcts(values: list[float]) -> str:
+    s = _summary(values)
+    return f"{s['p50_s']:.1f} s / {s['p95_s']:.1f} s" if s["n"] else "-"
+
+
+class _Room:
+    """The hub's REST API and the labs' Jupyter APIs, with the teacher's token (an admin's)."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.url = str(record["url"]).rstrip("/")
+        self.headers = {"Authorization": f"token {record['teacher_token']}"}
+
+    def call(self, path: str, method: str = "GET", body: object = None, timeout_s: float = 60) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.url}/{path.lstrip('/')}", data=data, method=method,
+                                         headers={**self.headers, "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+                text = reply.read()
+        except urllib.error.HTTPError as exc:
+            raise LabkitError(f"The room refused {method} /{path.lstrip('/')} ({exc.code}: "
+                              f"{exc.read()[:300].decode(errors='replace')}); read the hub's log, room/hub.log.") from None
+        except OSError as exc:
+            raise SetupError(f"The room at {self.url} does not answer ({exc}).", missing="room hub",
+                             reason="unreachable") from None
+        return json.loads(text) if text else None
+
+
+def start_labs(room: _Room, users: tuple[str, ...], timeout_s: float) -> dict[str, float]:
+    """Ask the hub to start every lab at once; seconds until each one was ready."""
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(min(16, len(users))) as pool:
+        list(pool.map(lambda u: room.call(f"hub/api/users/{u}/server", "POST", timeout_s=timeout_s), users))
+    ready: dict[str, float] = {}
+    while len(ready) < len(users):
+        if time.monotonic() - t0 > timeout_s:
+            raise WaitTimeoutError(what=f"labs of {sorted(set(users) - set(ready))} to be ready", timeout_s=timeout_s)
+        for user in room.call("hub/api/users"):
+            server = (user.get("servers") or {}).get("") or {}
+            if user["name"] in users and user["name"] not in ready and server.get("ready"):
+                ready[user["name"]] = time.monotonic() - t0
+        time.sleep(0.25)
+    return ready
+
+
+def run_in_lab(room: _Room, user: str, code: str, timeout_s: float = 300) -> tuple[str, float]:
+    """Run ``code`` in a new kernel of ``user``'s lab over the kernel websocket (Jupyter's messaging
+    protocol, messages made by jupyter_client's Session); its kernel id and how long the cell took.
+    The kernel stays (Triton with it) until ``shutdown_kernel``."""
+    import websocket
+    from jupyter_client.jsonutil import json_default
+    from jupyter_client.session import Session
+
+    kernel = room.call(f"user/{user}/api/kernels", "POST", {"name": "python3"})["id"]
+    ws_url = f"{room.url.replace('http', 'ws', 1)}/user/{user}/api/kernels/{kernel}/channels"
+    session = Session(username="labkit-bench")
+    msg = session.msg("execute_request", {"code": code, "silent": False, "store_history": False,
+                                          "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    msg["channel"] = "shell"
+    socket = websocket.create_connection(ws_url, header=[f"{k}: {v}" for k, v in room.headers.items()], timeout=timeout_s)
+    try:
+        t0 = time.monotonic()
+        socket.send(json.dumps(msg, default=json_default))
+        errors = []
+        while True:
+            reply = json.loads(socket.recv())
+            if reply.get("parent_header", {}).get("msg_id") != msg["header"]["msg_id"]:
+                continue
+            kind = reply["header"]["msg_type"]
+            if kind == "error":
+                errors.append(f"{reply['content']['ename']}: {reply['content']['evalue']}")
+            if kind == "execute_reply":
+                took = time.monotonic() - t0
+                break
+    except (websocket.WebSocketException, OSError) as exc:
+        raise LabkitError(f"The kernel of {user}'s lab stopped answering ({exc}); read its container's log.") from None
+    finally:
+        socket.close()
+    if errors or reply["content"].get("status") != "ok":
+        raise LabkitError(f"`{code}` failed in {user}'s lab: {'; '.join(errors) or reply['content']}.")
+    return kernel, took
+
+
+def lab_memory(container_name: str) -> int:
+    """The memory a lab's container uses, as `docker stats` shows it (usage less the inactive file cache)."""
+    from ..docker.engine import connect
+
+    client = connect()
+    try:
+        stats = client.containers.get(container_name).stats(stream=False)["memory_stats"]
+    finally:
+        client.close()
+    detail = stats.get("stats", {})
+    return int(stats["usage"] - detail.get("inactive_file", detail.get("total_inactive_file", 0)))
+
+
+def save_notebooks(room: _Room, users: tuple[str, ...], name: str) -> dict[str, float]:
+    """Save ``name`` in each lab again (as the participant would: the contents API); when each was saved."""
+    saved = {}
+    for user in users:
+        model = room.call(f"user/{user}/api/contents/{name}?content=1")
+        room.call(f"user/{user}/api/contents/{name}", "PUT",
+                  {"type": "notebook", "format": "json", "content": model["content"]})
+        saved[user] = time.time()
+    room.call("services/board/api/refresh", "POST")
+    return saved
+
+
+def wait_for_verdicts(room_dir: Path, saved: dict[str, float], name: str, timeout_s: float) -> tuple[list[float], int]:
+    """Seconds from each save to the board's verdict on it (progress.json's `checked`), and how many never came."""
+    from . import progress
+    from .grader import exercises_of
+
+    exercises = exercises_of(name)
+    deadline = time.monotonic() + timeout_s
+    done: dict[str, float] = {}
+    while len(done) < len(saved) and time.monotonic() < deadline:
+        table = progress.load(room_dir)
+        for user, t_save in saved.items():
+            marks = table.marks.get(user, {})
+            checked = [marks[e].checked for e in exercises if e in marks and marks[e].checked > t_save]
+            if checked and user not in done:
+                done[user] = min(checked) - t_save
+        time.sleep(1)
+    return list(done.values()), len(saved) - len(done)
+
+
+def run(settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: float = 900,
+        notebook: str = SAVED_NOTEBOOK) -> RoomBench:
+    """The bench (see the module's docstring); the room is taken down (work volumes too) however it ends."""
+    from . import lifecycle
+
+    result = RoomBench(participants=len(settings.participants))
+    try:
+        say(f"room bench: room up with {len(settings.participants)} participant(s) in {settings.directory} ...")
+        info = lifecycle.up(settings)
+        result.up_s = info.seconds
+        room = _Room(lifecycle.read_room(settings.directory))
+        say(f"room bench: the hub answered in {info.seconds:.1f} s; starting every lab ...")
+        result.ready_s = start_labs(room, settings.participants, timeout_s)
+        result.all_ready_s = max(result.ready_s.values())
+        say(f"room bench: all labs ready in {result.all_ready_s:.1f} s; labkit.start() in {settings.participants[0]}'s lab ...")
+        first = settings.participants[0]
+        container = f"{settings.prefix}-{first}"
+        time.sleep(5)  # the lab's JupyterLab settles after its first answer
+        result.lab_memory_idle = lab_memory(container)
+        kernel, result.triton_start_s = run_in_lab(room, first, START_CODE, timeout_s)
+        time.sleep(5)
+        result.lab_memory_triton = lab_memory(container)
+        room.call(f"user/{first}/api/kernels/{kernel}", "DELETE")
+        saved = save_notebooks(room, settings.participants, notebook)
+        say(f"room bench: {notebook} saved in every lab; waiting for the board's verdicts (at most "
+            f"{checks_timeout_s:.0f} s; the board also judges every notebook once when the labs first start) ...")
+        result.checks[notebook], result.checks_missing = wait_for_verdicts(settings.directory, saved, notebook,
+                                                                           checks_timeout_s)
+    finally:
+        say("room bench: room down (labs, hub and work volumes) ...")
+        lifecycle.down(settings.directory, delete_work=True)
+    return result

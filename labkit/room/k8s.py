@@ -1,0 +1,178 @@
+"""The room on Kubernetes: a values file for the Zero to JupyterHub chart (KubeSpawner), rendered from the
+same RoomSettings as `labkit room up`, for rooms larger than one machine.
+
+    labkit room k8s --out k8s --participants 60 --memory 3G
+    helm upgrade --install room jupyterhub/jupyterhub --version 4.4.0 --values k8s/values.yaml
+
+The chart itself is not changed: everything below is one of its documented values (its schema is checked
+in the tests). What differs from `room up` (one Docker host), the board above all, is said in
+docs/workshop.md.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import RoomSettingsError
+from .hubconfig import START_COMMAND, WORK, cull_every
+from .settings import RoomSettings
+
+CHART_VERSION = "4.4.0"
+CHART_JUPYTERHUB = "5.5"  # the JupyterHub in that chart's hub image; a lab image's must share its major version
+CPU_OVERCOMMIT = 2  # CPU is compressible: guarantee half the limit; memory is not: guarantee the limit
+_MEMORY_UNITS = "KMGT"  # KubeSpawner's mem_limit is JupyterHub's ByteSpecification: these suffixes only
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The room's shared password (participants) and the teacher's own (JupyterHub wants 32+ characters
+    for an admin): kept out of RoomSettings, so rendering stays a pure function of what it is given."""
+
+    user_password: str
+    teacher_password: str
+
+    @classmethod
+    def generate(cls) -> "Credentials":
+        return cls(user_password=secrets.token_urlsafe(9), teacher_password=secrets.token_urlsafe(32))
+
+
+def chart_image(image: str) -> tuple[str, str]:
+    """(name, tag) of the lab image for the chart's JupyterHub: `labkit/lab:23.12-cpu` becomes
+    `labkit/lab` + `23.12-cpu-hub5.5`, the tag `labkit room image --jupyterhub 5.5` builds."""
+    if "@" in image:
+        raise RoomSettingsError(f"The image {image!r} is pinned by digest; the chart needs a name and a tag. "
+                                "Give --image NAME:TAG.", setting="image", value=image)
+    name, _, tag = image.rpartition(":")
+    if not name or "/" in tag:  # no tag, or the colon was a registry's port
+        name, tag = image, "latest"
+    suffix = f"-hub{CHART_JUPYTERHUB}"
+    return name, tag if tag.endswith(suffix) else f"{tag}{suffix}"
+
+
+def check(settings: RoomSettings) -> None:
+    """Refuse settings the chart or KubeSpawner would refuse later (at `helm install` or at a spawn)."""
+    memory = settings.memory
+    if not _is_size(memory):
+        raise RoomSettingsError(
+            f"memory={memory!r} is not a size KubeSpawner reads: write a number and one of K, M, G, T "
+            "(powers of 1024, so '2G' is Kubernetes' 2Gi; 'Gi' and 'GB' are refused).",
+            setting="memory", value=str(memory))
+    if not _is_size(settings.shm_size):
+        raise RoomSettingsError(f"shm_size={settings.shm_size!r}: write a number and one of K, M, G, T (e.g. 512M).",
+                                setting="shm_size", value=str(settings.shm_size))
+    if isinstance(settings.cpu, bool) or not isinstance(settings.cpu, (int, float)) or not settings.cpu > 0:
+        raise RoomSettingsError(f"cpu={settings.cpu!r} is not a number of cores: give a positive number (0.5, 2).",
+                                setting="cpu", value=str(settings.cpu))
+    if isinstance(settings.cull_idle_s, bool) or not isinstance(settings.cull_idle_s, int) or settings.cull_idle_s < 0:
+        raise RoomSettingsError(f"cull_idle_s={settings.cull_idle_s!r}: give whole seconds (0 turns the culler off).",
+                                setting="cull_idle_s", value=str(settings.cull_idle_s))
+    if not settings.participants or settings.teacher in settings.participants:
+        raise RoomSettingsError("The room needs at least one participant, and the teacher's login must not be one "
+                                "of theirs.", setting="participants", value=",".join(settings.participants))
+    chart_image(settings.image)
+
+
+def _is_size(text: object) -> bool:
+    if not isinstance(text, str) or len(text) < 2 or text[-1] not in _MEMORY_UNITS:
+        return False
+    try:
+        return float(text[:-1]) > 0
+    except ValueError:
+        return False
+
+
+def _quantity(size: str) -> str:
+    """A K/M/G/T size (powers of 1024, as Docker and KubeSpawner read it) as a Kubernetes quantity."""
+    return f"{size[:-1]}{size[-1]}i"
+
+
+def values(settings: RoomSettings, credentials: Credentials | None, *, site_config: str = "") -> dict[str, Any]:
+    """The chart's values for this room. ``credentials`` None: the site's own authenticator, configured by
+    ``site_config`` (the text of settings.config_file, e.g. an OAuthenticator's settings)."""
+    check(settings)
+    name, tag = chart_image(settings.image)
+    # No board: it needs a Docker engine (volumes, grader containers) that a cluster does not give
+    # (docs/workshop.md says what grading on Kubernetes would take).
+    hub: dict[str, Any] = {"config": _auth(settings, credentials)}
+    if site_config:
+        hub["extraConfig"] = {"90-site.py": site_config}
+    return {
+        "hub": hub,
+        "singleuser": {
+            "image": {"name": name, "tag": tag, "pullPolicy": "IfNotPresent"},
+            "cpu": {"limit": float(settings.cpu), "guarantee": float(settings.cpu) / CPU_OVERCOMMIT},
+            "memory": {"limit": settings.memory, "guarantee": settings.memory},
+            "cmd": START_COMMAND,  # the image's: the notebooks into the work folder at first start, then the lab
+            "defaultUrl": "/lab",
+            "uid": 1000,  # the image's jovyan
+            "storage": {  # each participant's claim at the image's work folder, as the volume of `room up`
+                "type": "dynamic",
+                "homeMountPath": WORK,
+                "extraVolumes": [{"name": "shm", "emptyDir": {"medium": "Memory",
+                                                              "sizeLimit": _quantity(settings.shm_size)}}],
+                "extraVolumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+            },
+            "startTimeout": settings.start_timeout_s,
+        },
+        "cull": {"enabled": settings.cull_idle_s > 0, "users": False, "timeout": settings.cull_idle_s or None,
+                 "every": cull_every(settings) if settings.cull_idle_s else None},
+        "prePuller": {"hook": {"enabled": True}, "continuous": {"enabled": True}},
+    }
+
+
+def _auth(settings: RoomSettings, credentials: Credentials | None) -> dict[str, Any]:
+    """Shared password (JupyterHub's own SharedPasswordAuthenticator, 5.0+): participants share one
+    password; the teacher is the admin and logs in with a password of their own."""
+    roles = {"Authenticator": {"admin_users": [settings.teacher]}}
+    if credentials is None:
+        return roles
+    return {
+        "JupyterHub": {"authenticator_class": "shared-password"},
+        "Authenticator": {"allowed_users": [*settings.participants, settings.teacher], "admin_users": [settings.teacher]},
+        "SharedPasswordAuthenticator": {"user_password": credentials.user_password,
+                                        "admin_password": credentials.teacher_password},
+    }
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (a site's config) as YAML block scalars, so the file stays readable."""
+
+
+_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
+
+
+def dump(rendered: dict[str, Any]) -> str:
+    header = (f"# Zero to JupyterHub {CHART_VERSION} values for a labkit room (labkit room k8s). It holds the "
+              "room's passwords: keep it private.\n")
+    return header + yaml.dump(rendered, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+
+
+def write(settings: RoomSettings, out: Path, credentials: Credentials | None = None) -> Path:
+    """Render DIR/values.yaml (mode 600: it holds the passwords). Without ``settings.config_file`` the
+    room uses shared passwords (``credentials``, generated when None)."""
+    site = ""
+    if settings.config_file is not None:
+        try:
+            site = Path(settings.config_file).read_text()
+        except OSError as exc:
+            raise RoomSettingsError(f"Cannot read the site's hub configuration {settings.config_file}: "
+                                    f"{exc.strerror}. Give a readable file.", setting="config_file",
+                                    value=str(settings.config_file)) from None
+    creds = None if site else (credentials or Credentials.generate())
+    text = dump(values(settings, creds, site_config=site))
+    target = Path(out) / "values.yaml"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch(mode=0o600)
+        target.chmod(0o600)
+        target.write_text(text)
+    except OSError as exc:
+        raise RoomSettingsError(f"Cannot write {target}: {exc.strerror}. Choose another --out folder.",
+                                setting="out", value=str(out)) from None
+    return target
