@@ -1,0 +1,85 @@
+"""The one exception hierarchy of labkit: import every class from here (``labkit.errors``); the
+submodules only group them. Every message says what to do next; every class also carries what
+happened as fields (``model``, ``reason``, ``compiler_output``, ...), so code that handles an error
+reads its fields, never its text.
+
+    LabkitError
+    ├── SetupError                  .missing .reason: the machine lacks something (a file, a library, an engine)
+    │   └── GpuUnavailableError     .wanted: a call needs a GPU (or CUDA) that this machine does not have
+    ├── EngineError                 .status_code: the Docker engine refused an operation
+    ├── ServerError                 .log_tail .exit_summary
+    │   ├── ServerStartError
+    │   │   ├── PortTakenError      .port .service .host: a port asked for is held by another process
+    │   │   │   └── RoomPortTakenError     the port of `labkit room up`
+    │   │   └── BackendClashError   .backend .directory: a user backend has the name of one labkit serves
+    │   ├── ServerNotRunningError  .crash .doing .stopped
+    │   └── WaitTimeoutError        .what .timeout_s: the server never reached a state labkit waited for
+    ├── RepositoryError             .missing .refused
+    │   ├── InvalidNameError        .name .what (also a ValueError)
+    │   ├── RepositoryWriteError    .path .errno: the file system refused a write
+    │   └── ConfigError             .field .value .valid .lacks .source
+    ├── ModelLoadError              .model .reason .serving
+    │   ├── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
+    │   ├── EnsembleStepError       .step .step_model .problem .tensor .available .refused_by
+    │   └── MetricKindError         .metric .kind .registered_kind .registered_by
+    ├── InferenceError              .model .reason .stack
+    │   ├── ModelNotFoundError      .loaded
+    │   ├── RequestError            .expected .sent .differs
+    │   │   └── InputSizeError      .input .needed .carried .unit: refused before sending
+    │   ├── OutputNameError         .missing .outputs .produced
+    │   ├── SequenceError           .sequence_id .problem: a stateful model's request without a sequence, or of several rows
+    │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
+    │   │   └── RequestInterruptedError   .waited_s
+    │   └── AnswerMismatchError
+    ├── BuildError                  .backend .compiler_output .missing_exports .unavailable
+    ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
+    │   └── UnstableMeasurementError
+    ├── TraceError                  Triton's request traces could not be recorded or read
+    ├── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
+    ├── RoomSettingsError           .setting .value: a room setting the hub, the chart or KubeSpawner refuses (also a ValueError)
+    └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
+"""
+
+from .base import LabkitError, SetupError, GpuUnavailableError, EngineError
+from .server import ServerError, ServerStartError, PortTakenError, RoomPortTakenError, BackendClashError, ServerNotRunningError, WaitTimeoutError
+from .models import RepositoryError, InvalidNameError, RepositoryWriteError, ConfigError, ModelLoadError, LoadTimeoutError, EnsembleStepError, MetricKindError, BuildError
+from .requests import InferenceError, ModelNotFoundError, RequestError, InputSizeError, OutputNameError, RequestTimeoutError, RequestInterruptedError, SequenceError, AnswerMismatchError
+from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, UnknownProtocolError, RoomSettingsError
+
+__all__ = [
+    "LabkitError",
+    "SetupError",
+    "GpuUnavailableError",
+    "EngineError",
+    "ServerError",
+    "ServerStartError",
+    "PortTakenError",
+    "RoomPortTakenError",
+    "BackendClashError",
+    "ServerNotRunningError",
+    "RepositoryError",
+    "InvalidNameError",
+    "RepositoryWriteError",
+    "ConfigError",
+    "ModelLoadError",
+    "LoadTimeoutError",
+    "EnsembleStepError",
+    "MetricKindError",
+    "InferenceError",
+    "ModelNotFoundError",
+    "RequestError",
+    "InputSizeError",
+    "OutputNameError",
+    "RequestTimeoutError",
+    "RequestInterruptedError",
+    "SequenceError",
+    "AnswerMismatchError",
+    "BuildError",
+    "PerfAnalyzerError",
+    "UnstableMeasurementError",
+    "TraceError",
+    "UnknownExerciseError",
+    "WaitTimeoutError",
+    "UnknownProtocolError",
+    "RoomSettingsError",
+]

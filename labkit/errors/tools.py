@@ -1,0 +1,58 @@
+"""The tools around the lab: perf_analyzer, traces, exercises, protocols, room settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .base import LabkitError
+
+
+class PerfAnalyzerError(LabkitError):
+    """perf_analyzer failed. ``exit_code`` is its exit status (None when labkit refused to start it,
+    e.g. an input needs a size); ``output`` holds its own last words."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None, output: str = "") -> None:
+        self.exit_code = exit_code
+        self.output = output
+        if output:
+            message = f"{message}\n--- perf_analyzer said ---\n{output}"
+        super().__init__(message)
+
+
+class UnstableMeasurementError(PerfAnalyzerError):
+    """perf_analyzer's last measurement windows disagreed by more than the allowed percentage (its exit
+    status 2): the machine was busy, or the windows were too short for the load."""
+
+
+class TraceError(LabkitError):
+    """Triton's request traces could not be switched on, or their file did not appear."""
+
+
+class UnknownExerciseError(LabkitError):
+    """A notebook cell is tagged ``exercise:<id>`` with an ``exercise`` id labkit does not know;
+    ``notebook`` is the file, ``known`` the ids that exist. Nothing was changed."""
+
+    def __init__(self, *, exercise: str, notebook: str, known: Sequence[str]) -> None:
+        self.exercise, self.notebook, self.known = exercise, notebook, list(known)
+        super().__init__(f"{notebook}: a cell is tagged 'exercise:{exercise}', and there is no exercise {exercise!r} "
+                         f"(nothing was changed). Fix the cell's tag; the exercises are: {', '.join(self.known)}.")
+
+
+class UnknownProtocolError(LabkitError, ValueError):
+    """A ``protocol=`` that labkit does not speak (``protocol`` is the value given, ``known`` the ones
+    it does: "http" and "grpc"). Also a ValueError, as a bad argument."""
+
+    def __init__(self, *, protocol: object, known: Sequence[str]) -> None:
+        self.protocol, self.known = protocol, list(known)
+        super().__init__(f"protocol must be {' or '.join(map(repr, self.known))}, not {protocol!r}.")
+
+
+class RoomSettingsError(LabkitError, ValueError):
+    """A workshop room's ``setting`` (a RoomSettings field or option, e.g. "memory") holds a ``value`` that
+    the hub, the Zero to JupyterHub chart or KubeSpawner would refuse; nothing was started or written.
+    Also a ValueError, as a bad argument."""
+
+    def __init__(self, message: str, *, setting: str, value: str) -> None:
+        self.setting = setting
+        self.value = value
+        super().__init__(message)
