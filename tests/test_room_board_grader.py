@@ -34,8 +34,9 @@ def graded(room):
         if "labkit.exercises.check(\"01-output2\"" in cell.source:
             cell.source = 'print("passed: 01-output2")'
     room.save("p02", faked, folder="notebooks")
+    room.save("p04", notebook())  # as shipped, saved again: nothing to judge
     judge = grader.Grader(room.client, room.id, room.image)
-    found = judge.scan({u: room.volume(u) for u in ("p01", "p02", "p03")})
+    found = judge.scan({u: room.volume(u) for u in ("p01", "p02", "p03", "p04")})
     try:
         return found, {u: judge.judge(u, room.volume(u), next(iter(found[u]))) for u in ("p01", "p02")}
     finally:
@@ -48,8 +49,12 @@ def _by_exercise(judgement: grader.Judgement) -> dict[str, dict]:
 
 def test_scan_lists_saved_notebooks_and_creates_no_volume(room, graded):
     found, _ = graded
-    assert set(found) == {"p01", "p02"}  # p03 has no volume yet: skipped, and none was made for them
+    assert set(found) == {"p01", "p02", "p04"}  # p03 has no volume yet: skipped, and none was made for them
     assert list(found["p01"]) == [NOTEBOOK] and list(found["p02"]) == [f"notebooks/{NOTEBOOK}"]
+    # p04's exercise cells are as shipped (so are p02's: only a check cell changed); p01 wrote two
+    assert [found[u][n].untouched for u, n in (("p01", NOTEBOOK), ("p02", f"notebooks/{NOTEBOOK}"), ("p04", NOTEBOOK))] \
+        == [False, True, True]
+    assert {r["exercise"]: r["started"] for r in grader.untouched_results(NOTEBOOK)} == {"01-batch": False, "01-output2": False}
     with pytest.raises(docker.errors.NotFound):
         room.client.volumes.get(room.volume("p03"))
     assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=scan"]})

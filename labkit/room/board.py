@@ -38,7 +38,7 @@ from tornado import web
 from ..errors import LabkitError
 from ..exercises import REGISTRY
 from . import progress as progress_store
-from .grader import ROLE_LABEL, Grader, Limits, build_image, participant_volume
+from .grader import ROLE_LABEL, Grader, Limits, build_image, participant_volume, untouched_results
 from .settings import GRADER_IMAGE, ROOM_LABEL
 
 log = logging.getLogger("labkit.room.board")
@@ -78,11 +78,15 @@ class Board:
                 return 0
         queued = 0
         for user, notebooks in sorted(found.items()):
-            for notebook, mtime in sorted(notebooks.items()):
-                if (user, notebook) in self.pending or not self.progress.needs_check(user, notebook, mtime):
+            for notebook, saved in sorted(notebooks.items()):
+                if (user, notebook) in self.pending or not self.progress.needs_check(user, notebook, saved.mtime):
+                    continue
+                if saved.untouched:  # the copy made at the lab's first start: nothing to run
+                    self.progress.record(user, notebook, saved.mtime, untouched_results(notebook))
+                    progress_store.save(self.room_dir, self.progress)
                     continue
                 self.pending.add((user, notebook))
-                self.queue.put_nowait((user, notebook, mtime))
+                self.queue.put_nowait((user, notebook, saved.mtime))
                 queued += 1
         return queued
 

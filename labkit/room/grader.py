@@ -34,6 +34,7 @@ from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, ROOM_LABEL
 
 HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
 VOLUMES_AT = "/in"  # each participant's volume at /in/<user>, read-only
+SHIPPED_NOTEBOOKS = "/opt/labkit/notebooks"  # the notebooks as the participant image copies them into a volume
 RESULT_MARK = "LABKIT-GRADER-RESULT "
 ROLE_LABEL = "labkit.room.role"
 RECIPE_LABEL = "labkit.grader.recipe"
@@ -74,21 +75,47 @@ def exercises_of(notebook: str) -> list[str]:
     return sorted(e for e, x in REGISTRY.items() if x.notebook == stem)
 
 
+def untouched_results(notebook: str) -> list[dict[str, Any]]:
+    """The verdicts of a notebook whose exercise cells are all as shipped: every exercise not started."""
+    return [{"exercise": e, "passed": False, "problem": "", "hint": REGISTRY[e].hint, "started": False}
+            for e in exercises_of(notebook)]
+
+
 def _unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
     results = [{"exercise": e, "passed": False, "problem": why, "hint": REGISTRY[e].hint, "started": True}
                for e in exercises_of(notebook)]
     return Judgement(user, notebook, results, seconds, why)
 
 
+# Runs in the scanning container: each saved notebook's mtime, and whether any exercise cell differs
+# from the notebook as shipped (read as JSON, never executed), so that an untouched copy costs no grader run.
 _SCAN = """
 import glob, json, os
+def exercises(path):
+    try:
+        cells = json.load(open(path)).get('cells', [])
+    except (OSError, ValueError):
+        return None
+    source = lambda c: ''.join(c.get('source', '')) if isinstance(c.get('source'), list) else c.get('source', '')
+    return {t: source(c).strip() for c in cells for t in c.get('metadata', {}).get('tags', []) if t.startswith('exercise:')}
 found = {}
 for user in sorted(os.listdir(%r)):
     top = os.path.join(%r, user)
     paths = glob.glob(os.path.join(top, %r)) + glob.glob(os.path.join(top, '*', %r))
-    found[user] = {os.path.relpath(p, top): os.stat(p).st_mtime for p in paths}
+    found[user] = {os.path.relpath(p, top): [os.stat(p).st_mtime,
+                   exercises(p) is not None and exercises(p) == exercises(os.path.join(%r, os.path.basename(p)))]
+                   for p in paths}
 print(%r + json.dumps(found))
-""" % (VOLUMES_AT, VOLUMES_AT, _NOTEBOOKS, _NOTEBOOKS, RESULT_MARK)
+""" % (VOLUMES_AT, VOLUMES_AT, _NOTEBOOKS, _NOTEBOOKS, SHIPPED_NOTEBOOKS, RESULT_MARK)
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A saved notebook in a participant's volume: its ``mtime``; ``untouched``: every exercise cell is
+    still as shipped (nothing to judge: all "not started")."""
+
+    mtime: float
+    untouched: bool = False
 
 
 class Grader:
@@ -101,9 +128,9 @@ class Grader:
         self.limits = limits
         self._scanner: tuple[Any, dict[str, dict[str, str]]] | None = None
 
-    def scan(self, volumes: dict[str, str]) -> dict[str, dict[str, float]]:
+    def scan(self, volumes: dict[str, str]) -> dict[str, dict[str, Saved]]:
         """The saved notebooks of each user (``{user: volume}``; volumes that do not exist yet are
-        skipped, never created): ``{user: {relative path: mtime}}``. One long-lived container of the room
+        skipped, never created): ``{user: {relative path: Saved}}``. One long-lived container of the room
         (no network, volumes read-only) answers each scan through ``exec``: a container start per scan
         would cost seconds (a whole image copy on a vfs engine); it is made again when volumes appear."""
         existing = {v.name for v in self.client.volumes.list()}
@@ -129,7 +156,7 @@ class Grader:
             raise EngineError(f"The room's notebook scan failed: {exc}. Check the engine (`docker ps -a "
                               f"--filter label={ROOM_LABEL}={self.room_id}`) and the image {self.image}.") from None
         found = json.loads(lines[-1][len(RESULT_MARK):])
-        return {u: {p: float(t) for p, t in paths.items()} for u, paths in found.items()}
+        return {u: {p: Saved(float(t), bool(same)) for p, (t, same) in paths.items()} for u, paths in found.items()}
 
     def close(self) -> None:
         """Remove the scanning container, if one runs."""

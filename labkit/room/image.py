@@ -178,7 +178,10 @@ def image_state(tag: str = PARTICIPANT_IMAGE, client: docker.DockerClient | None
 def _run_setup(client: docker.DockerClient, base: str, house: Path, build: Path) -> docker.models.containers.Container:
     container = client.containers.create(
         base, ["sh", "/build/setup.sh"], user="root", network_disabled=True,
-        volumes={str(house): {"bind": "/wheels", "mode": "ro"}, str(build): {"bind": "/build", "mode": "ro"}},
+        # Mounts, not volumes=: docker-py also lists volumes= in the container's config, which `commit`
+        # would keep as VOLUME /wheels and /build, an anonymous volume for every lab and grader container.
+        mounts=[docker.types.Mount("/wheels", str(house), type="bind", read_only=True),
+                docker.types.Mount("/build", str(build), type="bind", read_only=True)],
     )
     try:
         container.start()
