@@ -103,12 +103,13 @@ def export_backend(
         shutil.rmtree(target)
     (target / "src").mkdir(parents=True)
     compiled = _write_sources(sources, backend, target / "src")
-    helper_files = sorted(SRC_DIR.glob("*.cc")) if helpers else []
+    # the CUDA helpers stay behind: the exported CMake project builds with a host compiler only
+    helper_files = sorted(p for p in SRC_DIR.glob("*.cc") if p.name != "labkit_cuda.cc") if helpers else []
     if helpers:
         (target / "src" / "labkit").mkdir()
         for helper in helper_files:
             shutil.copy2(helper, target / "src" / "labkit" / helper.name)
-        shutil.copytree(INCLUDE_DIR / "labkit", target / "include" / "labkit")
+        shutil.copytree(INCLUDE_DIR / "labkit", target / "include" / "labkit", ignore=shutil.ignore_patterns("cuda.hpp"))
     if not official_mode:
         shutil.copytree(INCLUDE_DIR / "triton", target / "offline" / "include" / "triton")
     (target / "exports.map").write_text(VERSION_SCRIPT)
