@@ -201,6 +201,10 @@ def stop_hub(directory: Path, timeout_s: float = 120) -> bool:
         print(f"labkit: the hub (pid {pid}) did not stop in {timeout_s:.0f} s; killing it", file=sys.stderr)
         os.kill(pid, signal.SIGKILL)
     _stop_proxy(directory)
+    # the board removes its grader and scan containers when stopped: let it finish before any SIGKILL
+    deadline = time.monotonic() + 30
+    while not all(_gone(child) for child in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
     for child in children:
         if not _gone(child):
             try:

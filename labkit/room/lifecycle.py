@@ -259,13 +259,18 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
     client = connect(timeout=300)
     label = {"label": f"{ROOM_LABEL}={room_id}"}
     try:
-        things = [(f"container {c.name}", c) for c in client.containers.list(all=True, filters=label)]
-        things += [(f"network {n.name}", n) for n in client.networks.list(filters=label)]
-        if delete_work:
-            things += [(f"volume {v.name}", v) for v in client.volumes.list(filters={"label": f"{WORK_LABEL}={room_id}"})]
-        for what, thing in things:
-            if _remove(client, thing, kind=what.split()[0]):
-                removed.append(what)
+        # Twice at least: a container the engine was still creating for a stopped service shows up late.
+        for round_ in range(5):
+            things = [(f"container {c.name}", c) for c in client.containers.list(all=True, filters=label)]
+            things += [(f"network {n.name}", n) for n in client.networks.list(filters=label)]
+            if delete_work:
+                things += [(f"volume {v.name}", v) for v in client.volumes.list(filters={"label": f"{WORK_LABEL}={room_id}"})]
+            if not things and round_ > 0:
+                break
+            for what, thing in things:
+                if _remove(client, thing, kind=what.split()[0]) and what not in removed:
+                    removed.append(what)
+            time.sleep(1)
     except docker.errors.APIError as exc:
         raise EngineError(f"The Docker engine refused to remove part of the room: {exc.explanation or exc}. "
                           f"Run `labkit room down --dir {directory}` again.", status_code=exc.status_code or 0) from None
