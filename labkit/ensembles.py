@@ -27,7 +27,7 @@ from .repository import ModelConfig
 from .repository.ensemble import check_steps, is_ensemble, step_models
 from .server.base import TritonServer
 from .stats import model_stats
-from .timelines import _SETTINGS, Timeline
+from .timelines import _SETTINGS, Timeline, trace_records
 
 _STEP_COLORS = ("#4c72b0", "#55a868", "#c44e52", "#8172b3", "#937860")
 
@@ -82,14 +82,7 @@ class EnsembleRequest:
 
 
 def _requests(fragments: list[dict], ensemble: str) -> list[EnsembleRequest]:
-    traces: dict[int, dict[str, Any]] = defaultdict(dict)
-    for fragment in fragments:
-        trace = traces[fragment["id"]]
-        for stamp in fragment.get("timestamps", []):
-            trace[stamp["name"]] = int(stamp["ns"])
-        for key in ("model_name", "parent_id"):
-            if key in fragment:
-                trace[key] = fragment[key]
+    traces = trace_records(fragments, ("model_name", "parent_id"))
     children: dict[int, list[StepSpan]] = defaultdict(list)
     for trace in traces.values():
         if "parent_id" in trace and all(k in trace for k in ("QUEUE_START", "COMPUTE_START", "COMPUTE_END")):

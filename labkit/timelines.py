@@ -79,21 +79,27 @@ class Execution:
         return sum(r.rows for r in self.requests)
 
 
-def _merge(fragments: list[dict], model: str, batching: bool) -> list[TracedRequest]:
-    """Triton writes each trace as fragments sharing an id: timestamps, the model, input tensors."""
+def trace_records(fragments: list[dict], fields: tuple[str, ...]) -> dict[int, dict[str, Any]]:
+    """Triton writes each trace as fragments sharing an id: per id, their timestamps (name -> ns) and
+    the ``fields`` that some fragment carries (model_name, request_id, parent_id, ...)."""
     traces: dict[int, dict[str, Any]] = defaultdict(dict)
     for fragment in fragments:
         trace = traces[fragment["id"]]
         for stamp in fragment.get("timestamps", []):
             trace[stamp["name"]] = int(stamp["ns"])
-        if "model_name" in fragment:
-            trace["model"] = fragment["model_name"]
-            trace["sequence"] = _sequence_ids.sequence_of(str(fragment.get("request_id", "")))
-        if fragment.get("activity") == "TENSOR_QUEUE_INPUT" and batching:
-            trace["rows"] = int(str(fragment["tensor"]["shape"]).split(",")[0])
+        trace.update({key: fragment[key] for key in fields if key in fragment})
+    return traces
+
+
+def _merge(fragments: list[dict], model: str, batching: bool) -> list[TracedRequest]:
+    traces = trace_records(fragments, ("model_name", "request_id"))
+    for fragment in fragments if batching else ():
+        if fragment.get("activity") == "TENSOR_QUEUE_INPUT":
+            traces[fragment["id"]]["rows"] = int(str(fragment["tensor"]["shape"]).split(",")[0])
     return sorted(
-        (TracedRequest(i, t.get("rows", 1), *(t[k] for k in _NEEDED), t.get("sequence", ""))
-         for i, t in traces.items() if t.get("model") == model and all(k in t for k in _NEEDED)),
+        (TracedRequest(i, t.get("rows", 1), *(t[k] for k in _NEEDED),
+                       _sequence_ids.sequence_of(str(t.get("request_id", ""))))
+         for i, t in traces.items() if t.get("model_name") == model and all(k in t for k in _NEEDED)),
         key=lambda r: r.queue_start,
     )
 
