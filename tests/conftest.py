@@ -13,6 +13,7 @@ import labkit
 from labkit.docker import cpu_image as lk_image
 from labkit.docker import engine as lk_engine
 from labkit.native import triton_sources
+from ci_rules import in_ci, skip_or_fail
 
 pytest_plugins = ("pytester",)
 # A user's project that tests/test_pytest_plugin.py runs with its own pytest; not our tests.
@@ -50,16 +51,6 @@ def fresh_server():
 
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _skip_or_fail(why: str) -> None:
-    if _in_ci():
-        pytest.fail(f"CI is set, so this test must run, but {why}")
-    pytest.skip(f"{why} (with CI=true this fails instead)")
-
-
 @pytest.fixture(scope="session")
 def backend_examples() -> Path:
     """Triton's backend r23.12 examples/ (backends, model_repos, clients), from the pinned sources
@@ -67,7 +58,7 @@ def backend_examples() -> Path:
     try:
         return triton_sources.source("backend") / "examples"
     except labkit.SetupError as exc:
-        _skip_or_fail(f"Triton's r23.12 backend sources are not at hand: {exc}")
+        skip_or_fail(f"Triton's r23.12 backend sources are not at hand: {exc}")
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +66,7 @@ def python_backend_examples(tmp_path_factory) -> Path:
     """python_backend r23.12's examples/ as they are in its pinned archive."""
     archive = Path(os.environ.get("LABKIT_TRITON_SOURCES", "")) / "python_backend-examples-r23.12.tar.gz"
     if not archive.is_file():
-        _skip_or_fail(f"LABKIT_TRITON_SOURCES names no folder holding {archive.name} (.ci/run sets it)")
+        skip_or_fail(f"LABKIT_TRITON_SOURCES names no folder holding {archive.name} (.ci/run sets it)")
     target = tmp_path_factory.mktemp("python_backend")
     with tarfile.open(archive) as tar:
         tar.extractall(target, members=[m for m in tar.getmembers()
@@ -91,7 +82,7 @@ def z2jh_schema() -> dict:
 
     path = Path(os.environ.get("LABKIT_Z2JH_SCHEMA", ""))
     if not path.is_file():
-        _skip_or_fail(f"LABKIT_Z2JH_SCHEMA names no values.schema.yaml ({path}; .ci/run sets it)")
+        skip_or_fail(f"LABKIT_Z2JH_SCHEMA names no values.schema.yaml ({path}; .ci/run sets it)")
     return yaml.safe_load(path.read_text())
 
 
@@ -100,7 +91,7 @@ def engine():
     """A Docker engine: skipped without one, saying why, unless CI is set (then the test fails)."""
     ok, why = lk_engine.engine_status()
     if not ok:
-        if _in_ci():
+        if in_ci():
             pytest.fail(f"CI is set, so the Docker tests must run, but no engine is reachable: {why}")
         pytest.skip(f"no Docker engine is reachable (with CI=true this fails instead): {why}")
     client = lk_engine.connect()

@@ -10,7 +10,7 @@ import uuid
 
 import docker.errors
 import nbformat
-from conftest import _skip_or_fail as skip_or_fail
+from ci_rules import skip_or_fail
 
 from labkit.docker import engine as lk_engine
 from labkit.exercises import REGISTRY

@@ -16,20 +16,17 @@ from pathlib import Path
 import pytest
 
 from labkit.server._ports import free_ports
+from ci_rules import in_ci
 
 CHROMIUM = "/usr/bin/chromium"
 NOTEBOOK = "03_dynamic_batching.ipynb"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory):
     if not Path(CHROMIUM).exists():
-        if _in_ci():
+        if in_ci():
             pytest.fail(f"{CHROMIUM} is missing; .ci/run installs Debian's chromium")
         pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
     root = tmp_path_factory.mktemp("lab")
