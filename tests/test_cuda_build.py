@@ -117,7 +117,7 @@ def test_cuda_built_helpers_serve_cpu_memory_as_before(kit):
 
 
 def test_cuda_shared_memory_fails_as_labkit_error_when_the_driver_is_missing(kit, monkeypatch):
-    pytest.importorskip("cuda.bindings.runtime", reason="cuda-python (labkit[gpu]) is not installed")
+    pytest.importorskip("tritonclient.utils.cuda_shared_memory", reason="tritonclient's CUDA shared memory needs cuda-python")
     if detect.visible():
         pytest.skip("a GPU is visible: the driver is there, this failure path cannot happen")
     monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], None))  # claim a GPU; none answers
