@@ -37,6 +37,7 @@ reads its fields, never its text.
     ├── TraceError                  Triton's request traces could not be recorded or read
     ├── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
     ├── RoomSettingsError           .setting .value: a room setting the hub, the chart or KubeSpawner refuses (also a ValueError)
+    ├── SubmissionError             .user .notebook .problem .status_code: a saved notebook not read for, or handed to, the grader
     └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
 """
 
@@ -44,7 +45,7 @@ from .base import LabkitError, SetupError, GpuUnavailableError, EngineError
 from .server import ServerError, ServerStartError, PortTakenError, RoomPortTakenError, BackendClashError, ServerNotRunningError, WaitTimeoutError
 from .models import RepositoryError, InvalidNameError, RepositoryWriteError, ConfigError, ModelLoadError, LoadTimeoutError, EnsembleStepError, MetricKindError, BuildError
 from .requests import InferenceError, ModelNotFoundError, RequestError, InputSizeError, OutputNameError, RequestTimeoutError, RequestInterruptedError, SequenceError, AnswerMismatchError
-from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, UnknownProtocolError, RoomSettingsError
+from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, UnknownProtocolError, RoomSettingsError, SubmissionError
 
 __all__ = [
     "LabkitError",
@@ -82,4 +83,5 @@ __all__ = [
     "WaitTimeoutError",
     "UnknownProtocolError",
     "RoomSettingsError",
+    "SubmissionError",
 ]

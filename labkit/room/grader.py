@@ -12,6 +12,7 @@ back as one JSON line. The hub and the board never run participant code.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import io
 import json
@@ -31,6 +32,7 @@ import requests.exceptions
 from ..errors import EngineError, SetupError
 from ..exercises import REGISTRY
 from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, ROOM_LABEL
+from .submission import ENV, Submission, exercise_cells, is_started
 
 HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
 VOLUMES_AT = "/in"  # each participant's volume at /in/<user>, read-only
@@ -81,7 +83,8 @@ def untouched_results(notebook: str) -> list[dict[str, Any]]:
             for e in exercises_of(notebook)]
 
 
-def _unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
+def unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
+    """A run that gave no verdicts of its own: every exercise of the notebook "not yet", saying ``why``."""
     results = [{"exercise": e, "passed": False, "problem": why, "hint": REGISTRY[e].hint, "started": True}
                for e in exercises_of(notebook)]
     return Judgement(user, notebook, results, seconds, why)
@@ -175,7 +178,7 @@ class Grader:
                                mounts, "grader", timeout_s=self.limits.timeout_s)
         seconds = time.monotonic() - t0
         if error:
-            return _unjudged(user, notebook, f"the grader could not judge this notebook ({error})", seconds)
+            return unjudged(user, notebook, f"the grader could not judge this notebook ({error})", seconds)
         return Judgement(user, notebook, out["results"], seconds, network=out.get("network", []))
 
     def _run(self, command: list[str], mounts: dict[str, dict[str, str]], role: str,
@@ -275,42 +278,81 @@ def build_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GRADER_IM
 # The inside half: runs in the grader container, on a participant's notebook.
 
 def judge_inside(notebook: Path, pristine: Path | None = None) -> dict[str, Any]:
-    """Run the participant's exercise cells in the pristine notebook of the same name (the notebook
-    as saved when there is none) and return the verdicts, each saying whether its cell was started."""
+    """Judge a saved notebook file: its exercise cells, as ``judge_cells`` does (the notebook as saved
+    stands in for a pristine one of its name that is missing)."""
+    import nbformat
+
+    theirs = nbformat.read(notebook, as_version=4)
+    return judge_cells(notebook.name, exercise_cells(theirs), pristine, fallback=theirs)
+
+
+def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None,
+                fallback: Any = None) -> dict[str, Any]:
+    """Run the participant's exercise ``cells`` in the pristine notebook ``name`` and return the verdicts,
+    each saying whether its cell was started."""
     import nbformat
 
     from ..workshop import exercise_of, run_notebook
 
-    pristine = pristine or Path(HOME_IN_IMAGE) / "notebooks"
-    theirs = nbformat.read(notebook, as_version=4)
-    cells = {e: c.source for c in theirs.cells if (e := exercise_of(c)) is not None}
+    template = (pristine or Path(HOME_IN_IMAGE) / "notebooks") / Path(name).name
+    if not template.exists() and fallback is None:
+        return {"notebook": name, "results": [], "error": f"no notebook {Path(name).name} ships with labkit",
+                "network": _interfaces()}
     work = Path(tempfile.mkdtemp(prefix="labkit-grader-"))
     try:
-        template = pristine / notebook.name
-        nb = nbformat.read(template, as_version=4) if template.exists() else theirs
+        nb = nbformat.read(template, as_version=4) if template.exists() else fallback
         for cell in nb.cells:
             exercise = exercise_of(cell)
             if exercise in cells:
                 cell.source = cells[exercise]
-        started = {e: e not in REGISTRY or cells.get(e, "").strip() != REGISTRY[e].starter().strip()
-                   for e in (exercise_of(c) for c in nb.cells) if e is not None}
-        target = work / notebook.name
+        started = {e: is_started(e, cells.get(e, "")) for e in (exercise_of(c) for c in nb.cells) if e is not None}
+        target = work / Path(name).name
         nbformat.write(nb, target)
         run = run_notebook(target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results = [{**asdict(v), "started": started.get(v.exercise, True)} for v in run.verdicts]
-    network = sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else []
-    return {"notebook": notebook.name, "results": results, "stopped": run.stopped, "skipped": run.skipped,
-            "network": network}
+    return {"notebook": name, "results": results, "stopped": run.stopped, "skipped": run.skipped,
+            "network": _interfaces()}
+
+
+def _interfaces() -> list[str]:
+    return sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else []
+
+
+def fit(result: dict[str, Any], limit: int) -> str:
+    """``result`` as JSON of at most ``limit`` bytes (Kubernetes keeps 4 KiB of a termination message):
+    the verdicts, interfaces and error, with problems and hints cut shorter until it fits."""
+    keep = 2000
+    while True:
+        short = {"notebook": result.get("notebook", ""), "network": result.get("network", []),
+                 "error": str(result.get("error", ""))[:keep],
+                 "results": [{**r, "problem": str(r.get("problem", ""))[:keep], "hint": str(r.get("hint", ""))[:keep]}
+                             for r in result.get("results", [])]}
+        text = json.dumps(short)
+        if len(text.encode()) <= limit or keep == 0:
+            return text
+        keep //= 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m labkit.room.grader NOTEBOOK", file=sys.stderr)
-        return 2
-    print(RESULT_MARK + json.dumps(judge_inside(Path(args[0]))), flush=True)
+    parser = argparse.ArgumentParser(prog="python -m labkit.room.grader",
+                                     description="Judge a saved notebook, or the submission in $" + ENV)
+    parser.add_argument("notebook", nargs="?", type=Path, help="a saved notebook file")
+    parser.add_argument("--submission", action="store_true", help=f"judge the exercise cells in ${ENV}")
+    parser.add_argument("--result-file", type=Path, help="also write the result there, cut to --result-limit bytes")
+    parser.add_argument("--result-limit", type=int, default=4096)
+    args = parser.parse_args(argv)
+    if args.submission == (args.notebook is not None):
+        parser.error("give a NOTEBOOK or --submission")
+    if args.submission:
+        submission = Submission.decode(os.environ.get(ENV, ""))
+        result = judge_cells(submission.notebook, submission.cells)
+    else:
+        result = judge_inside(args.notebook)
+    print(RESULT_MARK + json.dumps(result), flush=True)
+    if args.result_file is not None:
+        args.result_file.write_text(fit(result, args.result_limit))
     return 0
 
 
