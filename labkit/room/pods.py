@@ -19,6 +19,7 @@ import json
 import math
 import re
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,15 +251,17 @@ class PodGrader:
         self.namespace = namespace
         self._api = api
         self._own_api = api is None
+        self._lock = threading.Lock()  # the board judges from several threads; one client serves them all
 
     @property
     def api(self) -> Any:
         """The CoreV1Api (made from the pod's service account on first use); SetupError outside a cluster."""
-        if self._api is None:
-            self._api, self.namespace = from_cluster(self.namespace)
-        elif self.namespace is None:
-            self.namespace = _namespace()
-        return self._api
+        with self._lock:
+            if self._api is None:
+                self._api, self.namespace = from_cluster(self.namespace)
+            elif self.namespace is None:
+                self.namespace = _namespace()
+            return self._api
 
     def prepare(self) -> None:
         """Nothing to build (the image comes from a registry); checks that the API answers and lets this
@@ -339,8 +342,9 @@ class PodGrader:
         for pod in pods:
             self._delete(api, pod.metadata.name)
         if self._own_api:
+            with self._lock:
+                self._api = None
             api.api_client.close()
-            self._api = None
 
 
 def _selector_text(room_id: str) -> str:

@@ -208,7 +208,11 @@ def _assert_unjudged(judgement, submission):
     assert all(not r["passed"] and r["started"] and r["problem"] == judgement.error for r in judgement.results)
 
 
-def test_outside_a_cluster_judge_is_an_error_verdict_and_prepare_a_setup_error(no_cluster):
+@pytest.mark.parametrize("service", [None, ("127.0.0.1", "1")])
+def test_outside_a_cluster_judge_is_an_error_verdict_and_prepare_a_setup_error(no_cluster, monkeypatch, service):
+    if service is not None:  # a service address, but no service account token: not a pod either
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", service[0])
+        monkeypatch.setenv("KUBERNETES_SERVICE_PORT", service[1])
     grader = pods.PodGrader("3fa2c9d1", IMAGE)
     _assert_unjudged(grader.judge(_submission()), _submission())
     with pytest.raises(SetupError) as raised:
