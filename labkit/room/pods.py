@@ -6,8 +6,8 @@ NetworkPolicies, no Jobs). So a run is a Pod that gets its submission through on
 (``LABKIT_SUBMISSION``) and hands its verdicts back through its termination message (at most 4096 bytes,
 read from the pod's status: no log access needed). The NetworkPolicy that cuts graders off the network
 (``network_policy``) is applied once by the teacher with kubectl; it takes effect only where the cluster's
-network plugin enforces policies (Calico, Cilium, ...). Kubernetes has no per-pod process limit of its own
-(``Limits.pids`` is the kubelet's ``podPidsLimit``, a node setting).
+network plugin enforces policies (Calico, Cilium, ...). A Pod's spec has no process limit, so
+``Limits.pids`` is not applied here (the nearest is the kubelet's ``podPidsLimit``, a node setting).
 
     grader = PodGrader(room_id, "registry.example/labkit/grader:23.12-cpu")
     grader.judge(submission)          # a Judgement; never raises (outside a cluster: an error verdict)
