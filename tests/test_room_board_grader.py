@@ -1,12 +1,16 @@
-"""The room's grader on a real engine: a participant's saved notebook judged in a container with no
-network, from a read-only volume; solved, wrong, untouched and tampered-with cells."""
+"""The room's grader on a real engine: a participant's saved notebook, read from their volume (read-only,
+by the room's scanning container), judged in a container with no network that sees only its exercise
+cells; solved, wrong, untouched and tampered-with cells."""
 
 from __future__ import annotations
 
 import docker.errors
 import pytest
 
+from labkit import SubmissionError
 from labkit.room import grader
+from labkit.room.sources import VolumeSource
+from labkit.room.submission import Submission
 from labkit.room.settings import ROOM_LABEL
 from labkit.room.progress import NOT_STARTED, NOT_YET, PASSED, Progress
 from room_board_support import NOTEBOOK, WRONG_BATCH, RoomVolumes, grader_image, notebook, room_engine, solution
@@ -35,12 +39,13 @@ def graded(room):
             cell.source = 'print("passed: 01-output2")'
     room.save("p02", faked, folder="notebooks")
     room.save("p04", notebook())  # as shipped, saved again: nothing to judge
+    source = VolumeSource(room.client, room.id, room.image, {u: room.volume(u) for u in ("p01", "p02", "p03", "p04")})
     judge = grader.Grader(room.client, room.id, room.image)
-    found = judge.scan({u: room.volume(u) for u in ("p01", "p02", "p03", "p04")})
+    found = source.scan()
     try:
-        return found, {u: judge.judge(u, room.volume(u), next(iter(found[u]))) for u in ("p01", "p02")}
+        return found, {u: judge.judge(source.read(u, next(iter(found[u])))) for u in ("p01", "p02")}
     finally:
-        judge.close()
+        source.close()
 
 
 def _by_exercise(judgement: grader.Judgement) -> dict[str, dict]:
@@ -87,12 +92,34 @@ def test_the_graders_own_checks_run_not_the_participants_check_cells(graded):
 def test_a_run_past_its_time_limit_is_stopped_and_says_so(room):
     room.save("p04", notebook({"01-output2": solution("01-output2")}))
     slow = grader.Grader(room.client, room.id, room.image, grader.Limits(timeout_s=1))
-    run = slow.judge("p04", room.volume("p04"), NOTEBOOK)
+    source = VolumeSource(room.client, room.id, room.image, {"p04": room.volume("p04")})
+    try:
+        assert not source.scan()["p04"][NOTEBOOK].untouched
+        run = slow.judge(source.read("p04", NOTEBOOK))
+    finally:
+        source.close()
     assert run.error and {r["exercise"] for r in run.results} == {"01-output2", "01-batch"}
     assert not any(r["passed"] for r in run.results)
     assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=grader"]})
 
 
 def test_a_missing_grader_image_is_an_error_verdict_not_a_crash(room):
-    run = grader.Grader(room.client, room.id, "labkit-test/no-such-grader:0").judge("p01", room.volume("p01"), NOTEBOOK)
+    submission = Submission("p01", NOTEBOOK, {"01-output2": solution("01-output2")})
+    run = grader.Grader(room.client, room.id, "labkit-test/no-such-grader:0").judge(submission)
     assert run.error and not any(r["passed"] for r in run.results)
+
+
+def test_the_grader_sees_no_participant_files_and_a_missing_notebook_is_an_error(room):
+    """Only the exercise cells reach the grader: a notebook that labkit does not ship is judged as an error
+    naming it, and a notebook missing from the volume is a SubmissionError, not a grader run."""
+    judge = grader.Grader(room.client, room.id, room.image)
+    run = judge.judge(Submission("p01", "99_not_shipped.ipynb", {"01-output2": solution("01-output2")}))
+    assert run.error and run.results == []  # no exercise of its own to mark
+    source = VolumeSource(room.client, room.id, room.image, {"p01": room.volume("p01")})
+    try:
+        source.scan()
+        with pytest.raises(SubmissionError) as missing:
+            source.read("p01", "no_such.ipynb")
+        assert (missing.value.problem, missing.value.user) == ("unreachable", "p01")
+    finally:
+        source.close()

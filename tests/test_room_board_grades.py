@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from labkit import cli
+from labkit import BoardError, cli
 from labkit.room import RoomSettings, progress
 from labkit.room.grader import participant_volume
+from labkit.room.progress import board_table
 
 SOLVED = {"exercise": "01-output2", "passed": True, "problem": "", "hint": "", "started": True}
 WRONG = {"exercise": "01-batch", "passed": False, "problem": "OUTPUT0 is wrong for row 1.",
@@ -92,3 +93,15 @@ def test_grades_needs_a_subcommand():
 def test_the_board_looks_for_the_volumes_the_hub_mounts(tmp_path):
     settings = RoomSettings(directory=tmp_path / "room")
     assert participant_volume(settings.room_id, "p07") == settings.volume("p07")
+
+
+def test_grades_from_a_board_that_does_not_answer_say_so(tmp_path, capsys):
+    from labkit.room.hub import free_port
+
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(BoardError) as exc:
+        board_table(nowhere, "some-token", timeout_s=5)
+    assert exc.value.status_code == 0 and exc.value.url.startswith(nowhere)
+    assert cli.main(["room", "grades", "--url", nowhere, "--token", "t"]) == cli.EXIT_LABKIT_ERROR
+    assert cli.main(["room", "grades", "--url", nowhere]) == cli.EXIT_LABKIT_ERROR  # no token
+    assert capsys.readouterr().err.count("labkit: ") == 2

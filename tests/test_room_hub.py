@@ -12,11 +12,14 @@ from pathlib import Path
 import pytest
 import requests
 
-from labkit.errors import RoomPortTakenError, ServerNotRunningError, ServerStartError, SetupError
+from labkit.errors import RoomPortTakenError, ServerNotRunningError, ServerStartError, SetupError, SubmissionError
 from labkit.room import hub as hub_process
 from labkit.room.image import build_image
 from labkit.room.lifecycle import down, status_rows, up
-from labkit.room.settings import ROOM_LABEL, RoomSettings
+from labkit.room.grader import Grader
+from labkit.room.settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
+from labkit.room.sources import JupyterSource
+from room_board_support import NOTEBOOK, grader_image, room_engine, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 PARTICIPANTS = RoomSettings.numbered(3)
@@ -140,6 +143,9 @@ def test_another_participants_token_cannot_read_or_write(labs):
     assert labs.api("GET", "users/p01", token=theirs).status_code == 404  # not even visible
     assert requests.get(f"{labs.url}/services/board/", headers={"Authorization": f"token {theirs}"},
                         allow_redirects=False, timeout=30).status_code != 200
+    teacher = requests.get(f"{labs.url}/services/board/api/progress", timeout=30,  # room up's managed board
+                           headers={"Authorization": f"token {labs.record['teacher_token']}"})
+    assert teacher.status_code == 200 and set(teacher.json()["participants"]) == set(PARTICIPANTS)
 
 
 def test_the_container_is_limited_labelled_and_holds_no_socket_or_solution(labs, engine):
@@ -281,3 +287,47 @@ def test_a_hub_that_cannot_start_says_so(tmp_path):
         hub_process.start_hub(settings, plumbing, SECRETS, timeout_s=120)
     assert exc.value.exit_summary.startswith("exit code") and exc.value.log_tail
     assert hub_process.hub_pid(settings.directory) is None
+
+
+def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(labs):
+    """The board's Jupyter source (the one the Kubernetes board uses): a token with just BOARD_SCOPES lists
+    the ready labs' notebooks and reads their exercise cells through the hub and the proxy, and the grader
+    judges what it read; a participant's token is refused, and a notebook that is not one is not judged."""
+    reply = labs.api("POST", "users/teacher/tokens", json={"expires_in": 600, "note": "board",
+                                                           "scopes": list(BOARD_SCOPES)})
+    assert reply.status_code == 201, reply.text
+    mine = labs.token_of("p02")
+    shipped = labs.contents("p02", mine, NOTEBOOK).json()["content"]
+    for cell in shipped["cells"]:
+        if "exercise:01-output2" in cell["metadata"].get("tags", []):
+            cell["source"] = solution("01-output2")
+    saved = labs.contents("p02", mine, NOTEBOOK, "PUT", json={"type": "notebook", "content": shipped})
+    assert saved.status_code in (200, 201), saved.text
+    source = JupyterSource(f"{labs.url}/hub/api", labs.url, reply.json()["token"], list(PARTICIPANTS))
+    found = source.scan()
+    assert set(found) == set(PARTICIPANTS) and NOTEBOOK in found["p02"] and NOTEBOOK in found["p03"]
+    assert not any(n.endswith(".solution") for notebooks in found.values() for n in notebooks)
+    theirs = source.read("p02", NOTEBOOK)
+    assert theirs.cells["01-output2"] == solution("01-output2") and not theirs.untouched
+    assert source.read("p03", NOTEBOOK).untouched  # as the lab copied it at first start
+    with pytest.raises(SubmissionError) as broken:  # p01 overwrote it with text (the restart test)
+        source.read("p01", NOTEBOOK)
+    assert (broken.value.user, broken.value.notebook) == ("p01", NOTEBOOK)
+    again = labs.contents("p02", mine, NOTEBOOK, "PUT", json={"type": "notebook", "content": shipped})
+    assert again.status_code in (200, 201)
+    assert source.scan()["p02"][NOTEBOOK].mtime >= found["p02"][NOTEBOOK].mtime
+    source.close()
+
+    refused = JupyterSource(f"{labs.url}/hub/api", labs.url, mine, list(PARTICIPANTS))
+    with pytest.raises(SubmissionError) as exc:
+        refused.scan()
+    assert (exc.value.problem, exc.value.status_code) == ("refused", 403)
+    refused.close()
+
+    client = room_engine()
+    try:
+        run = Grader(client, labs.settings.room_id, grader_image(client)).judge(theirs)
+    finally:
+        client.close()
+    assert not run.error and run.network == ["lo"]
+    assert {r["exercise"]: r["passed"] for r in run.results} == {"01-output2": True, "01-batch": False}

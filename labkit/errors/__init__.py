@@ -38,6 +38,7 @@ reads its fields, never its text.
     ├── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
     ├── RoomSettingsError           .setting .value: a room setting the hub, the chart or KubeSpawner refuses (also a ValueError)
     ├── SubmissionError             .user .notebook .problem .status_code: a saved notebook not read for, or handed to, the grader
+    ├── BoardError                  .url .status_code: the teacher's board did not give its table
     └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
 """
 
@@ -45,7 +46,7 @@ from .base import LabkitError, SetupError, GpuUnavailableError, EngineError
 from .server import ServerError, ServerStartError, PortTakenError, RoomPortTakenError, BackendClashError, ServerNotRunningError, WaitTimeoutError
 from .models import RepositoryError, InvalidNameError, RepositoryWriteError, ConfigError, ModelLoadError, LoadTimeoutError, EnsembleStepError, MetricKindError, BuildError
 from .requests import InferenceError, ModelNotFoundError, RequestError, InputSizeError, OutputNameError, RequestTimeoutError, RequestInterruptedError, SequenceError, AnswerMismatchError
-from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, UnknownProtocolError, RoomSettingsError, SubmissionError
+from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, UnknownProtocolError, RoomSettingsError, SubmissionError, BoardError
 
 __all__ = [
     "LabkitError",
@@ -84,4 +85,5 @@ __all__ = [
     "UnknownProtocolError",
     "RoomSettingsError",
     "SubmissionError",
+    "BoardError",
 ]

@@ -67,3 +67,12 @@ class SubmissionError(LabkitError):
     def __init__(self, message: str, *, user: str = "", notebook: str = "", problem: str, status_code: int = 0) -> None:
         self.user, self.notebook, self.problem, self.status_code = user, notebook, problem, status_code
         super().__init__(message)
+
+
+class BoardError(LabkitError):
+    """The teacher's board at ``url`` did not give its table: ``status_code`` 401/403 (the token is not the
+    teacher's), another status, or 0 (no answer)."""
+
+    def __init__(self, message: str, *, url: str, status_code: int = 0) -> None:
+        self.url, self.status_code = url, status_code
+        super().__init__(message)

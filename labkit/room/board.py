@@ -6,9 +6,9 @@ The hub starts it as a managed service (it passes JUPYTERHUB_API_TOKEN, JUPYTERH
 JUPYTERHUB_SERVICE_PREFIX, ...). JupyterHub's own OAuth (``HubOAuthenticated``) guards every page: only
 holders of ``access:services!service=board`` (the room's teacher role) get in; anyone else gets 403, or
 the hub's login page first. Every ``poll_s`` seconds (and on ``POST api/refresh``) the board lists the
-saved notebooks in the participants' volumes (mtimes, through the engine) and queues each new save for
-the grader (``labkit.room.grader``: a container, no network); ``graders`` runs at a time. Marks go to
-``<room dir>/progress.json``.
+saved notebooks (``labkit.room.sources``: the room's Docker volumes, or each lab's Jupyter API through
+the hub) and queues each new save for a grader run (``labkit.room.grader``: a container with no network;
+``labkit.room.pods`` on Kubernetes); ``graders`` run at a time. Marks go to ``<room dir>/progress.json``.
 
     GET  /services/board/               the grid (refreshes itself)
     GET  /services/board/api/progress   {"participants": {"p01": {"01-batch": "passed", ...}, ...}}
@@ -30,47 +30,46 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import docker.errors
-import requests.exceptions
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado import web
 
 from ..errors import LabkitError
 from ..exercises import REGISTRY
 from . import progress as progress_store
-from .grader import ROLE_LABEL, Grader, Limits, build_image, participant_volume, untouched_results
-from .settings import GRADER_IMAGE, ROOM_LABEL
+from .grader import Grader, Limits, Runner, participant_volume, untouched_results
+from .settings import GRADER_IMAGE
+from .sources import JupyterSource, NotebookSource, VolumeSource
 
 log = logging.getLogger("labkit.room.board")
 REFRESH_PAGE_S = 10
 
 
 class Board:
-    """The watch loop: scan the volumes, queue new saves, judge them ``graders`` at a time, keep the marks."""
+    """The watch loop: scan the ``source``, queue new saves, judge them ``graders`` at a time with the
+    ``runner``, keep the marks."""
 
-    def __init__(self, room_dir: Path, room_id: str, participants: list[str], grader: Grader,
-                 poll_s: float = 20.0, graders: int = 2, participant_image: str = "") -> None:
+    def __init__(self, room_dir: Path, room_id: str, participants: list[str], source: NotebookSource,
+                 runner: Runner, poll_s: float = 20.0, graders: int = 2) -> None:
         self.room_dir = Path(room_dir)
         self.room_id = room_id
-        self.grader = grader
+        self.source = source
+        self.runner = runner
         self.poll_s = poll_s
         self.graders = max(1, graders)
         self.progress = progress_store.load(self.room_dir, participants)
-        self.volumes = {u: participant_volume(room_id, u) for u in self.progress.participants}
         self.pending: set[tuple[str, str]] = set()
         self.queue: asyncio.Queue[tuple[str, str, float]] = asyncio.Queue()
         self.pool = ThreadPoolExecutor(self.graders + 1, thread_name_prefix="board")
         self._scanning = asyncio.Lock()  # one scan at a time: the page's button and the watch loop share it
         self.last_scan_error = ""
-        self.participant_image = participant_image  # build the grader image from it first, when given
-        self.preparing = bool(participant_image)
+        self.preparing = True
 
     async def poll_once(self) -> int:
-        """Scan every volume once; queue each notebook saved since it was last judged. Returns how many."""
+        """Scan the source once; queue each notebook saved since it was last judged. Returns how many."""
         loop = asyncio.get_running_loop()
         async with self._scanning:
             try:
-                found = await loop.run_in_executor(self.pool, self.grader.scan, self.volumes)
+                found = await loop.run_in_executor(self.pool, self.source.scan)
                 self.last_scan_error = ""
             except LabkitError as exc:
                 self.last_scan_error = str(exc)
@@ -82,8 +81,7 @@ class Board:
                 if (user, notebook) in self.pending or not self.progress.needs_check(user, notebook, saved.mtime):
                     continue
                 if saved.untouched:  # the copy made at the lab's first start: nothing to run
-                    self.progress.record(user, notebook, saved.mtime, untouched_results(notebook))
-                    progress_store.save(self.room_dir, self.progress)
+                    self._record(user, notebook, saved.mtime, untouched_results(notebook))
                     continue
                 self.pending.add((user, notebook))
                 self.queue.put_nowait((user, notebook, saved.mtime))
@@ -91,18 +89,20 @@ class Board:
         return queued
 
     async def watch(self) -> None:
-        """Build the grader image when it is missing or outdated (minutes on a vfs engine), then poll every
-        ``poll_s`` seconds."""
-        if self.participant_image:
+        """Prepare the runner (build the grader image when missing or outdated: minutes on a vfs engine;
+        tried again, less and less often, while it fails), then poll every ``poll_s`` seconds."""
+        wait_s = self.poll_s
+        while True:
             try:
-                await asyncio.get_running_loop().run_in_executor(
-                    self.pool, build_image, self.grader.client, self.participant_image, self.grader.image)
+                await asyncio.get_running_loop().run_in_executor(self.pool, self.runner.prepare)
+                self.last_scan_error = ""
+                break
             except LabkitError as exc:
                 self.last_scan_error = str(exc)
-                log.warning("%s", exc)
-                return
-            finally:
-                self.preparing = False
+                log.warning("%s (trying again in %.0f s)", exc, wait_s)
+            await asyncio.sleep(wait_s)
+            wait_s = min(wait_s * 2, 600.0)
+        self.preparing = False
         while True:
             await self.poll_once()
             await asyncio.sleep(self.poll_s)
@@ -112,30 +112,34 @@ class Board:
         while True:
             user, notebook, mtime = await self.queue.get()
             try:
-                judgement = await loop.run_in_executor(self.pool, self.grader.judge, user, self.volumes[user], notebook)
+                submission = await loop.run_in_executor(self.pool, self.source.read, user, notebook)
+                if submission.untouched:
+                    self._record(user, notebook, mtime, untouched_results(notebook))
+                    continue
+                judgement = await loop.run_in_executor(self.pool, self.runner.judge, submission)
                 log.info("%s %s judged in %.1f s%s", user, notebook, judgement.seconds,
                          f" ({judgement.error})" if judgement.error else "")
-                self.progress.record(user, notebook, mtime, judgement.results)
-                progress_store.save(self.room_dir, self.progress)
-            except (LabkitError, OSError) as exc:  # the marks stay in memory (the page, the API); say why not on disk
+                self._record(user, notebook, mtime, judgement.results)
+            except LabkitError as exc:  # unreadable now: judged again at its next save
                 log.warning("%s %s: %s", user, notebook, exc)
             finally:
                 self.pending.discard((user, notebook))
+
+    def _record(self, user: str, notebook: str, mtime: float, results: list[dict[str, Any]]) -> None:
+        self.progress.record(user, notebook, mtime, results)
+        try:
+            progress_store.save(self.room_dir, self.progress)
+        except (LabkitError, OSError) as exc:  # the marks stay in memory (the page, the API); say why not on disk
+            log.warning("%s", exc)
 
     def start(self) -> list[asyncio.Task[None]]:
         return [asyncio.ensure_future(self.watch())] + [asyncio.ensure_future(self.judge_forever())
                                                         for _ in range(self.graders)]
 
     def sweep(self) -> None:
-        """Remove this room's grader and scan containers still running (the board is stopping)."""
-        self.grader.close()
-        for role in ("grader", "scan"):
-            try:
-                for container in self.grader.client.containers.list(
-                        all=True, filters={"label": [f"{ROOM_LABEL}={self.room_id}", f"{ROLE_LABEL}={role}"]}):
-                    container.remove(force=True, v=True)
-            except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-                log.warning("could not remove the room's %s containers (%s); `labkit room down` does", role, exc)
+        """Stop the source's scanner and remove the room's grader runs still there (the board is stopping)."""
+        self.source.close()
+        self.runner.close()
 
 
 def render_page(board: Board, xsrf_form: str = "") -> str:
@@ -154,7 +158,7 @@ def render_page(board: Board, xsrf_form: str = "") -> str:
     queued = len(board.pending)
     status = f"{queued} notebook(s) waiting for the grader" if queued else "every saved notebook is judged"
     if board.preparing:
-        status = f"building the grader image {board.grader.image} (minutes, once)"
+        status = f"preparing the grader {board.runner.image} (building it takes minutes, once)"
     error = f"<p class='error'>{html.escape(board.last_scan_error)}</p>" if board.last_scan_error else ""
     return f"""<!doctype html><html><head><meta charset="utf-8">
 <meta http-equiv="refresh" content="{REFRESH_PAGE_S}"><title>labkit room {html.escape(board.room_id)}</title>
@@ -212,35 +216,72 @@ def _room_record(room_dir: Path) -> dict[str, Any]:
         raise LabkitError(f"Cannot read {room_dir / 'room.json'} ({exc}); pass --room-id and --participants.") from None
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The board's command line (`room up` and the Kubernetes values write one)."""
     parser = argparse.ArgumentParser(prog="python -m labkit.room.board", description=__doc__.split("\n\n")[0])
     parser.add_argument("--room-dir", type=Path, required=True)
     parser.add_argument("--room-id", help="default: room.json's id")
     parser.add_argument("--participants", help="comma-separated logins; default: room.json's participants")
+    parser.add_argument("--notebooks", choices=("volumes", "jupyter"), default="volumes",
+                        help="read saved notebooks from the room's Docker volumes, or from each lab's Jupyter API "
+                        "through the hub (the token needs labkit.room.settings.BOARD_SCOPES)")
+    parser.add_argument("--labs-url", help="with --notebooks jupyter: where the labs are reached (the proxy, "
+                        "e.g. http://proxy-public)")
+    parser.add_argument("--grader", choices=("docker", "kubernetes"), default="docker",
+                        help="run each check in a Docker container, or in a Kubernetes Pod (the board in the cluster)")
     parser.add_argument("--grader-image", help=f"default: room.json's grader_image, else {GRADER_IMAGE}")
-    parser.add_argument("--participant-image", help="build the grader image from it first (default: room.json's "
-                        "image; with --grader-image and no room.json, the grader image must exist)")
+    parser.add_argument("--participant-image", help="docker: build the grader image from it first (default: "
+                        "room.json's image; with --grader-image and no room.json, the grader image must exist)")
     parser.add_argument("--poll-s", type=float, default=20.0, help="seconds between scans of the saved notebooks")
-    parser.add_argument("--graders", type=int, default=2, help="grader containers at a time")
+    parser.add_argument("--graders", type=int, default=2, help="grader runs at a time")
     parser.add_argument("--grader-cpu", type=float, default=Limits.cpu)
     parser.add_argument("--grader-memory", default=Limits.memory)
     parser.add_argument("--grader-timeout-s", type=float, default=Limits.timeout_s)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parser()
+    args = options.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[board %(asctime)s] %(message)s")
     record = _room_record(args.room_dir)
     room_id = args.room_id or record.get("id") or record.get("room_id")
     participants = args.participants.split(",") if args.participants else list(record.get("participants", []))
     url, prefix = os.environ.get("JUPYTERHUB_SERVICE_URL"), os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
     if not room_id or not url or not prefix:
-        parser.error("needs --room-id (or room.json) and the hub's JUPYTERHUB_SERVICE_URL and "
-                     "JUPYTERHUB_SERVICE_PREFIX: the hub starts the board as a managed service")
-    from ..docker.engine import connect
+        options.error("needs --room-id (or room.json) and the hub's JUPYTERHUB_SERVICE_URL and "
+                      "JUPYTERHUB_SERVICE_PREFIX: the hub starts the board as a service, or gives it those")
+    if args.notebooks == "jupyter" and not (args.labs_url and os.environ.get("JUPYTERHUB_API_URL")):
+        options.error("--notebooks jupyter needs --labs-url and the hub's JUPYTERHUB_API_URL and JUPYTERHUB_API_TOKEN")
+    source, runner = _parts(args, room_id, participants, record)
+    board = Board(args.room_dir, room_id, participants, source, runner, args.poll_s, args.graders)
+    return asyncio.run(_serve(board, urlparse(url), prefix))
 
+
+def _parts(args: argparse.Namespace, room_id: str, participants: list[str],
+           record: dict[str, Any]) -> tuple[NotebookSource, Runner]:
+    """The board's source of notebooks and its grader runner, as the options name them."""
+    image = args.grader_image or record.get("grader_image") or GRADER_IMAGE
     limits = Limits(args.grader_cpu, args.grader_memory, timeout_s=args.grader_timeout_s)
-    grader = Grader(connect(timeout=600), room_id, args.grader_image or record.get("grader_image") or GRADER_IMAGE, limits)
-    base = args.participant_image or str(record.get("image", ""))
-    return asyncio.run(_serve(Board(args.room_dir, room_id, participants, grader, args.poll_s, args.graders, base),
-                              urlparse(url), prefix))
+    client = None
+    if args.notebooks == "volumes" or args.grader == "docker":
+        from ..docker.engine import connect
+
+        client = connect(timeout=600)
+    source: NotebookSource
+    if args.notebooks == "volumes":
+        source = VolumeSource(client, room_id, image, {u: participant_volume(room_id, u) for u in participants})
+    else:
+        source = JupyterSource(os.environ["JUPYTERHUB_API_URL"], args.labs_url,
+                               os.environ.get("JUPYTERHUB_API_TOKEN", ""), participants)
+    runner: Runner
+    if args.grader == "docker":
+        runner = Grader(client, room_id, image, limits, base=args.participant_image or str(record.get("image", "")))
+    else:
+        from .pods import PodGrader
+
+        runner = PodGrader(room_id, image, limits)
+    return source, runner
 
 
 async def _serve(board: Board, url: Any, prefix: str) -> int:

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from .image import HUB_JUPYTERHUB
-from .settings import PARTICIPANT_IMAGE, RoomSettings
+from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, RoomSettings
 
 
 def _memory(text: str) -> str:
@@ -47,6 +47,7 @@ def settings_from(args: argparse.Namespace) -> RoomSettings:
         participants=logins, port=args.port, directory=Path(args.dir), cpu=args.cpu, memory=args.memory,
         cull_idle_s=args.cull_idle_s, image=args.image, ip=args.ip,
         config_file=Path(args.config) if args.config else None,
+        grader_image=getattr(args, "grader_image", None) or GRADER_IMAGE,
     )
 
 
@@ -82,7 +83,22 @@ def _down(args: argparse.Namespace) -> int:
 def _image(args: argparse.Namespace) -> int:
     from .image import build_image
 
-    print(build_image(force=args.force, tag=args.tag, jupyterhub=args.jupyterhub))
+    built = build_image(force=args.force, tag=args.tag, jupyterhub=args.jupyterhub)
+    print(built)
+    if args.grader:
+        from ..docker.engine import connect
+        from .grader import build_image as build_grader
+        from .k8s import chart_image
+
+        tag = args.grader_tag
+        if args.jupyterhub != HUB_JUPYTERHUB:
+            tag = ":".join(chart_image(tag))  # the chart's grader, on the chart's lab image
+        client = connect(timeout=900)
+        try:
+            build_grader(client, built.tag, tag)
+        finally:
+            client.close()
+        print(f"{tag}: the grader (labkit's checks and solutions): push it only to a registry participants cannot read")
     return 0
 
 
@@ -98,9 +114,14 @@ def _k8s(args: argparse.Namespace) -> int:
         print(f"participants' password: {credentials.user_password}")
         print(f"teacher ({settings.teacher}) password: in {target}, hub.config.SharedPasswordAuthenticator.admin_password")
     print(f"the labs run {name}:{tag} (JupyterHub {k8s.CHART_JUPYTERHUB}.*): push it where the cluster pulls from")
+    if settings.board:
+        print(f"the board and its graders run {k8s.grader_image(settings)} (it holds the solutions): push it to a "
+              f"private registry; `labkit room image --jupyterhub {k8s.CHART_JUPYTERHUB} --grader` builds both")
     print("helm repo add jupyterhub https://hub.jupyter.org/helm-chart/ && helm repo update")
     print(f"helm upgrade --install room jupyterhub/jupyterhub --namespace room --create-namespace "
           f"--version {k8s.CHART_VERSION} --values {target}")
+    if settings.board:
+        print(f"kubectl --namespace room apply -f {target.parent / k8s.POLICY_FILE}   # no network for grader Pods")
     return 0
 
 
@@ -120,7 +141,12 @@ def _bench(args: argparse.Namespace) -> int:
 def _grades(args: argparse.Namespace) -> int:
     from .progress import export_grades
 
-    return export_grades(Path(args.dir), args.csv)
+    if args.url and not args.token:
+        from ..errors import BoardError
+
+        raise BoardError("`labkit room grades --url` needs --token: the teacher's API token (the hub's token page).",
+                         url=args.url)
+    return export_grades(Path(args.dir), args.csv, url=args.url or "", token=args.token or "")
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -140,6 +166,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     grades = commands.add_parser("grades", help="the board's table (participants × exercises) as CSV")
     grades.add_argument("--dir", default=str(defaults.directory), help="the room's folder (default %(default)s)")
     grades.add_argument("--csv", type=Path, help="write the table to this file (default: print it)")
+    grades.add_argument("--url", help="ask the board of the room at this address instead (a room on Kubernetes)")
+    grades.add_argument("--token", help="with --url: the teacher's API token")
     grades.set_defaults(func=_grades)
 
     down = commands.add_parser("down", help="stop the hub; remove the room's containers and network")
@@ -153,11 +181,17 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     image.add_argument("--jupyterhub", default=HUB_JUPYTERHUB, metavar="X.Y",
                        help="the JupyterHub of the hub the labs join (default %(default)s, `room up`'s; 5.5 for "
                             "`room k8s`, Zero to JupyterHub 4.4.0: tags the image <tag>-hub5.5)")
+    image.add_argument("--grader", action="store_true",
+                       help="also build the grader image on it (the board's checks and solutions; `room up` does this itself)")
+    image.add_argument("--grader-tag", default=GRADER_IMAGE, help="with --grader (default %(default)s, "
+                       "`-hub5.5` added for another hub)")
     image.set_defaults(func=_image)
 
     k8s = add_settings_options(commands.add_parser(
         "k8s", help="write a Zero to JupyterHub values file for a room on Kubernetes (no cluster is touched)"))
     k8s.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/values.yaml")
+    k8s.add_argument("--grader-image", default=GRADER_IMAGE, help="the board's and its grader Pods' image, as "
+                     "the cluster pulls it (default %(default)s; the values add -hub5.5 to its tag)")
     k8s.set_defaults(func=_k8s)
 
     bench = add_settings_options(commands.add_parser(

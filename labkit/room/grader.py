@@ -1,13 +1,15 @@
 """The room's grader: a participant's saved notebook judged outside their kernel, in a container.
 
 The grader image (``labkit/grader:23.12-cpu``) is the participant image plus labkit's full package (the
-checks and the reference solutions) and the pristine notebooks. A grader run mounts one participant's
-volume read-only, has no network, limited CPU, memory and processes, and runs as an ordinary user.
-Inside, the participant's exercise cells (tagged ``exercise:<id>``) are put into the pristine notebook,
-which runs with a real kernel and a real Triton as ``labkit workshop check`` does; the verdicts come
-back as one JSON line. The hub and the board never run participant code.
+checks and the reference solutions) and the pristine notebooks. A grader run is given one Submission
+(a saved notebook's exercise cells) in its environment and sees no participant's files; it has no
+network, limited CPU, memory and processes, and runs as an ordinary user. Inside, the exercise cells are
+put into the pristine notebook, which runs with a real kernel and a real Triton as ``labkit workshop
+check`` does; the verdicts come back as one JSON line (and, on Kubernetes, as the termination message).
+The hub and the board never run participant code.
 
-    python -m labkit.room.grader /in/p01/01_python_backend.ipynb     # the inside half (in the container)
+    python -m labkit.room.grader --submission [--result-file F]   # the inside half (in the container)
+    python -m labkit.room.grader 01_python_backend.ipynb           # the same on a saved notebook file
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import hashlib
 import io
 import json
+import logging
 import os
 import shutil
 import sys
@@ -24,23 +27,22 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import docker.errors
 import requests.exceptions
 
-from ..errors import EngineError, SetupError
+from ..errors import EngineError, SetupError, SubmissionError
 from ..exercises import REGISTRY
 from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, ROOM_LABEL
 from .submission import ENV, Submission, exercise_cells, is_started
 
 HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
-VOLUMES_AT = "/in"  # each participant's volume at /in/<user>, read-only
-SHIPPED_NOTEBOOKS = "/opt/labkit/notebooks"  # the notebooks as the participant image copies them into a volume
 RESULT_MARK = "LABKIT-GRADER-RESULT "
 ROLE_LABEL = "labkit.room.role"
 RECIPE_LABEL = "labkit.grader.recipe"
-_NOTEBOOKS = "[0-9][0-9]_*.ipynb"
+NOTEBOOKS = "[0-9][0-9]_*.ipynb"  # the workshop's notebooks, by name
+log = logging.getLogger("labkit.room.grader")
 
 
 def participant_volume(room_id: str, user: str) -> str:
@@ -90,112 +92,75 @@ def unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
     return Judgement(user, notebook, results, seconds, why)
 
 
-# Runs in the scanning container: each saved notebook's mtime, and whether any exercise cell differs
-# from the notebook as shipped (read as JSON, never executed), so that an untouched copy costs no grader run.
-_SCAN = """
-import glob, json, os
-def exercises(path):
-    try:
-        cells = json.load(open(path)).get('cells', [])
-    except (OSError, ValueError):
-        return None
-    source = lambda c: ''.join(c.get('source', '')) if isinstance(c.get('source'), list) else c.get('source', '')
-    return {t: source(c).strip() for c in cells for t in c.get('metadata', {}).get('tags', []) if t.startswith('exercise:')}
-found = {}
-for user in sorted(os.listdir(%r)):
-    top = os.path.join(%r, user)
-    paths = glob.glob(os.path.join(top, %r)) + glob.glob(os.path.join(top, '*', %r))
-    found[user] = {os.path.relpath(p, top): [os.stat(p).st_mtime,
-                   exercises(p) is not None and exercises(p) == exercises(os.path.join(%r, os.path.basename(p)))]
-                   for p in paths}
-print(%r + json.dumps(found))
-""" % (VOLUMES_AT, VOLUMES_AT, _NOTEBOOKS, _NOTEBOOKS, SHIPPED_NOTEBOOKS, RESULT_MARK)
+class Runner(Protocol):
+    """Where a Submission is judged: a Docker container here (Grader), a Kubernetes Pod on a cluster."""
 
+    image: str
 
-@dataclass(frozen=True)
-class Saved:
-    """A saved notebook in a participant's volume: its ``mtime``; ``untouched``: every exercise cell is
-    still as shipped (nothing to judge: all "not started")."""
+    def prepare(self) -> None:
+        """Make the grader ready (build its image); LabkitError says what is missing."""
 
-    mtime: float
-    untouched: bool = False
+    def judge(self, submission: Submission) -> Judgement:
+        """Run the grader on ``submission``; a run that fails is a Judgement with ``error``, never a raise."""
+
+    def close(self) -> None:
+        """Remove every grader run of the room still there."""
 
 
 class Grader:
-    """Runs grader containers for room ``room_id`` on the engine ``client`` (docker-py)."""
+    """Runs grader containers for room ``room_id`` on the engine ``client`` (docker-py). ``base``: the
+    participant image to build the grader image from in ``prepare`` (empty: the image must exist)."""
 
-    def __init__(self, client: Any, room_id: str, image: str = GRADER_IMAGE, limits: Limits = Limits()) -> None:
+    def __init__(self, client: Any, room_id: str, image: str = GRADER_IMAGE, limits: Limits = Limits(),
+                 base: str = "") -> None:
         self.client = client
         self.room_id = room_id
         self.image = image
         self.limits = limits
-        self._scanner: tuple[Any, dict[str, dict[str, str]]] | None = None
+        self.base = base
 
-    def scan(self, volumes: dict[str, str]) -> dict[str, dict[str, Saved]]:
-        """The saved notebooks of each user (``{user: volume}``; volumes that do not exist yet are
-        skipped, never created): ``{user: {relative path: Saved}}``. One long-lived container of the room
-        (no network, volumes read-only) answers each scan through ``exec``: a container start per scan
-        would cost seconds (a whole image copy on a vfs engine); it is made again when volumes appear."""
-        existing = {v.name for v in self.client.volumes.list()}
-        mounts = {v: {"bind": f"{VOLUMES_AT}/{u}", "mode": "ro"} for u, v in volumes.items() if v in existing}
-        if not mounts:
-            return {}
-        try:
-            if self._scanner is None or self._scanner[1] != mounts:
-                self.close()
-                self._scanner = (self.client.containers.run(
-                    self.image, ["python3", "-c", "import time; time.sleep(10**9)"], detach=True,
-                    network_mode="none", user="1000", volumes=mounts, mem_limit="256m", pids_limit=64,
-                    cap_drop=["ALL"], security_opt=["no-new-privileges"],
-                    labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "scan"}), mounts)
-            code, output = self._scanner[0].exec_run(["python3", "-c", _SCAN], user="1000")
-            text = output.decode(errors="replace")
-            lines = [line for line in text.splitlines() if line.startswith(RESULT_MARK)]
-            if code != 0 or not lines:
-                raise EngineError(f"The room's notebook scan failed (exit code {code}: {text.strip()[-300:]}); "
-                                  f"check the grader image {self.image}.", status_code=0)
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            self.close()
-            raise EngineError(f"The room's notebook scan failed: {exc}. Check the engine (`docker ps -a "
-                              f"--filter label={ROOM_LABEL}={self.room_id}`) and the image {self.image}.") from None
-        found = json.loads(lines[-1][len(RESULT_MARK):])
-        return {u: {p: Saved(float(t), bool(same)) for p, (t, same) in paths.items()} for u, paths in found.items()}
+    def prepare(self) -> None:
+        if self.base:
+            build_image(self.client, self.base, self.image)
 
-    def close(self) -> None:
-        """Remove the scanning container, if one runs."""
-        scanner, self._scanner = self._scanner, None
-        if scanner is not None:
-            try:
-                scanner[0].remove(force=True, v=True)
-            except (docker.errors.DockerException, requests.exceptions.RequestException):
-                pass  # gone already; `room down` sweeps the room's containers by label
-
-    def judge(self, user: str, volume: str, notebook: str) -> Judgement:
-        """Run ``notebook`` (a path inside ``volume``) in a grader container and collect its verdicts."""
+    def judge(self, submission: Submission) -> Judgement:
+        """Run the grader container on ``submission`` (given in its environment: it sees no participant's
+        files) and collect its verdicts."""
         t0 = time.monotonic()
-        mounts = {volume: {"bind": f"{VOLUMES_AT}/{user}", "mode": "ro"}}
-        out, error = self._run(["python3", "-m", "labkit.room.grader", f"{VOLUMES_AT}/{user}/{notebook}"],
-                               mounts, "grader", timeout_s=self.limits.timeout_s)
+        user, notebook = submission.user, submission.notebook
+        try:
+            environment = {ENV: submission.encode()}
+        except SubmissionError as exc:
+            return unjudged(user, notebook, str(exc), 0.0)
+        out, error = self._run(["python3", "-m", "labkit.room.grader", "--submission"], environment)
         seconds = time.monotonic() - t0
+        error = error or str(out.get("error", ""))
         if error:
             return unjudged(user, notebook, f"the grader could not judge this notebook ({error})", seconds)
         return Judgement(user, notebook, out["results"], seconds, network=out.get("network", []))
 
-    def _run(self, command: list[str], mounts: dict[str, dict[str, str]], role: str,
-             timeout_s: float) -> tuple[dict[str, Any], str]:
+    def close(self) -> None:
+        try:
+            for container in self.client.containers.list(
+                    all=True, filters={"label": [f"{ROOM_LABEL}={self.room_id}", f"{ROLE_LABEL}=grader"]}):
+                container.remove(force=True, v=True)
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            log.warning("could not remove the room's grader containers (%s); `labkit room down` does", exc)
+
+    def _run(self, command: list[str], environment: dict[str, str]) -> tuple[dict[str, Any], str]:
         """Run a container of the grader image to its end; (its result line, "") or ({}, why not)."""
         container = None
         try:
             container = self.client.containers.run(
-                self.image, command, detach=True, network_mode="none", user="1000", volumes=mounts,
-                environment={"HOME": "/tmp/grader-home", "PYTHONUNBUFFERED": "1"}, working_dir="/tmp",
+                self.image, command, detach=True, network_mode="none", user="1000",
+                environment={"HOME": "/tmp/grader-home", "PYTHONUNBUFFERED": "1", **environment}, working_dir="/tmp",
                 nano_cpus=int(self.limits.cpu * 1e9), mem_limit=self.limits.memory, pids_limit=self.limits.pids,
                 shm_size="256m", cap_drop=["ALL"], security_opt=["no-new-privileges"],
-                labels={ROOM_LABEL: self.room_id, ROLE_LABEL: role})
+                labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "grader"})
             try:
-                status = container.wait(timeout=timeout_s)
+                status = container.wait(timeout=self.limits.timeout_s)
             except requests.exceptions.RequestException:
-                return {}, f"it took longer than {timeout_s:.0f} s and was stopped"
+                return {}, f"it took longer than {self.limits.timeout_s:.0f} s and was stopped"
             logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
         except docker.errors.ImageNotFound:
             return {}, f"the image {self.image} is missing; build it with `labkit room up`"
@@ -230,7 +195,7 @@ def _context_files() -> dict[str, bytes]:
     for path in sorted(package.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             files[f"labkit/{path.relative_to(package)}"] = path.read_bytes()
-    for path in sorted(notebooks.glob(_NOTEBOOKS)):
+    for path in sorted(notebooks.glob(NOTEBOOKS)):
         files[f"notebooks/{path.name}"] = path.read_bytes()
     return files
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .settings import ROOM_LABEL, RoomSettings
+from .settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
 
 #: Environment variables the rendered configuration reads its secrets from.
 SECRET_ENV = {
@@ -102,9 +102,8 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
         board_roles = [
             {"name": "teacher", "description": "opens the teacher's board",
              "users": [settings.teacher], "scopes": ["access:services!service=board"]},
-            {"name": "board", "description": "the board reads participants' servers and runs checks",
-             "services": ["board"],
-             "scopes": ["list:users", "read:users", "read:servers", "access:servers", "admin:servers"]},
+            {"name": "board", "description": "the board lists participants' labs and reads their saved notebooks",
+             "services": ["board"], "scopes": list(BOARD_SCOPES)},
         ]
     return {
         "JupyterHub": {

@@ -42,6 +42,7 @@ RECIPE_VERSION = "1"
 IMAGE_PYTHON = "3.11.2"  # Debian 12's python3 in the CPU image: wheels must suit it, not the host's Python
 HUB_JUPYTERHUB = "6.1"  # `room up`'s hub; the Zero to JupyterHub chart 4.4.0 runs 5.5 (`room image --jupyterhub 5.5`)
 EXTRA = (f"jupyterhub=={HUB_JUPYTERHUB}.*", "ipykernel", "pip")  # the hub's major version in each lab; a kernel
+KUBERNETES_CLIENT = "kubernetes==37.*"  # in the images for Kubernetes: the board there starts grader Pods
 TRITON_WHEEL = "nvidia-pytriton==0.5.0"  # installed without its requirements (they pin JupyterLab 3)
 EXCLUDED = ("*.solution", "__pycache__", "*.pyc")  # never in the image: reference solutions, byte code
 
@@ -104,8 +105,10 @@ def for_jupyterhub(jupyterhub: str, tag: str = PARTICIPANT_IMAGE) -> tuple[str, 
     (major.minor): `room up`'s own is ``tag`` itself; another, e.g. 5.5 for Kubernetes, ``<tag>-hub5.5``."""
     if jupyterhub == HUB_JUPYTERHUB:
         return tag, EXTRA, SETUP_SCRIPT
-    extra = (f"jupyterhub=={jupyterhub}.*", *EXTRA[1:])
-    return f"{tag}-hub{jupyterhub}", extra, SETUP_SCRIPT.replace(repr(EXTRA[0]), repr(extra[0]))
+    # another hub is Zero to JupyterHub's: its board (a grader image built on this one) makes Pods
+    extra = (f"jupyterhub=={jupyterhub}.*", *EXTRA[1:], KUBERNETES_CLIENT)
+    setup = SETUP_SCRIPT.replace(" ".join(repr(e) for e in EXTRA), " ".join(repr(e) for e in extra))
+    return f"{tag}-hub{jupyterhub}", extra, setup
 
 
 def recipe_hash(base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA,

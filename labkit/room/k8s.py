@@ -5,8 +5,8 @@ same RoomSettings as `labkit room up`, for rooms larger than one machine.
     helm upgrade --install room jupyterhub/jupyterhub --version 4.4.0 --values k8s/values.yaml
 
 The chart itself is not changed: everything below is one of its documented values (its schema is checked
-in the tests). What differs from `room up` (one Docker host), the board above all, is said in
-docs/workshop.md.
+in the tests); the board is a second container of the hub's pod (labkit.room.k8s_board). What differs
+from `room up` (one Docker host) is said in docs/workshop.md.
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ from typing import Any
 import yaml
 
 from ..errors import RoomSettingsError
+from . import k8s_board
 from .hubconfig import START_COMMAND, WORK, cull_every
+from .pods import network_policy
 from .settings import RoomSettings
 
 CHART_VERSION = "4.4.0"
 CHART_JUPYTERHUB = "5.5"  # the JupyterHub in that chart's hub image; a lab image's must share its major version
 CPU_OVERCOMMIT = 2  # CPU is compressible: guarantee half the limit; memory is not: guarantee the limit
+POLICY_FILE = "grader-network-policy.yaml"  # beside values.yaml: what the chart's RBAC cannot create
 _MEMORY_UNITS = "KMGT"  # KubeSpawner's mem_limit is JupyterHub's ByteSpecification: these suffixes only
 
 
@@ -52,6 +55,12 @@ def chart_image(image: str) -> tuple[str, str]:
         name, tag = image, "latest"
     suffix = f"-hub{CHART_JUPYTERHUB}"
     return name, tag if tag.endswith(suffix) else f"{tag}{suffix}"
+
+
+def grader_image(settings: RoomSettings) -> str:
+    """The grader image the board runs from and starts Pods of: built on the chart's lab image
+    (`labkit room image --jupyterhub 5.5 --grader`), so it carries the hub's JupyterHub too."""
+    return ":".join(chart_image(settings.grader_image))
 
 
 def check(settings: RoomSettings) -> None:
@@ -96,9 +105,9 @@ def values(settings: RoomSettings, credentials: Credentials | None, *, site_conf
     ``site_config`` (the text of settings.config_file, e.g. an OAuthenticator's settings)."""
     check(settings)
     name, tag = chart_image(settings.image)
-    # No board: it needs a Docker engine (volumes, grader containers) that a cluster does not give
-    # (docs/workshop.md says what grading on Kubernetes would take).
     hub: dict[str, Any] = {"config": _auth(settings, credentials)}
+    if settings.board:
+        hub.update(k8s_board.hub_values(settings, grader_image(settings)))
     if site_config:
         hub["extraConfig"] = {"90-site.py": site_config}
     return {
@@ -154,8 +163,8 @@ def dump(rendered: dict[str, Any]) -> str:
 
 
 def write(settings: RoomSettings, out: Path, credentials: Credentials | None = None) -> Path:
-    """Render DIR/values.yaml (mode 600: it holds the passwords). Without ``settings.config_file`` the
-    room uses shared passwords (``credentials``, generated when None)."""
+    """Render DIR/values.yaml (mode 600: it holds the passwords) and, with the board, DIR/POLICY_FILE.
+    Without ``settings.config_file`` the room uses shared passwords (``credentials``, generated when None)."""
     site = ""
     if settings.config_file is not None:
         try:
@@ -167,12 +176,16 @@ def write(settings: RoomSettings, out: Path, credentials: Credentials | None = N
     creds = None if site else (credentials or Credentials.generate())
     text = dump(values(settings, creds, site_config=site))
     target = Path(out) / "values.yaml"
+    policy = Path(out) / POLICY_FILE
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.touch(mode=0o600)
         target.chmod(0o600)
         target.write_text(text)
+        if settings.board:
+            policy.write_text("# labkit room k8s: no network for the room's grader Pods; apply it once with kubectl\n"
+                              + yaml.safe_dump(network_policy(settings.room_id), sort_keys=False))
     except OSError as exc:
-        raise RoomSettingsError(f"Cannot write {target}: {exc.strerror}. Choose another --out folder.",
-                                setting="out", value=str(out)) from None
+        raise RoomSettingsError(f"Cannot write {exc.filename or target}: {exc.strerror}. Choose another --out "
+                                "folder.", setting="out", value=str(out)) from None
     return target

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import LabkitError
+from ..errors import BoardError, LabkitError
 from ..exercises import REGISTRY
 
 PASSED, NOT_YET, NOT_STARTED = "passed", "not yet", "not started"
@@ -128,19 +128,47 @@ def save(room_dir: Path, progress: Progress) -> Path:
     return path
 
 
-def to_csv(progress: Progress) -> str:
-    """The table as CSV: a header ``participant,<exercise>...``, then one row per participant."""
+def to_csv(progress: Progress | dict[str, Any]) -> str:
+    """The table (a Progress, or the board's ``api/progress``) as CSV: a header ``participant,<exercise>...``,
+    then one row per participant."""
+    table = progress.table() if isinstance(progress, Progress) else progress
     ids = exercise_ids()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["participant", *ids])
-    for user, row in progress.table()["participants"].items():
-        writer.writerow([user, *(row[e] for e in ids)])
+    for user, row in table["participants"].items():
+        writer.writerow([user, *(row.get(e, NOT_STARTED) for e in ids)])
     return out.getvalue()
 
 
-def export_grades(room_dir: Path, csv_file: Path | None = None) -> int:
-    """`labkit room grades`: the table as CSV, into ``csv_file`` or on stdout."""
+def board_table(url: str, token: str, timeout_s: float = 60) -> dict[str, Any]:
+    """The board's ``api/progress`` of the room at ``url`` (the hub's address), asked with the teacher's token."""
+    import requests
+
+    api = f"{url.rstrip('/')}/services/board/api/progress"
+    try:
+        reply = requests.get(api, headers={"Authorization": f"token {token}"}, timeout=timeout_s, allow_redirects=False)
+    except requests.RequestException as exc:
+        raise BoardError(f"No answer from {api} ({exc}); check --url (the room's address).", url=api) from None
+    if reply.status_code != 200:
+        why = "the token is not the teacher's" if reply.status_code in (302, 401, 403) else "is the board running?"
+        raise BoardError(f"{api} answered {reply.status_code}: {why}. Give the teacher's API token (--token).",
+                         url=api, status_code=reply.status_code)
+    try:
+        table = reply.json()
+        if not isinstance(table.get("participants"), dict):
+            raise ValueError("no participants")
+        return table
+    except (ValueError, AttributeError) as exc:
+        raise BoardError(f"{api} did not answer the board's table ({exc}); check --url.", url=api,
+                         status_code=reply.status_code) from None
+
+
+def export_grades(room_dir: Path, csv_file: Path | None = None, *, url: str = "", token: str = "") -> int:
+    """`labkit room grades`: the table as CSV, into ``csv_file`` or on stdout; from the board at ``url``
+    (with the teacher's ``token``) when given, else from ``room_dir``."""
+    if url:
+        return _write(to_csv(board_table(url, token)), csv_file)
     if not Path(room_dir).is_dir():
         raise LabkitError(f"No room at {room_dir}; give the folder `labkit room up --dir` made (--dir).")
     record = Path(room_dir) / "room.json"
@@ -150,7 +178,10 @@ def export_grades(room_dir: Path, csv_file: Path | None = None) -> int:
             participants = list(json.loads(record.read_text()).get("participants", []))
         except (OSError, ValueError) as exc:
             raise LabkitError(f"Cannot read {record} ({exc}); `labkit room up` writes it again.") from None
-    text = to_csv(load(room_dir, participants))
+    return _write(to_csv(load(room_dir, participants)), csv_file)
+
+
+def _write(text: str, csv_file: Path | None) -> int:
     if csv_file is None:
         print(text, end="")
         return 0

@@ -10,6 +10,8 @@ from pathlib import Path
 PARTICIPANT_IMAGE = "labkit/lab:23.12-cpu"
 GRADER_IMAGE = "labkit/grader:23.12-cpu"
 ROOM_LABEL = "labkit.room"  # every container, network and volume of a room carries it (value: the room's id)
+# What the board's token may do on the hub: list users and their labs, and read the labs' saved notebooks.
+BOARD_SCOPES = ("list:users", "read:users:name", "read:servers", "access:servers")
 
 
 @dataclass(frozen=True)

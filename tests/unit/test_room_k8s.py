@@ -78,7 +78,8 @@ def test_values_carry_the_rooms_settings():
     assert user["cmd"] == hubconfig.START_COMMAND and user["storage"]["homeMountPath"] == hubconfig.WORK
     hub = values["hub"]
     assert hub["config"]["Authenticator"] == {"allowed_users": ["ana", "bo", "kim"], "admin_users": ["kim"]}
-    assert set(hub) == {"config"}  # no board on Kubernetes yet (docs/workshop.md), no site config
+    # the board's parts (tests/unit/test_room_k8s_board.py), no site config
+    assert set(hub) == {"config", "services", "loadRoles", "service", "networkPolicy", "extraContainers"}
     assert k8s.values(settings.with_(cull_idle_s=0), CREDS)["cull"]["enabled"] is False
 
 
@@ -155,6 +156,7 @@ def test_room_image_builds_the_tag_the_values_name():
     tag, extra, setup = image.for_jupyterhub(k8s.CHART_JUPYTERHUB)
     assert tag == ":".join(k8s.chart_image(image.PARTICIPANT_IMAGE)) == "labkit/lab:23.12-cpu-hub5.5"
     assert "jupyterhub==5.5.*" in extra and "'jupyterhub==5.5.*'" in setup and "6.1" not in setup
+    assert image.KUBERNETES_CLIENT in extra and repr(image.KUBERNETES_CLIENT) in setup  # the board's Pods
     assert image.for_jupyterhub(image.HUB_JUPYTERHUB) == (image.PARTICIPANT_IMAGE, image.EXTRA, image.SETUP_SCRIPT)
 
 
