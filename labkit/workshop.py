@@ -30,6 +30,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 
 from .errors import LabkitError, UnknownExerciseError
 from .exercises import REGISTRY, TAG_PREFIX, Exercise, Verdict
+from .exercises.core import OUTPUT_METADATA
 
 CELL_TIMEOUT_S = 600
 BACKUP_FOLDER = ".labkit-backups"
@@ -128,6 +129,19 @@ def _failures(nb: nbformat.NotebookNode) -> list[CellFailure]:
     return found
 
 
+def _output_verdicts(nb: nbformat.NotebookNode) -> list[Verdict]:
+    """The verdicts the check cells (never an exercise cell) displayed, from their outputs' metadata."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or exercise_of(cell) is not None:
+            continue
+        for output in cell.get("outputs", []):
+            verdict = output.get("metadata", {}).get(OUTPUT_METADATA)
+            if isinstance(verdict, dict):
+                found.append(Verdict(**verdict))
+    return found
+
+
 def _with_cell_errors(verdicts: list[Verdict], failures: list[CellFailure]) -> list[Verdict]:
     """An exercise whose own cell raised gets that error as its verdict (the check after it only sees
     the consequence, e.g. a model that is not loaded)."""
@@ -149,8 +163,10 @@ def _missing_for(path: Path) -> str:
     return "" if ok else why
 
 
-def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
-    """Execute a copy of the notebook and collect its checks' verdicts (in the order they ran)."""
+def run_notebook(path: Path, solutions: bool = False, from_outputs: bool = False) -> NotebookRun:
+    """Execute a copy of the notebook and collect its checks' verdicts (in the order they ran).
+    ``from_outputs``: read them from the check cells' outputs, which only the kernel writes (the room's
+    grader), instead of the report file, which a model's own process could write too."""
     nb = nbformat.read(path, as_version=4)
     expected = [e for e in (exercise_of(c) for c in nb.cells) if e is not None]
     if solutions:
@@ -176,7 +192,8 @@ def run_notebook(path: Path, solutions: bool = False) -> NotebookRun:
                 kernel.shutdown_kernel(now=False)
         lines = report.read_text().splitlines() if report.exists() else []
     failures = _failures(nb)
-    verdicts = _with_cell_errors([Verdict(**json.loads(line)) for line in lines], failures)
+    found = _output_verdicts(nb) if from_outputs else [Verdict(**json.loads(line)) for line in lines]
+    verdicts = _with_cell_errors(found, failures)
     seen = {v.exercise for v in verdicts}
     for missing in (e for e in expected if e not in seen):
         verdicts.append(Verdict(missing, False, f"not checked: the notebook stopped before its check ({stopped or 'no check cell ran'}).",

@@ -23,6 +23,7 @@ from ..errors import LabkitError
 from ..server.base import TritonServer
 
 REPORT_ENV = "LABKIT_WORKSHOP_REPORT"
+OUTPUT_METADATA = "labkit.verdict"  # the key of a check's verdict in its cell output's metadata
 #: The notebook tag that marks a "your turn" cell: ``exercise:<id>``.
 TAG_PREFIX = "exercise:"
 
@@ -53,6 +54,11 @@ class Verdict:
 
     def __repr__(self) -> str:
         return self.line()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict[str, str], dict[str, Any]]:
+        """The one line, and the verdict itself in the output's metadata: a grader reads it from the
+        kernel's own output (nothing else can write there), not from a file a model could write too."""
+        return {"text/plain": self.line()}, {OUTPUT_METADATA: asdict(self)}
 
 
 @dataclass(frozen=True)

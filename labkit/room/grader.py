@@ -6,7 +6,9 @@ checks and the reference solutions) and the pristine notebooks. A grader run is 
 network, limited CPU, memory and processes, and runs as an ordinary user. Inside, the exercise cells are
 put into the pristine notebook, which runs with a real kernel and a real Triton as ``labkit workshop
 check`` does; the verdicts come back as one JSON line (and, on Kubernetes, as the termination message).
-The hub and the board never run participant code.
+The hub and the board never run participant code, and the grader's kernel runs none of their Python
+(labkit.room.vetting): their models run in Triton's processes, and the verdicts are read from the check
+cells' outputs, which only the kernel writes.
 
     python -m labkit.room.grader --submission [--result-file F]   # the inside half (in the container)
     python -m labkit.room.grader 01_python_backend.ipynb           # the same on a saved notebook file
@@ -36,6 +38,7 @@ from ..errors import EngineError, SetupError, SubmissionError
 from ..exercises import REGISTRY
 from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, ROOM_LABEL
 from .submission import ENV, Submission, exercise_cells, is_started
+from .vetting import refusal
 
 HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
 RESULT_MARK = "LABKIT-GRADER-RESULT "
@@ -263,20 +266,26 @@ def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None,
     if not template.exists() and fallback is None:
         return {"notebook": name, "results": [], "error": f"no notebook {Path(name).name} ships with labkit",
                 "network": _interfaces()}
+    refused = {e: why for e, source in cells.items() if (why := refusal(e, source))}
     work = Path(tempfile.mkdtemp(prefix="labkit-grader-"))
     try:
         nb = nbformat.read(template, as_version=4) if template.exists() else fallback
         for cell in nb.cells:
             exercise = exercise_of(cell)
-            if exercise in cells:
+            if exercise in refused and exercise in REGISTRY:  # run the starter instead: the rest still runs
+                cell.source = REGISTRY[exercise].starter()
+            elif exercise in cells:
                 cell.source = cells[exercise]
         started = {e: is_started(e, cells.get(e, "")) for e in (exercise_of(c) for c in nb.cells) if e is not None}
         target = work / Path(name).name
         nbformat.write(nb, target)
-        run = run_notebook(target)
+        run = run_notebook(target, from_outputs=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results = [{**asdict(v), "started": started.get(v.exercise, True)} for v in run.verdicts]
+    for result in results:
+        if result["exercise"] in refused:
+            result.update(passed=False, problem=refused[result["exercise"]], rule="grader-cell")
     return {"notebook": name, "results": results, "stopped": run.stopped, "skipped": run.skipped,
             "network": _interfaces()}
 

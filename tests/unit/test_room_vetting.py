@@ -1,0 +1,54 @@
+"""The grader runs no participant Python beyond what a starter does: every shipped starter and reference
+solution, and right answers written otherwise, pass; code that could patch a check is refused (read with
+``ast``, nothing runs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from labkit.exercises import REGISTRY
+from labkit.room.vetting import refusal
+
+
+@pytest.mark.parametrize("exercise", sorted(REGISTRY))
+def test_every_starter_and_solution_runs_in_the_grader(exercise):
+    assert refusal(exercise, REGISTRY[exercise].starter()) == ""
+    assert refusal(exercise, REGISTRY[exercise].solution()) == ""
+
+
+@pytest.mark.parametrize("exercise, source", [
+    ("03-delay", "delay_us = 2 * 1000"),
+    ("03-delay", "delay_us = np.int64(2000)"),
+    ("03-delay", "delay_us = 3000.0  # whole"),
+    ("03-preferred", "preferred = (3,)"),
+    ("03-preferred", "preferred = [np.int64(2), 4]"),
+    ("03-delay", "step = 500\ndelay_us = step"),
+    ("06-third-model", 'scale = 3\ncfg = labkit.model_config("times_three", backend="scaler", inputs=[("X", "FP32", [3])], '
+                       'outputs=[("Y", "FP32", [3])], parameters={"scale": scale})\nlab.repository.write_config(cfg)\n'
+                       'lab.load("times_three")'),
+    ("01-output2", REGISTRY["01-output2"].starter().splitlines()[0] + "\nimport os\nanything = 'model code'\n"),
+])
+def test_right_answers_written_otherwise_run(exercise, source):
+    assert refusal(exercise, source) == ""
+
+
+@pytest.mark.parametrize("exercise, source", [
+    ("01-output2", "import labkit.exercises as e\ne.check = lambda *a, **k: None"),  # the magic line removed
+    ("01-output2", "%%triton_python another_model\nclass TritonPythonModel: pass"),
+    ("01-output2", "%%bash\necho passed"),
+    ("03-delay", "delay_us = 2000\nimport labkit"),
+    ("03-delay", "delay_us = __import__('os').system('true')"),
+    ("03-delay", "delay_us = 2000; labkit.exercises.check = print"),
+    ("03-delay", "!echo passed\ndelay_us = 2000"),
+    ("03-delay", "%time delay_us = 2000"),
+    ("03-delay", "delay_us = 2000\nprint('passed: 03-delay')"),
+    ("03-delay", "delay_us = 2 ** 10"),
+    ("03-delay", "delay_us = [x for x in (1, 2)]"),
+    ("03-preferred", "preferred = [open('/etc/passwd')]"),
+    ("06-third-model", "cfg = labkit.model_config(**{'name': 'times_three'})"),
+    ("06-third-model", 'lab.load("times_three")\nlab.stop()'),
+    ("06-third-model", 'cfg = labkit.model_config(lab.stop())'),
+    ("06-third-model", 'def f(): pass'),
+])
+def test_code_that_could_patch_a_check_is_refused(exercise, source):
+    assert refusal(exercise, source) != ""
