@@ -331,3 +331,15 @@ def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(la
         client.close()
     assert not run.error and run.network == ["lo"]
     assert {r["exercise"]: r["passed"] for r in run.results} == {"01-output2": True, "01-batch": False}
+
+    # the room's own board (`room up`'s, reading the volumes) shows the same save passed
+    board = f"{labs.url}/services/board/api/"
+    teacher = {"Authorization": f"token {labs.record['teacher_token']}"}
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        requests.post(board + "refresh", headers=teacher, timeout=120)
+        row = requests.get(board + "progress", headers=teacher, timeout=30).json()["participants"]["p02"]
+        if row["01-output2"] != "not started":
+            break
+        time.sleep(5)
+    assert (row["01-output2"], row["01-batch"]) == ("passed", "not started"), row

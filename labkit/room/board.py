@@ -62,7 +62,9 @@ class Board:
         self.pool = ThreadPoolExecutor(self.graders + 1, thread_name_prefix="board")
         self._scanning = asyncio.Lock()  # one scan at a time: the page's button and the watch loop share it
         self.last_scan_error = ""
+        self.prepare_error = ""
         self.preparing = True
+        self.prepared = asyncio.Event()  # no grader run before the runner is ready (its image built)
 
     async def poll_once(self) -> int:
         """Scan the source once; queue each notebook saved since it was last judged. Returns how many."""
@@ -95,20 +97,22 @@ class Board:
         while True:
             try:
                 await asyncio.get_running_loop().run_in_executor(self.pool, self.runner.prepare)
-                self.last_scan_error = ""
+                self.prepare_error = ""
                 break
             except LabkitError as exc:
-                self.last_scan_error = str(exc)
+                self.prepare_error = str(exc)
                 log.warning("%s (trying again in %.0f s)", exc, wait_s)
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, 600.0)
         self.preparing = False
+        self.prepared.set()
         while True:
             await self.poll_once()
             await asyncio.sleep(self.poll_s)
 
     async def judge_forever(self) -> None:
         loop = asyncio.get_running_loop()
+        await self.prepared.wait()
         while True:
             user, notebook, mtime = await self.queue.get()
             try:
@@ -120,7 +124,7 @@ class Board:
                 log.info("%s %s judged in %.1f s%s", user, notebook, judgement.seconds,
                          f" ({judgement.error})" if judgement.error else "")
                 self._record(user, notebook, mtime, judgement.results)
-            except LabkitError as exc:  # unreadable now: judged again at its next save
+            except LabkitError as exc:  # unreadable now: queued again at the next scan
                 log.warning("%s %s: %s", user, notebook, exc)
             finally:
                 self.pending.discard((user, notebook))
@@ -159,7 +163,7 @@ def render_page(board: Board, xsrf_form: str = "") -> str:
     status = f"{queued} notebook(s) waiting for the grader" if queued else "every saved notebook is judged"
     if board.preparing:
         status = f"preparing the grader {board.runner.image} (building it takes minutes, once)"
-    error = f"<p class='error'>{html.escape(board.last_scan_error)}</p>" if board.last_scan_error else ""
+    error = "".join(f"<p class='error'>{html.escape(e)}</p>" for e in (board.prepare_error, board.last_scan_error) if e)
     return f"""<!doctype html><html><head><meta charset="utf-8">
 <meta http-equiv="refresh" content="{REFRESH_PAGE_S}"><title>labkit room {html.escape(board.room_id)}</title>
 <style>body{{font-family:sans-serif}} td,th{{border:1px solid #ccc;padding:4px;vertical-align:top}}
