@@ -343,3 +343,15 @@ def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(la
             break
         time.sleep(5)
     assert (row["01-output2"], row["01-batch"]) == ("passed", "not started"), row
+
+
+def test_room_image_builds_the_grader_on_the_lab_image(lab_image, engine, capsys):
+    """`labkit room image --grader` (what a Kubernetes room pushes): the lab image, then the grader on it."""
+    from labkit import cli
+    from labkit.room.grader import RECIPE_LABEL
+    from labkit.room.settings import GRADER_IMAGE
+
+    assert cli.main(["room", "image", "--grader"]) == 0
+    grader = engine.images.get(GRADER_IMAGE)
+    assert grader.labels.get(RECIPE_LABEL) and GRADER_IMAGE in capsys.readouterr().out
+    assert engine.images.get(lab_image).id in {layer["Id"] for layer in grader.history()}

@@ -162,7 +162,9 @@ def render_page(board: Board, xsrf_form: str = "") -> str:
     queued = len(board.pending)
     status = f"{queued} notebook(s) waiting for the grader" if queued else "every saved notebook is judged"
     if board.preparing:
-        status = f"preparing the grader {board.runner.image} (building it takes minutes, once)"
+        status = f"preparing the grader {board.runner.image} (building its image takes minutes, once)"
+        if board.prepare_error:
+            status = f"the grader {board.runner.image} is not ready; trying again"
     error = "".join(f"<p class='error'>{html.escape(e)}</p>" for e in (board.prepare_error, board.last_scan_error) if e)
     return f"""<!doctype html><html><head><meta charset="utf-8">
 <meta http-equiv="refresh" content="{REFRESH_PAGE_S}"><title>labkit room {html.escape(board.room_id)}</title>

@@ -246,30 +246,30 @@ def build_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GRADER_IM
 # The inside half: runs in the grader container, on a participant's notebook.
 
 def judge_inside(notebook: Path, pristine: Path | None = None) -> dict[str, Any]:
-    """Judge a saved notebook file: its exercise cells, as ``judge_cells`` does (the notebook as saved
-    stands in for a pristine one of its name that is missing)."""
-    import nbformat
+    """Judge a saved notebook file: its exercise cells, as ``judge_cells`` does."""
+    try:
+        cells = exercise_cells(json.loads(notebook.read_text()))
+    except (OSError, ValueError) as exc:
+        return {"notebook": notebook.name, "results": [], "error": f"cannot read {notebook} ({exc})",
+                "network": _interfaces()}
+    return judge_cells(notebook.name, cells, pristine)
 
-    theirs = nbformat.read(notebook, as_version=4)
-    return judge_cells(notebook.name, exercise_cells(theirs), pristine, fallback=theirs)
 
-
-def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None,
-                fallback: Any = None) -> dict[str, Any]:
-    """Run the participant's exercise ``cells`` in the pristine notebook ``name`` and return the verdicts,
-    each saying whether its cell was started."""
+def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None) -> dict[str, Any]:
+    """Run the participant's exercise ``cells`` in the pristine notebook ``name`` (labkit's own, from
+    ``pristine``) and return the verdicts, each saying whether its cell was started."""
     import nbformat
 
     from ..workshop import exercise_of, run_notebook
 
     template = (pristine or Path(HOME_IN_IMAGE) / "notebooks") / Path(name).name
-    if not template.exists() and fallback is None:
+    if not template.exists():
         return {"notebook": name, "results": [], "error": f"no notebook {Path(name).name} ships with labkit",
                 "network": _interfaces()}
     refused = {e: why for e, source in cells.items() if (why := refusal(e, source))}
     work = Path(tempfile.mkdtemp(prefix="labkit-grader-"))
     try:
-        nb = nbformat.read(template, as_version=4) if template.exists() else fallback
+        nb = nbformat.read(template, as_version=4)
         for cell in nb.cells:
             exercise = exercise_of(cell)
             if exercise in refused and exercise in REGISTRY:  # run the starter instead: the rest still runs
