@@ -4,30 +4,35 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from labkit.server import idle
 
+# The main thread spins while a second one sleeps (S) throughout: once `spinning` exists, one thread is
+# runnable until `done`, with no hand-over of the GIL between them (a thread waiting for the GIL sleeps).
 SPINNER = """
 import pathlib, sys, threading, time
 
-def spin():
-    end = time.monotonic() + 0.5
-    while time.monotonic() < end:
-        pass
-    pathlib.Path(sys.argv[1]).touch()
-
-worker = threading.Thread(target=spin)
-worker.start()
-worker.join()
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+pathlib.Path(sys.argv[2]).touch()
+end = time.monotonic() + 0.5
+while time.monotonic() < end:
+    pass
+pathlib.Path(sys.argv[1]).touch()
 time.sleep(60)
 """
 
 
 def test_wait_idle_returns_once_no_thread_is_runnable(tmp_path):
-    done = tmp_path / "done"
-    proc = subprocess.Popen([sys.executable, "-c", SPINNER, str(done)])
+    done, spinning = tmp_path / "done", tmp_path / "spinning"
+    proc = subprocess.Popen([sys.executable, "-c", SPINNER, str(done), str(spinning)])
     try:
+        # before `spinning`, the interpreter's start-up may sleep (S) on a busy machine: idle, rightly
+        deadline = time.monotonic() + 60
+        while not spinning.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert spinning.exists()
         assert idle.wait_idle(Path(f"/proc/{proc.pid}/task"), limit_s=60.0)
         assert done.exists()  # the spinning thread had finished: until then one thread was runnable
         assert idle.busy_threads(Path(f"/proc/{proc.pid}/task")) == []
