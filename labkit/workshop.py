@@ -176,7 +176,8 @@ def run_notebook(path: Path, solutions: bool = False, from_outputs: bool = False
         return NotebookRun(path, [Verdict(e, False, f"not checked: {missing}.") for e in expected], skipped=missing)
     with tempfile.TemporaryDirectory(prefix="labkit-workshop-") as tmp:
         report = Path(tmp) / "verdicts.jsonl"
-        os.environ["LABKIT_WORKSHOP_REPORT"] = str(report)  # the kernel inherits it
+        if not from_outputs:  # the kernel, and every process it starts, inherits it
+            os.environ["LABKIT_WORKSHOP_REPORT"] = str(report)
         stopped = ""
         # ipc: the kernel talks over local sockets, not TCP ports (and says nothing about encryption)
         kernel = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json"))

@@ -63,7 +63,6 @@ class Board:
         self._scanning = asyncio.Lock()  # one scan at a time: the page's button and the watch loop share it
         self.last_scan_error = ""
         self.prepare_error = ""
-        self.preparing = True
         self.prepared = asyncio.Event()  # no grader run before the runner is ready (its image built)
 
     async def poll_once(self) -> int:
@@ -104,7 +103,6 @@ class Board:
                 log.warning("%s (trying again in %.0f s)", exc, wait_s)
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, 600.0)
-        self.preparing = False
         self.prepared.set()
         while True:
             await self.poll_once()
@@ -161,7 +159,7 @@ def render_page(board: Board, xsrf_form: str = "") -> str:
         rows.append(f"<tr><th>{html.escape(user)}</th>{''.join(cells)}</tr>")
     queued = len(board.pending)
     status = f"{queued} notebook(s) waiting for the grader" if queued else "every saved notebook is judged"
-    if board.preparing:
+    if not board.prepared.is_set():
         status = f"preparing the grader {board.runner.image} (building its image takes minutes, once)"
         if board.prepare_error:
             status = f"the grader {board.runner.image} is not ready; trying again"

@@ -95,6 +95,17 @@ def unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
     return Judgement(user, notebook, results, seconds, why)
 
 
+def remove_containers(client: Any, room_id: str, role: str) -> None:
+    """Remove room ``room_id``'s containers of ``role`` ("grader", "scan"); a warning when the engine
+    refuses (`labkit room down` removes them later)."""
+    try:
+        for container in client.containers.list(
+                all=True, filters={"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}={role}"]}):
+            container.remove(force=True, v=True)
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        log.warning("could not remove the room's %s containers (%s); `labkit room down` does", role, exc)
+
+
 class Runner(Protocol):
     """Where a Submission is judged: a Docker container here (Grader), a Kubernetes Pod on a cluster."""
 
@@ -143,12 +154,7 @@ class Grader:
         return Judgement(user, notebook, out["results"], seconds, network=out.get("network", []))
 
     def close(self) -> None:
-        try:
-            for container in self.client.containers.list(
-                    all=True, filters={"label": [f"{ROOM_LABEL}={self.room_id}", f"{ROLE_LABEL}=grader"]}):
-                container.remove(force=True, v=True)
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            log.warning("could not remove the room's grader containers (%s); `labkit room down` does", exc)
+        remove_containers(self.client, self.room_id, "grader")
 
     def _run(self, command: list[str], environment: dict[str, str]) -> tuple[dict[str, Any], str]:
         """Run a container of the grader image to its end; (its result line, "") or ({}, why not)."""

@@ -21,7 +21,7 @@ import yaml
 from ..errors import RoomSettingsError
 from . import k8s_board
 from .hubconfig import START_COMMAND, WORK, cull_every
-from .pods import network_policy
+from .pods import memory_quantity, network_policy
 from .settings import RoomSettings
 
 CHART_VERSION = "4.4.0"
@@ -95,11 +95,6 @@ def _is_size(text: object) -> bool:
         return False
 
 
-def _quantity(size: str) -> str:
-    """A K/M/G/T size (powers of 1024, as Docker and KubeSpawner read it) as a Kubernetes quantity."""
-    return f"{size[:-1]}{size[-1]}i"
-
-
 def values(settings: RoomSettings, credentials: Credentials | None, *, site_config: str = "") -> dict[str, Any]:
     """The chart's values for this room. ``credentials`` None: the site's own authenticator, configured by
     ``site_config`` (the text of settings.config_file, e.g. an OAuthenticator's settings)."""
@@ -123,7 +118,7 @@ def values(settings: RoomSettings, credentials: Credentials | None, *, site_conf
                 "type": "dynamic",
                 "homeMountPath": WORK,
                 "extraVolumes": [{"name": "shm", "emptyDir": {"medium": "Memory",
-                                                              "sizeLimit": _quantity(settings.shm_size)}}],
+                                                              "sizeLimit": memory_quantity(settings.shm_size, "shm_size")}}],
                 "extraVolumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
             },
             "startTimeout": settings.start_timeout_s,

@@ -47,13 +47,14 @@ _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([bkmgt]?)$", re.IGNORECASE)
 _NAME_ROOM = 40  # of a pod name's 63 characters, for the login
 
 
-def memory_quantity(size: str) -> str:
-    """A Docker-style size (``2g``, ``512m``, ``1024k``, bytes; powers of 1024) as a Kubernetes quantity (``2Gi``)."""
+def memory_quantity(size: str, setting: str = "grader_memory") -> str:
+    """A Docker-style size (``2g``, ``512m``, ``1024k``, bytes; powers of 1024) as a Kubernetes quantity
+    (``2Gi``); RoomSettingsError naming ``setting`` when it is none."""
     match = _MEMORY.match(str(size).strip())
     if match is None or float(match.group(1)) <= 0 or (match.group(2).lower() in ("", "b") and "." in match.group(1)):
-        raise RoomSettingsError(f"grader memory={size!r} is not a size: write a number and one of k, m, g, t "
+        raise RoomSettingsError(f"{setting}={size!r} is not a size: write a number and one of k, m, g, t "
                                 "(powers of 1024, as Docker reads it: '2g' is Kubernetes' 2Gi).",
-                                setting="grader_memory", value=str(size))
+                                setting=setting, value=str(size))
     number, unit = match.groups()
     return number if unit.lower() in ("", "b") else f"{number}{unit.upper()}i"
 

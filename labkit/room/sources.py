@@ -24,7 +24,7 @@ import docker.errors
 import requests
 
 from ..errors import EngineError, SubmissionError
-from .grader import NOTEBOOKS, RESULT_MARK, ROLE_LABEL
+from .grader import NOTEBOOKS, RESULT_MARK, ROLE_LABEL, remove_containers
 from .settings import BOARD_SCOPES, ROOM_LABEL
 from .submission import Submission, exercise_cells
 
@@ -139,15 +139,8 @@ class VolumeSource:
 
     def close(self) -> None:
         """Remove the scanning container, and any other of the room's (one the engine finished creating late)."""
-        scanner, self._scanner = self._scanner, None
-        try:
-            if scanner is not None:
-                scanner[0].remove(force=True, v=True)
-            for container in self.client.containers.list(
-                    all=True, filters={"label": [f"{ROOM_LABEL}={self.room_id}", f"{ROLE_LABEL}=scan"]}):
-                container.remove(force=True, v=True)
-        except _ENGINE_ERRORS as exc:
-            log.warning("could not remove the room's scan container (%s); `labkit room down` does", exc)
+        self._scanner = None  # the scanner is one of them
+        remove_containers(self.client, self.room_id, "scan")
 
 
 class JupyterSource:

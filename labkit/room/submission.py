@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..errors import SubmissionError
-from ..exercises import REGISTRY
+from ..exercises import REGISTRY, TAG_PREFIX
 
 ENV = "LABKIT_SUBMISSION"
 MAX_ENCODED = 96 * 1024  # Linux caps one environment string at 128 KiB (MAX_ARG_STRLEN)
-TAG_PREFIX = "exercise:"
 
 
 def exercise_cells(notebook: Mapping[str, Any]) -> dict[str, str]:
