@@ -4,9 +4,11 @@
 #   .ci/docker-engine.sh           # idempotent: does nothing when an engine already answers
 #
 # 1. An engine answers (DOCKER_HOST or /var/run/docker.sock): done.
-# 2. Otherwise install docker.io with apt if dockerd is missing (needs root), start
-#    `dockerd --storage-driver=vfs` in the background (vfs works on any file system, also
-#    inside another container; overlay2 often does not), and wait until it answers.
+# 2. Otherwise install docker.io with apt if dockerd is missing (needs root), start dockerd in the
+#    background and wait until it answers. The storage driver is overlay2 where this kernel can
+#    mount an overlay on the engine's data root (checked with a real mount first), else vfs, which
+#    works on any file system but copies a whole image for every container; the script says which.
+#    LABKIT_DOCKER_STORAGE=vfs|overlay2 forces one.
 #
 # The engine keeps running after this script exits; its log is $LABKIT_DOCKERD_LOG.
 # Stop it with: kill "$(cat /var/run/docker.pid)"
@@ -56,20 +58,53 @@ if ! command -v dockerd >/dev/null 2>&1; then
     apt-get install -y -qq --no-install-recommends docker.io iptables ca-certificates >/dev/null
 fi
 
+# Can this kernel mount an overlay whose upper layer lives on the engine's data root? (Not on
+# overlayfs, tmpfs in some sandboxes, or without the module.) A real mount answers; /proc alone does not.
+overlay_works() {
+    local root=/var/lib/docker probe
+    mkdir -p "$root"
+    probe=$(mktemp -d "$root/.labkit-overlay-probe.XXXXXX") || return 1
+    mkdir -p "$probe"/{lower,upper,work,merged}
+    echo ok >"$probe/lower/f"
+    local ok=1
+    if mount -t overlay overlay -o "lowerdir=$probe/lower,upperdir=$probe/upper,workdir=$probe/work" \
+        "$probe/merged" 2>/dev/null; then
+        [ "$(cat "$probe/merged/f" 2>/dev/null)" = ok ] && echo new >"$probe/merged/g" 2>/dev/null && ok=0
+        umount "$probe/merged" 2>/dev/null || true
+    fi
+    rm -rf "$probe"
+    return $ok
+}
+
+storage_driver() {
+    case "${LABKIT_DOCKER_STORAGE:-}" in
+        vfs|overlay2) echo "$LABKIT_DOCKER_STORAGE"; return ;;
+        "") ;;
+        *) say "LABKIT_DOCKER_STORAGE must be vfs or overlay2, not '$LABKIT_DOCKER_STORAGE'"; exit 1 ;;
+    esac
+    if overlay_works; then echo overlay2; else echo vfs; fi
+}
+
 # A daemon may be running but not answering yet (still starting): wait for it instead of a second one.
 if [ -f /var/run/docker.pid ] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
     say "dockerd (pid $(cat /var/run/docker.pid)) is running; waiting for it to answer"
 else
     rm -f /var/run/docker.pid
-    say "starting dockerd --storage-driver=vfs (log: $LOG)"
+    DRIVER=$(storage_driver)
+    if [ "$DRIVER" = overlay2 ]; then
+        say "overlay mounts work here: using overlay2 (containers share their image's layers)"
+    else
+        say "no overlay mount on /var/lib/docker here: using vfs (every container copies its whole image)"
+    fi
+    say "starting dockerd --storage-driver=$DRIVER (log: $LOG)"
     mkdir -p "$(dirname "$LOG")"
     # setsid + nohup: the daemon outlives this script and the shell that ran it.
-    setsid nohup dockerd --storage-driver=vfs >>"$LOG" 2>&1 </dev/null &
+    setsid nohup dockerd --storage-driver="$DRIVER" >>"$LOG" 2>&1 </dev/null &
 fi
 
 for _ in $(seq 1 "$((WAIT_S * 2))"); do
     if engine_answers; then
-        say "engine ready ($(docker version --format '{{.Server.Version}}' 2>/dev/null || echo up))"
+        say "engine ready ($(docker info --format '{{.ServerVersion}}, storage {{.Driver}}' 2>/dev/null || echo up))"
         exit 0
     fi
     sleep 0.5

@@ -49,18 +49,11 @@ AUTO_COMPLETE_WARNING = (
     "for minutes (fixed in 24.05). Write a config.pbtxt for each model to keep auto-complete off.")
 
 
-def _is_reference(repo: Path) -> bool:
-    try:
-        return repo.resolve() == reference.repository().resolve()
-    except LabkitError:
-        return False
-
-
 def _builds_reference(args: argparse.Namespace, repo: Path) -> bool:
     """Only labkit's own models get labkit's reference C++ backends built (written into their version
     folders), or a person's when asked (--build-reference-backends); a person's repository is served as
     it is, its libraries included."""
-    return args.build_reference_backends or _is_reference(repo)
+    return args.build_reference_backends or reference.is_reference_repository(repo)
 
 
 def _check_own_library(repo: Path, model: str, backend_directory: str | None) -> None:
@@ -108,13 +101,16 @@ def _serve(args: argparse.Namespace) -> int:
         print(AUTO_COMPLETE_WARNING.format(models=", ".join(unconfigured), have="has" if len(unconfigured) == 1 else "have"),
               file=sys.stderr, flush=True)
     build_reference = _builds_reference(args, repo)
+    own = reference.is_reference_repository(repo)  # labkit's own models: served from a copy in the server's workspace
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server = _server(args, repo, **options)
+    server = _server(args, None if own else repo, **options)
     follower = LogFollower(server.logs, lambda line: print(line, file=sys.stderr, flush=True)).start()
     try:
         server.start()
+        if own:  # never built into: the reference repository stays as shipped (as committed in a checkout)
+            reference.copy_into(server, args.model)
         names = args.model or sorted({*server.repository.models(), *unconfigured})
         failed = {}
         for name in names:
@@ -128,6 +124,8 @@ def _serve(args: argparse.Namespace) -> int:
         for name, url in server.endpoints.urls().items():
             print(f"{name:8s} {url}")
         print(f"serving  {', '.join(server.loaded_models()) or 'no models'}")
+        if own:
+            print(f"repository {server.repository.root} (a copy of {repo}, removed when the server stops)")
         for name, reason in failed.items():
             print(f"NOT LOADED {name}: {reason}", file=sys.stderr)
         print(f"log      {server.logs.path}\nPress Ctrl-C to stop. A breakpoint() in a model.py opens pdb here.",
@@ -212,7 +210,7 @@ def _perf(args: argparse.Namespace) -> int:
     source = Path(args.repository) if args.repository else reference.repository()
     if not (source / args.model / "config.pbtxt").is_file():
         raise LabkitError(f"No model {args.model!r} in {source}; give --repository holding <model>/config.pbtxt.")
-    own = _is_reference(source)  # labkit's models: copied into the server's workspace, reference backends built
+    own = reference.is_reference_repository(source)  # labkit's models: copied into the server's workspace, reference backends built
     build_reference = _builds_reference(args, source)
     if not build_reference:
         _check_own_library(source, args.model, args.backend_directory)
@@ -225,7 +223,7 @@ def _perf(args: argparse.Namespace) -> int:
         print(f"starting Triton 23.12 ({args.server}) with {args.model} ...", flush=True)
         server.start()
         if own:
-            server.repository.copy_model_from(source, args.model)
+            reference.copy_into(server, [args.model])
         if build_reference:
             deploy.load_models(server.models, [args.model])  # builds a C++ reference backend first
         else:

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from .docker.cpu_image import IMAGE as CPU_IMAGE
+from . import reference
 from .errors import LabkitError
 from .inference import infer
 from .native import deploy
@@ -79,11 +80,14 @@ def triton(request: pytest.FixtureRequest) -> Iterator[Triton]:
     options: dict[str, Any] = {}
     if kind == "docker":
         options["image"] = config.getoption("--triton-image") or CPU_IMAGE
+    own = reference.is_reference_repository(repository)  # labkit's own models: served from a copy
     try:
-        server = create(kind, repository, **options).start()
+        server = create(kind, None if own else repository, **options).start()
     except LabkitError as exc:
         pytest.exit(f"labkit: Triton did not start: {exc}", returncode=3)
     with server:
+        if own:
+            reference.copy_into(server)
         for model in server.repository.models():
             try:
                 deploy.load_models(server.models, [model])

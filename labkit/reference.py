@@ -29,6 +29,23 @@ def repository() -> Path:
     return _REPOSITORY
 
 
+def is_reference_repository(path: str | Path) -> bool:
+    """Whether ``path`` is labkit's own reference repository, which labkit serves from a copy and never
+    builds into (it is the package's data, and a checkout's tracked files)."""
+    try:
+        return Path(path).resolve() == repository().resolve()
+    except SetupError:
+        return False
+
+
+def copy_into(server: TritonServer, names: Iterable[str] | None = None) -> list[str]:
+    """Copy reference models (all of them by default) into the server's own repository."""
+    names = list(names) if names is not None else ModelRepository(repository()).models()
+    for name in names:
+        server.repository.copy_model_from(repository(), name)
+    return names
+
+
 def add_sub_source() -> str:
     """The reference add_sub model.py: a starting point for edits in lessons, tests and benchmarks."""
     return (repository() / "add_sub" / "1" / "model.py").read_text()
@@ -63,8 +80,6 @@ def sample_inputs(model: str, batch: int | None = 1, server: TritonServer | None
 
 def serve(server: TritonServer, models: Iterable[str]) -> list[str]:
     """Copy reference models into the server's repository, build their C++ backends, and load them."""
-    names = list(models)
-    for name in names:
-        server.repository.copy_model_from(repository(), name)
+    names = copy_into(server, models)
     deploy.load_models(server.models, names)
     return names

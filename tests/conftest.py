@@ -105,6 +105,35 @@ def cpu_image(engine):
     return lk_image.build_image(progress=False).tag
 
 
+@pytest.fixture(scope="session")
+def lab_image(cpu_image):
+    """The participant image labkit/lab:23.12-cpu, built on the CPU image here if missing or outdated
+    (about 80 s the first time), else reused: no room test relies on another having built it."""
+    from labkit.room.image import build_image
+
+    return build_image().tag
+
+
+@pytest.fixture(scope="session")
+def grader_image(request, engine):
+    """The grader image, built on the participant image (or on LABKIT_ROOM_TEST_BASE, a development
+    stand-in, which must exist) if missing or outdated, else reused."""
+    from labkit.room import grader
+    from labkit.room.settings import PARTICIPANT_IMAGE
+    from room_board_support import BASE, TAG
+
+    if BASE == PARTICIPANT_IMAGE:
+        request.getfixturevalue("lab_image")
+    elif not any(BASE in image.tags for image in engine.images.list()):
+        skip_or_fail(f"LABKIT_ROOM_TEST_BASE names {BASE}, which is not built")
+    client = lk_engine.connect(timeout=600)  # a grader build copies labkit into an image: slow on vfs
+    try:
+        grader.build_image(client, base=BASE, tag=TAG)
+    finally:
+        client.close()
+    return TAG
+
+
 @pytest.fixture(scope="module")
 def dserver(cpu_image):
     """A Triton container from the CPU image with add_sub loaded, one per test module; removed after."""

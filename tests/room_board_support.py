@@ -8,7 +8,6 @@ import tarfile
 import time
 import uuid
 
-import docker.errors
 import nbformat
 from ci_rules import skip_or_fail
 
@@ -46,16 +45,6 @@ def room_engine():
     if not ok:
         skip_or_fail(f"no Docker engine is reachable: {why}")
     return lk_engine.connect(timeout=600)
-
-
-def grader_image(client) -> str:
-    """The grader image built from the participant image (reused when current)."""
-    try:
-        client.images.get(BASE)
-    except docker.errors.ImageNotFound:
-        skip_or_fail(f"the participant image {BASE} is not built (`labkit room up` builds it)")
-    grader.build_image(client, base=BASE, tag=TAG)
-    return TAG
 
 
 class RoomVolumes:

@@ -13,16 +13,15 @@ from labkit.room.sources import VolumeSource
 from labkit.room.submission import Submission
 from labkit.room.settings import ROOM_LABEL
 from labkit.room.progress import NOT_STARTED, NOT_YET, PASSED, Progress
-from room_board_support import NOTEBOOK, WRONG_BATCH, RoomVolumes, grader_image, notebook, room_engine, solution
+from room_board_support import NOTEBOOK, WRONG_BATCH, RoomVolumes, notebook, room_engine, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
 @pytest.fixture(scope="module")
-def room():
+def room(grader_image):
     client = room_engine()
-    image = grader_image(client)
-    made = RoomVolumes(client, image)
+    made = RoomVolumes(client, grader_image)
     yield made
     made.close()
     client.close()

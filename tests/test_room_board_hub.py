@@ -20,7 +20,7 @@ from labkit.room.hub import free_port, proxy_command
 from labkit.room.k8s_board import service_environment
 from labkit.room.progress import board_table
 from labkit.room.settings import BOARD_SCOPES
-from room_board_support import RoomVolumes, grader_image, notebook, room_engine, skip_or_fail, solution
+from room_board_support import RoomVolumes, notebook, room_engine, skip_or_fail, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 TOKENS = {"teacher": "teacher-token-" + os.urandom(8).hex(), "p02": "p02-token-" + os.urandom(8).hex()}
@@ -47,14 +47,14 @@ c.JupyterHub.services = [{{"name": "board", "url": "http://127.0.0.1:{board_port
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
+def hub(tmp_path_factory, grader_image):
     """A hub on 127.0.0.1 with the board of a two-participant room; stopped (board, proxy, containers) after."""
     try:
         proxy = proxy_command()
     except SetupError as exc:
         skip_or_fail(f"no configurable-http-proxy: {exc}")
     client = room_engine()
-    room = RoomVolumes(client, grader_image(client))
+    room = RoomVolumes(client, grader_image)
     folder = tmp_path_factory.mktemp("hub")
     room_dir = folder / "room"
     room_dir.mkdir()

@@ -14,12 +14,11 @@ import requests
 
 from labkit.errors import RoomPortTakenError, ServerNotRunningError, ServerStartError, SetupError, SubmissionError
 from labkit.room import hub as hub_process
-from labkit.room.image import build_image
 from labkit.room.lifecycle import down, status_rows, up
 from labkit.room.grader import Grader
 from labkit.room.settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
 from labkit.room.sources import JupyterSource
-from room_board_support import NOTEBOOK, grader_image, room_engine, solution
+from room_board_support import NOTEBOOK, room_engine, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 PARTICIPANTS = RoomSettings.numbered(3)
@@ -61,11 +60,6 @@ def _wait_ready(room: Room, logins, limit_s: float = 900) -> None:
             return
         time.sleep(1)
     pytest.fail(f"labs {logins} were not ready after {limit_s} s; see {room.settings.directory / 'hub.log'}")
-
-
-@pytest.fixture(scope="module")
-def lab_image(cpu_image):
-    return build_image().tag  # about 80 s the first time; reused after
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +283,7 @@ def test_a_hub_that_cannot_start_says_so(tmp_path):
     assert hub_process.hub_pid(settings.directory) is None
 
 
-def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(labs):
+def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(labs, grader_image):
     """The board's Jupyter source (the one the Kubernetes board uses): a token with just BOARD_SCOPES lists
     the ready labs' notebooks and reads their exercise cells through the hub and the proxy, and the grader
     judges what it read; a participant's token is refused, and a notebook that is not one is not judged."""
@@ -326,7 +320,7 @@ def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(la
 
     client = room_engine()
     try:
-        run = Grader(client, labs.settings.room_id, grader_image(client)).judge(theirs)
+        run = Grader(client, labs.settings.room_id, grader_image).judge(theirs)
     finally:
         client.close()
     assert not run.error and run.network == ["lo"]

@@ -56,8 +56,9 @@ def _listing(folder: Path) -> dict[str, tuple[int, int]]:
 class _Serve:
     """`labkit serve` in a subprocess: its stdout lines up to the `log` line, its stderr as it comes."""
 
-    def __init__(self, *argv: str) -> None:
-        self.proc = subprocess.Popen([*LABKIT, "serve", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(self, *argv: str, cwd: Path | None = None) -> None:
+        self.proc = subprocess.Popen([*LABKIT, "serve", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, cwd=cwd)
         self.err: list[str] = []
         threading.Thread(target=lambda: self.err.extend(self.proc.stderr), daemon=True).start()
         self.lines = {}
@@ -204,3 +205,35 @@ def test_docker_publishes_the_ports_asked_for_and_serves_a_persons_backends(cpu_
         out = labkit.infer(lab, "twice", {"IN": np.array([3.0, 4.0], np.float32)})
         np.testing.assert_allclose(out["OUT"], [6.0, 8.0])
     assert _listing(backends) == before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_labkits_own_repository_is_served_from_a_copy_and_notebook_02_still_passes():
+    """`make serve` twice (`labkit serve model_repository` in the checkout): each run builds and serves a
+    copy that is gone when it stops, the checkout's model_repository/ is as it was, and notebook 02, which
+    copies models from it, passes under nbval after them."""
+    checkout = Path(labkit.__file__).resolve().parents[1]
+    shipped = labkit.reference_repository()
+    before = _listing(shipped)
+    served = []
+    for _ in range(2):
+        serve = _Serve("model_repository", "--any-ports", cwd=checkout)
+        try:
+            served.append(Path(serve.lines["repository"].split(" (", 1)[0]))
+            assert "minimal_batching" in serve.lines["serving"].split(", ")
+            assert (served[-1] / "minimal_batching" / "1" / "libtriton_minimal.so").is_file()
+            serve.stop(signal.SIGINT)
+        finally:
+            if serve.proc.poll() is None:
+                serve.proc.kill()
+        assert serve.proc.returncode == 0
+        assert not served[-1].exists()  # the copy went with the server
+    assert served[0] != served[1] and _listing(shipped) == before
+    if (checkout / ".git").exists():
+        status = subprocess.run(["git", "status", "--porcelain", "--", "model_repository"], cwd=checkout,
+                                capture_output=True, text=True, check=True)
+        assert status.stdout == ""
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "-q",
+                          "notebooks/02_cpp_backends.ipynb"], cwd=checkout, capture_output=True, text=True, timeout=840)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

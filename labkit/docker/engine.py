@@ -16,7 +16,7 @@ from ..errors import SetupError
 
 HOW_TO_START = (
     "Start one: `sudo dockerd` (on this project's CI machines `sudo .ci/docker-engine.sh` installs docker.io "
-    "and starts `dockerd --storage-driver=vfs`), or start Docker Desktop; set DOCKER_HOST if it listens "
+    "and starts dockerd on overlay2 where the kernel can mount it, else vfs), or start Docker Desktop; set DOCKER_HOST if it listens "
     "elsewhere. Without Docker, use the embedded server (labkit.start())."
 )
 
