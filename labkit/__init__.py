@@ -55,7 +55,9 @@ from .errors import (
     UnknownExerciseError,
     UnknownProtocolError,
     UnstableMeasurementError,
+    CourseError,
 )
+from .generate import generate_stream
 from .inference import infer, infer_with_parameters, stream_infer
 from .load import Load, LoadErrorRecord, LoadResult, run_load
 from .sequences import run_sequences
@@ -163,6 +165,7 @@ __all__ = [
     "Transport",
     "TritonServer",
     "UnknownExerciseError",
+    "CourseError",
     "UnknownProtocolError",
     "UnstableMeasurementError",
     "check_add_sub",
@@ -175,6 +178,7 @@ __all__ = [
     "ensemble_config",
     "ensemble_timeline",
     "export_backend",
+    "generate_stream",
     "infer",
     "infer_with_parameters",
     "model_config",

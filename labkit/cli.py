@@ -20,8 +20,8 @@ from typing import Any
 from . import _perf_dist, _triton_dist, bench, breakpoints, doctor, reference, tour, workshop
 from .docker import cpu_image
 from .docker.leftovers import cleanup
-from .errors import LabkitError, SetupError
-from .native import build_backend, deploy, export_backend
+from .errors import ConfigError, LabkitError, SetupError
+from .native import build_backend, cmake_build, deploy, export_backend
 from .perf_analyzer import check_steps
 from .perf_analyzer import perf as sweep_with_perf_analyzer
 from .room import cli as room_cli
@@ -187,8 +187,17 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _build_backend(args: argparse.Namespace) -> int:
-    build = build_backend(args.backend, [Path(p) for p in args.source], headers=args.headers, debug=args.debug)
-    print(f"wrote {deploy.into_backend_directory(build, args.out)}")
+    sources = [Path(p) for p in args.source]
+    if any(cmake_build.is_project(p) for p in sources):  # the repository's own CMake project, as it builds
+        if len(sources) > 1 or args.headers:
+            raise ConfigError("A folder holding CMakeLists.txt is built by its own CMake project, alone: give it as "
+                              "the only SOURCE, without --headers (the project chooses its headers).",
+                              field="source", value=" ".join(args.source))
+        build = cmake_build.build_cmake(args.backend, sources[0], defines=args.define, debug=args.debug)
+    else:
+        build = build_backend(args.backend, sources, headers=args.headers, debug=args.debug, defines=args.define)
+    took = "from the cache" if build.cached else f"built in {build.seconds:.1f} s"
+    print(f"wrote {deploy.into_backend_directory(build, args.out)} ({took})")
     return 0
 
 
@@ -321,10 +330,14 @@ def main(argv: list[str] | None = None) -> int:
     built = sub.add_parser("build-backend", help="compile a C++ backend into DIR/NAME/libtriton_NAME.so (Triton's "
                                                   "backend-directory layout; nothing else in DIR is touched)")
     built.add_argument("backend", metavar="NAME")
-    built.add_argument("source", nargs="+", metavar="SOURCE", help=".cc/.cpp files or folders (their headers beside them)")
+    built.add_argument("source", nargs="+", metavar="SOURCE", help=".cc/.cpp files or folders (their headers beside "
+                       "them), or one folder holding CMakeLists.txt (a backend's repository, built by its own CMake project)")
     built.add_argument("--out", required=True, metavar="DIR", help="the backend directory (e.g. for serve --backend-directory)")
     built.add_argument("--headers", help="'official' or an include folder with Triton's own headers")
-    built.add_argument("--debug", action="store_true", help="build -O0 -g, for stepping with gdb")
+    built.add_argument("--debug", action="store_true", help="build -O0 -g, for stepping with gdb (CMake: a Debug build)")
+    built.add_argument("--define", action="append", metavar="NAME=VALUE",
+                       help="a CMake option or cache entry (e.g. TRITON_ENABLE_METRICS=OFF), or for a source build a "
+                            "macro (-D to the compiler); repeatable")
     built.set_defaults(func=_build_backend)
 
     perf_cmd = with_server(sub.add_parser("perf", help="measure a model with perf_analyzer 23.12 across concurrencies or request rates"))

@@ -315,8 +315,9 @@ def stream_infer(
     """Send one request over a gRPC stream and collect every response, in the order sent.
 
     A decoupled model (``model_transaction_policy { decoupled: true }``) may answer one request with
-    any number of responses, and only gRPC streaming carries them (HTTP refuses such models). The
-    server is asked for an empty final response, so the end is known even after zero responses.
+    any number of responses. A gRPC stream carries them whatever the inputs' shapes; over HTTP, ``/infer``
+    refuses such models and ``labkit.generate_stream`` takes one element per input. The server is asked for an
+    empty final response, so the end is known even after zero responses.
     ``timeout_s`` (default ``server.config.request_timeout_s``) limits the wait for each next response.
     """
     tensors, wanted = prepare(Transport.GRPC, inputs, outputs)

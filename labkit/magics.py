@@ -6,6 +6,7 @@
     %%triton_cpp minimal               -> compiles libtriton_minimal.so, (re)loads the models using it
     %%triton_cpp --debug minimal       -> the same, built -O0 -g for stepping with gdb
     %%triton_cpp kernels --cuda        -> the cell (and any .cu files) compiled with nvcc, cudart linked
+    %%triton_cpp --define N=4 minimal  -> compiles it with -DN=4 (repeatable: one --define per macro)
     %%triton_cpp bls --sources src/    -> compiles the files (a folder: its .cc/.cpp, headers beside);
                                           a cell body, if any, is compiled with them as bls.cc
 
@@ -62,18 +63,19 @@ def triton_cpp(line: str, cell: str) -> None:
     parser.add_argument("--cuda", action="store_true", help="compile with nvcc and link cudart (labkit setup --cuda)")
     parser.add_argument("--sources", nargs="+", metavar="PATH",
                         help=".cc/.cpp files or a folder to compile (its headers beside them); the cell may be empty")
+    parser.add_argument("--define", action="append", metavar="NAME=VALUE", help="a macro for the compiler; repeatable")
     try:
         args = parser.parse_args(shlex.split(line))
     except (argparse.ArgumentError, SystemExit):
-        raise ConfigError("Usage: %%triton_cpp [--models a,b] [--headers official|DIR] [--debug] [--cuda] BACKEND "
-                          "[--sources FILE_OR_FOLDER ...]") from None
+        raise ConfigError("Usage: %%triton_cpp [--models a,b] [--headers official|DIR] [--debug] [--cuda] "
+                          "[--define NAME=VALUE ...] BACKEND [--sources FILE_OR_FOLDER ...]") from None
     server = current()
     models = args.models.split(",") if args.models else None
     # The cell body starts on the editor's line 2 (line 1 is the magic); files keep their own lines.
     paths = [Path(p) for p in args.sources or []]
     source = [*paths, *([cell] if cell.strip() else [])] if paths else cell
     served = server.cpp_backend(args.backend, source, models, headers=args.headers, first_line=2, debug=args.debug,
-                                **({"cuda": True} if args.cuda else {}))
+                                **({"cuda": True} if args.cuda else {}), defines=args.define)
     if served:
         print("serving: " + ", ".join(f"{m} (version {v})" for m, v in served.items()))
     else:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +84,13 @@ class PerfSweep:
     protocol: str
     steps: list[PerfStep]
     distribution: str = "constant"  # request-rate sweeps: how arrivals are spaced
+    #: perf_analyzer's own command line for each step, as a person would type it (``perf_analyzer`` on PATH;
+    #: ``labkit setup`` prints where labkit keeps the 23.12 binary), without the report file labkit adds
+    commands: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "protocol": self.protocol, "distribution": self.distribution,
-                "steps": [asdict(s) for s in self.steps]}
+                "steps": [asdict(s) for s in self.steps], "commands": self.commands}
 
     def to_json(self, path: str | Path) -> Path:
         path = Path(path)
@@ -231,6 +235,11 @@ def perf(
     if mode == "request_rate":
         base += ["--request-distribution", distribution]
     steps = []
+    commands = [shlex.join(["perf_analyzer", *base[1:], "-p", str(measurement_ms), "-s", f"{stability_percent:g}",
+                            _MODES[mode][0], f"{value:g}"]) for value in values]
+    if progress:
+        print(f"perf_analyzer's own command, step 1 of {len(values)} (the others change {_MODES[mode][0]}):\n"
+              f"  {commands[0]}", flush=True)
     with tempfile.TemporaryDirectory(prefix="labkit-perf-") as tmp:
         for n, value in enumerate(values, 1):
             what = f"{mode.replace('_', ' ')} {value:g}"
@@ -258,4 +267,4 @@ def perf(
                 output = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
                 raise _failure(server, model, proc.returncode, output, what)
             steps.append(replace(_read_step(report, mode), stable=stable, measurement_ms=window_ms))
-    return PerfSweep(model, transport.value, steps, distribution if mode == "request_rate" else "constant")
+    return PerfSweep(model, transport.value, steps, distribution if mode == "request_rate" else "constant", commands)

@@ -2,13 +2,14 @@
 
     labkit workshop check [NOTEBOOK ...] [--all] [--solutions]
     labkit workshop reset NOTEBOOK ...
+    labkit workshop plan [--start HH:MM] [--all]
 
 ``check`` executes each notebook (a copy; the file is not changed) with a real kernel and collects the
 verdict of every check cell; ``--solutions`` first fills each exercise cell with its reference solution.
 ``reset`` puts a participant's notebook back to its starters, keeping a timestamped backup in
 ``.labkit-backups/`` beside it (out of the notebooks' pattern, so ``check --all`` does not run it).
 A cell that raises does not stop ``check``: the notebook runs on, and an exercise cell's error becomes
-that exercise's verdict.
+that exercise's verdict. ``plan`` prints the day's schedule from the notebooks' metadata (labkit.course).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+from . import course
 from .errors import LabkitError, UnknownExerciseError
 from .exercises import REGISTRY, TAG_PREFIX, Exercise, Verdict
 from .exercises.core import OUTPUT_METADATA
@@ -254,7 +256,10 @@ def main(args: list[str] | None = None, folder: Path | None = None) -> int:
     c.add_argument("--solutions", action="store_true", help="fill each exercise with its reference solution first")
     r = sub.add_parser("reset", help="restore notebooks' exercise cells to their starters (keeps a backup)")
     r.add_argument("notebooks", nargs="+")
-    for p in (c, r):
+    pl = sub.add_parser("plan", help="the day's schedule: the core lessons with their times, breaks and lunch")
+    pl.add_argument("--start", default="09:00", type=_time_of_day, help="when the day starts (HH:MM, default %(default)s)")
+    pl.add_argument("--all", action="store_true", help="the optional lessons too, in the notebooks' order")
+    for p in (c, r, pl):
         p.add_argument("--dir", type=Path, default=folder or default_folder(),
                        help="the notebooks folder (default: ./notebooks, or . when it holds the notebooks)")
     parsed = parser.parse_args(args)
@@ -262,7 +267,21 @@ def main(args: list[str] | None = None, folder: Path | None = None) -> int:
         if not parsed.notebooks and not parsed.all:
             parser.error("name notebooks or pass --all")
         return check(parsed.notebooks, parsed.dir, parsed.solutions)
+    if parsed.command == "plan":
+        lessons = course.lessons(parsed.dir)
+        if not lessons:
+            raise LabkitError(f"No lesson notebooks (NN_name.ipynb) in {parsed.dir}; give --dir, the notebooks folder.")
+        print(course.plan(lessons, course.day(lessons, start=parsed.start, optional=parsed.all)))
+        return 0
     return reset(parsed.notebooks, parsed.dir)
+
+
+def _time_of_day(text: str) -> str:
+    try:
+        course.minute_of_day(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 if __name__ == "__main__":

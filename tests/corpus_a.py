@@ -33,102 +33,109 @@ def broken(cell: str) -> str:
 OUT2 = solution("01-output2")
 OUT2_NP = "%%triton_python add_sub3\nimport numpy as np\n" + OUT2.split("\n", 1)[1]
 
-# -- 01-batch -------------------------------------------------------------------------------------------
-BATCH_HEAD = """%%triton_python add_sub_vec
+# -- 01-bad-request ---------------------------------------------------------------------------------------
+BAD = solution("01-bad-request")
+BAD_ERROR = ('                error = pb_utils.TritonError("divide: INPUT1 holds a 0", pb_utils.TritonError.INVALID_ARG)\n'
+             '                responses.append(pb_utils.InferenceResponse(error=error))\n')
+BAD_VECTORIZED = """%%triton_python divide
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
-def get(request, name):
-    return pb_utils.get_input_tensor_by_name(request, name).as_numpy()
-
-
-def answer(s, d):
-    return pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", s), pb_utils.Tensor("OUTPUT1", d)])
+def refused(index):
+    return pb_utils.InferenceResponse(error=pb_utils.TritonError(
+        f"request {index}: INPUT1 has a zero, and nothing divides by zero", pb_utils.TritonError.INVALID_ARG))
 
 
 class TritonPythonModel:
     def execute(self, requests):
-        a = [get(r, "INPUT0") for r in requests]
-        b = [get(r, "INPUT1") for r in requests]
+        a = [pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() for r in requests]
+        b = [pb_utils.get_input_tensor_by_name(r, "INPUT1").as_numpy() for r in requests]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            quotients = np.split(np.concatenate(a) / np.concatenate(b), np.cumsum([len(x) for x in a])[:-1])
+        return [refused(i) if not np.all(d) else pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", q)])
+                for i, (d, q) in enumerate(zip(b, quotients))]
 """
-BATCH_OFFSETS_BY_PLUS = BATCH_HEAD + """        cuts, total = [], 0
-        for x in a[:-1]:
-            total = total + len(x)      # offsets summed with + in a loop: plain ints, no array work
-            cuts.append(total)
-        s = np.split(np.concatenate(a) + np.concatenate(b), cuts)
-        d = np.split(np.concatenate(a) - np.concatenate(b), cuts)
-        return [answer(x, y) for x, y in zip(s, d)]
-"""
-BATCH_VSTACK_SLICES = BATCH_HEAD + """        A, B = np.vstack(a), np.vstack(b)
-        s, d = np.add(A, B), np.subtract(A, B)
-        responses, start = [], 0
-        for x in a:
-            end = start + x.shape[0]
-            responses.append(answer(s[start:end], d[start:end]))
-            start = end
-        return responses
-"""
-BATCH_INPUTS_DIRECTLY = """%%triton_python add_sub_vec
-import numpy as np
-import triton_python_backend_utils as pb_utils
+# (One TritonError object shared by two responses crashed Triton 23.12's Python backend here: each
+# response needs an error of its own.)
+BAD_HELPER = edit(edit(BAD, "class TritonPythonModel:", """def bad_input(name):
+    return pb_utils.InferenceResponse(error=pb_utils.TritonError(
+        f"{name} holds a zero: cannot divide by it", code=pb_utils.TritonError.INVALID_ARG))
 
 
-class TritonPythonModel:
-    def execute(self, requests):
-        tensors = [{t.name(): t.as_numpy() for t in r.inputs()} for r in requests]
-        both = np.concatenate([np.stack([t["INPUT0"], t["INPUT1"]], axis=1) for t in tensors])
-        total = both[:, 0] + both[:, 1]
-        diff = both[:, 0] - both[:, 1]
-        rows = np.cumsum([len(t["INPUT0"]) for t in tensors])
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", s), pb_utils.Tensor("OUTPUT1", d)])
-                for s, d in zip(np.split(total, rows[:-1]), np.split(diff, rows[:-1]))]
-"""
-BATCH_COMPREHENSION = BATCH_HEAD + """        return [answer(np.add(x, y), np.subtract(x, y)) for x, y in zip(a, b)]
-"""
-BATCH_SPLIT_THEN_LOOP = BATCH_HEAD + """        cuts = np.cumsum([len(x) for x in a])[:-1]
-        pieces = zip(np.split(np.concatenate(a), cuts), np.split(np.concatenate(b), cuts))
-        return [answer(x + y, x - y) for x, y in pieces]      # one sum per request after all
-"""
-BATCH_WHOLE_TO_EVERYONE = BATCH_HEAD + """        A, B = np.concatenate(a), np.concatenate(b)
-        return [answer(A + B, A - B) for _ in requests]
-"""
-BATCH_REVERSED = edit(solution("01-batch"), "for s, d in zip(sums, diffs)", "for s, d in zip(sums[::-1], diffs[::-1])")
+class TritonPythonModel:"""), BAD_ERROR, '                responses.append(bad_input("INPUT1"))\n')
+BAD_MASKED = edit(BAD, "if (b == 0).any():", "if np.count_nonzero(b) < b.size:").replace(
+    "import triton_python_backend_utils", "import numpy as np\nimport triton_python_backend_utils")
+BAD_RAISES = edit(BAD, BAD_ERROR + "                continue\n", '                raise ValueError("divide: INPUT1 holds a 0")\n')
+BAD_NO_CODE = edit(BAD, ', pb_utils.TritonError.INVALID_ARG)', ')')
+BAD_UNSUPPORTED = edit(BAD, "pb_utils.TritonError.INVALID_ARG", "pb_utils.TritonError.UNSUPPORTED")
+BAD_VAGUE = edit(BAD, '"divide: INPUT1 holds a 0"', '"division by zero"')
+BAD_ONLY_ALL_ZEROS = edit(BAD, "if (b == 0).any():", "if (b == 0).all():")
+BAD_BOTH_INPUTS = edit(BAD, "if (b == 0).any():", "if (a == 0).any() or (b == 0).any():")
+BAD_SKIPPED = edit(BAD, BAD_ERROR, "")
+BAD_NONE = edit(BAD, BAD_ERROR, "                responses.append(None)\n")
 
 # -- 06 ---------------------------------------------------------------------------------------------
-SCALER_PLUS_ONE = edit(starter("06-offset"), "        # your turn: self.offset from an optional \"offset\" parameter (0 when the config has none)\n", "")
-THIRD_CONFIG = """cfg = labkit.model_config("times_three", backend="scaler",
-                          inputs=[("X", "FP32", [3])], outputs=[("Y", "FP32", [3])], parameters={PARAMS})
-lab.repository.write_config(cfg)
+VALID = solution("06-validate")
+VALID_READ = """        text = config["parameters"].get("scale", {}).get("string_value")
+        if text is None:
+            raise ValueError(f"model {name}: parameter scale is missing")
+        try:
+            self.scale = float(text)
+        except ValueError:
+            raise ValueError(f"model {name}: parameter scale must be a number, not {text!r}") from None
+        if not math.isfinite(self.scale) or self.scale == 0:
+            raise ValueError(f"model {name}: parameter scale must be finite and not 0, not {text!r}")
 """
-LOAD_THIRD = 'lab.load("times_three")\n'
-UNLOAD_THIRD = 'if "times_three" in lab.loaded_models():\n    lab.unload("times_three")\n'
-THIRD_OWN_MODEL = """cfg = labkit.model_config("times_three", backend="python",
-                          inputs=[("X", "FP32", [3])], outputs=[("Y", "FP32", [3])])
-lab.repository.write_config(cfg)
-lab.python_model("times_three", '''
-import triton_python_backend_utils as pb_utils
-class TritonPythonModel:
-    def execute(self, requests):
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", 3 * pb_utils.get_input_tensor_by_name(r, "X").as_numpy())])
-                for r in requests]
-''')
-"""
-THIRD_FROM_DOUBLE = """cfg = lab.repository.read_config("double")
-cfg.name = "times_three"
-cfg.parameters["scale"].string_value = "3"
-lab.repository.write_config(cfg)
-lab.load("times_three")
-"""
-
-
-def third(params: str, load: bool = True) -> list[str]:
-    # Not rewriting the backend each time: reloading every model of it right before loading times_three
-    # again is what once crashed a new stub in Triton 23.12 (its shared-memory key was still taken) and
-    # left that load hanging; one case (the solution) runs the notebook's backend cell first.
-    return [THIRD_CONFIG.replace("{PARAMS}", params) + (LOAD_THIRD if load else "")]
-
-
+VALID_ASSERT = edit(VALID, VALID_READ, """        text = config["parameters"].get("scale", {}).get("string_value", "(missing)")
+        try:
+            self.scale = float(text)
+        except ValueError:
+            self.scale = math.nan
+        assert math.isfinite(self.scale) and self.scale != 0, f"{name}: scale={text!r} is not a finite number other than 0"
+""")
+VALID_MODEL_EXCEPTION = edit(VALID, VALID_READ, """        scale = config["parameters"].get("scale")
+        problem = None if scale is not None else "scale: missing"
+        if problem is None:
+            try:
+                self.scale = float(scale["string_value"])
+                if math.isnan(self.scale) or math.isinf(self.scale) or not self.scale:
+                    problem = f"scale: {scale['string_value']} is not usable"
+            except ValueError:
+                problem = f"scale: {scale['string_value']} is not a number"
+        if problem:
+            raise pb_utils.TritonModelException(f"cannot load {name}: {problem}")
+""")
+VALID_NUMPY = edit(edit(VALID, VALID_READ, """        raw = config["parameters"].get("scale", {}).get("string_value")
+        try:
+            value = np.float64(raw)
+        except (TypeError, ValueError):
+            value = np.nan
+        if not np.isfinite(value) or value == 0:
+            raise ValueError(f"parameter 'scale' of {name} must be a finite, non-zero number; it is {raw!r}")
+        self.scale = float(value)
+"""), "import math\n", "import math\n\nimport numpy as np\n")
+VALID_NO_FINITE = edit(VALID, "        if not math.isfinite(self.scale) or self.scale == 0:\n", "        if self.scale == 0:\n")
+VALID_NO_INF = edit(VALID, "not math.isfinite(self.scale)", "math.isnan(self.scale)")
+VALID_POSITIVE = edit(VALID, "or self.scale == 0:", "or self.scale <= 0:")
+VALID_TRITON_ERROR = edit(VALID, VALID_READ, """        text = config["parameters"].get("scale", {}).get("string_value", "")
+        try:
+            self.scale = float(text)
+        except ValueError:
+            raise pb_utils.TritonError(f"parameter scale must be a number, not {text!r}") from None
+        if not math.isfinite(self.scale) or self.scale == 0:
+            raise pb_utils.TritonError(f"parameter scale must be finite and not 0, not {text!r}")
+""")
+VALID_LOGGED = edit(VALID, VALID_READ, """        text = config["parameters"].get("scale", {}).get("string_value", "")
+        try:
+            self.scale = float(text)
+        except ValueError:
+            self.scale = math.nan
+        if not math.isfinite(self.scale) or self.scale == 0:
+            pb_utils.Logger.log_error(f"model {name}: parameter scale {text!r} is not usable; using 1")
+            self.scale = 1.0
+""")
+VALID_NO_VALUE = edit(VALID, 'must be a number, not {text!r}") from None', 'must be a number") from None')
 OFFSET = solution("06-offset")
 OFFSET_TRY = edit(OFFSET, 'self.offset = float(parameters.get("offset", {}).get("string_value", 0))',
                   'try:\n            self.offset = float(parameters["offset"]["string_value"])\n'
@@ -164,16 +171,20 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ("01-output2", "float64", [edit(OUT2_NP, "a * b", "(a * b).astype(np.float64)")], WRONG),
     ("01-output2", "a * a", [edit(OUT2, "a * b", "a * a")], WRONG),
     ("01-output2", "latest cell does not compile", [OUT2, broken(OUT2)], WRONG),
-    ("01-batch", "solution", [solution("01-batch")], RIGHT),
-    ("01-batch", "offsets summed by + in a loop", [BATCH_OFFSETS_BY_PLUS], RIGHT),
-    ("01-batch", "vstack, np.add, slices", [BATCH_VSTACK_SLICES], RIGHT),
-    ("01-batch", "inputs() and one stacked array", [BATCH_INPUTS_DIRECTLY], RIGHT),
-    ("01-batch", "starter: a loop per request", [starter("01-batch")], WRONG),
-    ("01-batch", "np.add per request in a comprehension", [BATCH_COMPREHENSION], WRONG),
-    ("01-batch", "concatenate, split, then add per request", [BATCH_SPLIT_THEN_LOOP], WRONG),
-    ("01-batch", "the whole batch to every request", [BATCH_WHOLE_TO_EVERYONE], WRONG),
-    ("01-batch", "responses in reverse order", [BATCH_REVERSED], WRONG),
-    ("01-batch", "latest cell does not compile", [solution("01-batch"), broken(solution("01-batch"))], WRONG),
+    ("01-bad-request", "solution", [BAD], RIGHT),
+    ("01-bad-request", "one numpy division, np.all per request", [BAD_VECTORIZED], RIGHT),
+    ("01-bad-request", "a helper, the code as a keyword", [BAD_HELPER], RIGHT),
+    ("01-bad-request", "np.count_nonzero", [BAD_MASKED], RIGHT),
+    ("01-bad-request", "starter: inf, no error", [starter("01-bad-request")], WRONG),
+    ("01-bad-request", "raises in execute", [BAD_RAISES], WRONG),
+    ("01-bad-request", "TritonError without a code", [BAD_NO_CODE], WRONG),
+    ("01-bad-request", "code UNSUPPORTED", [BAD_UNSUPPORTED], WRONG),
+    ("01-bad-request", "message names no input", [BAD_VAGUE], WRONG),
+    ("01-bad-request", "only an all-zero INPUT1 refused", [BAD_ONLY_ALL_ZEROS], WRONG),
+    ("01-bad-request", "a 0 in INPUT0 refused too", [BAD_BOTH_INPUTS], WRONG),
+    ("01-bad-request", "no response for the bad request", [BAD_SKIPPED], WRONG),
+    ("01-bad-request", "None for the bad request", [BAD_NONE], WRONG),
+    ("01-bad-request", "latest cell does not compile", [BAD, broken(BAD)], WRONG),
     ("03-delay", "solution", [solution("03-delay")], RIGHT),
     ("03-delay", "np.int64", ["delay_us = np.int64(2000)"], RIGHT),
     ("03-delay", "a whole float", ["delay_us = 3000.0"], RIGHT),
@@ -185,26 +196,31 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ("03-delay", "a string", ['delay_us = "2000"'], WRONG),
     ("03-delay", "negative", ["delay_us = -2000"], WRONG),
     ("03-preferred", "solution", [solution("03-preferred")], RIGHT),
-    ("03-preferred", "[4]", ["preferred = [4]"], RIGHT),
     ("03-preferred", "a tuple (3,)", ["preferred = (3,)"], RIGHT),
-    ("03-preferred", "[2, 4] with np.int64", ["preferred = [np.int64(2), 4]"], RIGHT),
+    ("03-preferred", "[2, 3] with np.int64", ["preferred = [np.int64(2), 3]"], RIGHT),
+    ("03-preferred", "1 + 2", ["preferred = [1 + 2]"], RIGHT),
     ("03-preferred", "starter: none", [starter("03-preferred")], WRONG),
+    ("03-preferred", "[4]: batches of 5 under load", ["preferred = [4]"], WRONG),
+    ("03-preferred", "[2, 4]", ["preferred = [2, 4]"], WRONG),
+    ("03-preferred", "[3, 4]", ["preferred = [3, 4]"], WRONG),
     ("03-preferred", "[8]", ["preferred = [8]"], WRONG),
-    ("03-preferred", "[1]", ["preferred = [1]"], WRONG),
+    ("03-preferred", "[2]: batches stop at 3", ["preferred = [2]"], WRONG),
     ("03-preferred", "[1, 2]", ["preferred = [1, 2]"], WRONG),
-    ("03-preferred", "[6]", ["preferred = [6]"], WRONG),
-    ("03-preferred", "strings", ['preferred = ["2"]'], WRONG),
-    ("06-third-model", "solution", [SCALER_PLUS_ONE, UNLOAD_THIRD, solution("06-third-model")], RIGHT),
-    ("06-third-model", "scale as the string 3.0", third('{"scale": "3.0"}'), RIGHT),
-    ("06-third-model", "config copied from double", [THIRD_FROM_DOUBLE], RIGHT),
-    ("06-third-model", "an extra parameter", third('{"scale": 3, "note": "triple"}'), RIGHT),
-    ("06-third-model", "starter: scale 1", [starter("06-third-model")], WRONG),
-    ("06-third-model", "a model.py of its own", [UNLOAD_THIRD, THIRD_OWN_MODEL], WRONG),
-    ("06-third-model", "scale 1/3", third('{"scale": 1 / 3}'), WRONG),
-    ("06-third-model", "scale -3", third('{"scale": -3}'), WRONG),
-    ("06-third-model", "parameter 'factor' (load fails, scale 3 still serving)",
-     third('{"scale": 3}') + [THIRD_CONFIG.replace("{PARAMS}", '{"factor": 3}') + LOAD_THIRD], WRONG),
-    ("06-third-model", "scale 3 written, not loaded", third('{"scale": 1}') + third('{"scale": 3}', load=False), WRONG),
+    ("03-preferred", "[1]", ["preferred = [1]"], WRONG),
+    ("03-preferred", "strings", ['preferred = ["3"]'], WRONG),
+    ("03-preferred", "a bare number", ["preferred = 3"], WRONG),
+    ("06-validate", "solution", [VALID], RIGHT),
+    ("06-validate", "assert with a message", [VALID_ASSERT], RIGHT),
+    ("06-validate", "TritonModelException", [VALID_MODEL_EXCEPTION], RIGHT),
+    ("06-validate", "numpy, one message for all", [VALID_NUMPY], RIGHT),
+    ("06-validate", "starter: float() alone", [starter("06-validate")], WRONG),
+    ("06-validate", "NaN and inf let through", [VALID_NO_FINITE], WRONG),
+    ("06-validate", "inf let through", [VALID_NO_INF], WRONG),
+    ("06-validate", "negative scales refused", [VALID_POSITIVE], WRONG),
+    ("06-validate", "raises pb_utils.TritonError (not an exception)", [VALID_TRITON_ERROR], WRONG),
+    ("06-validate", "logs and loads with 1", [VALID_LOGGED], WRONG),
+    ("06-validate", "message without the value", [VALID_NO_VALUE], WRONG),
+    ("06-validate", "latest cell does not compile", [VALID, broken(VALID)], WRONG),
     ("06-offset", "solution", [OFFSET], RIGHT),
     ("06-offset", "try/except KeyError", [OFFSET_TRY], RIGHT),
     ("06-offset", "default string and np.add", [OFFSET_NP_ADD], RIGHT),
@@ -237,3 +253,35 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ("07-sum-parameter", "named total", [edit(SUM, 'set_parameter(i, "sum"', 'set_parameter(i, "total"')], WRONG),
     ("07-sum-parameter", "latest cell does not compile", [SUM, broken(SUM)], WRONG),
 ]
+
+#: The rule a wrong answer fails by, where the check names one (the other cases assert only the verdict).
+RULES: dict[tuple[str, str], str] = {
+    ("01-bad-request", "starter: inf, no error"): "no-error",
+    ("01-bad-request", "raises in execute"): "failed-all",
+    ("01-bad-request", "TritonError without a code"): "code",
+    ("01-bad-request", "code UNSUPPORTED"): "code",
+    ("01-bad-request", "message names no input"): "message",
+    ("01-bad-request", "only an all-zero INPUT1 refused"): "no-error",
+    ("01-bad-request", "a 0 in INPUT0 refused too"): "refused-good",
+    ("01-bad-request", "no response for the bad request"): "failed-all",
+    ("01-bad-request", "None for the bad request"): "failed-all",
+    ("01-bad-request", "latest cell does not compile"): "load",
+    ("03-preferred", "starter: none"): "too-large",
+    ("03-preferred", "[4]: batches of 5 under load"): "too-large",
+    ("03-preferred", "[2, 4]"): "too-large",
+    ("03-preferred", "[3, 4]"): "too-large",
+    ("03-preferred", "[8]"): "too-large",
+    ("03-preferred", "[2]: batches stop at 3"): "too-small",
+    ("03-preferred", "[1, 2]"): "too-small",
+    ("03-preferred", "[1]"): "too-small",
+    ("03-preferred", "strings"): "not-sizes",
+    ("03-preferred", "a bare number"): "not-sizes",
+    ("06-validate", "starter: float() alone"): "unclear",
+    ("06-validate", "NaN and inf let through"): "accepted",
+    ("06-validate", "inf let through"): "accepted",
+    ("06-validate", "negative scales refused"): "refused-good",
+    ("06-validate", "raises pb_utils.TritonError (not an exception)"): "unclear",
+    ("06-validate", "logs and loads with 1"): "accepted",
+    ("06-validate", "message without the value"): "unclear",
+    ("06-validate", "latest cell does not compile"): "load",
+}

@@ -22,8 +22,8 @@ NOTEBOOKS_DIR = os.path.join(os.path.dirname(__file__), "..", "notebooks")
 # stand-in with labkit's requirements), and then the grader gets a test tag of its own
 BASE = os.environ.get("LABKIT_ROOM_TEST_BASE", PARTICIPANT_IMAGE)
 TAG = GRADER_IMAGE if BASE == PARTICIPANT_IMAGE else "labkit-test/grader:dev"
-# a started but wrong 01-batch: right answers, one request at a time (the check wants the batch computed once)
-WRONG_BATCH = """%%triton_python add_sub_vec
+# a started but wrong 01-bad-request: it raises for a bad request, which fails every request of that execute
+WRONG_BAD_REQUEST = """%%triton_python divide
 import triton_python_backend_utils as pb_utils
 
 
@@ -33,8 +33,9 @@ class TritonPythonModel:
         for request in requests:
             a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
             b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
-            responses.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
+            if (b == 0).any():
+                raise ValueError("INPUT1 holds a 0")
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a / b)]))
         return responses
 """
 

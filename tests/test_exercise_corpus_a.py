@@ -12,7 +12,7 @@ from labkit import exercises, magics
 from labkit.errors import LabkitError
 from labkit.lessons import response_parameters
 
-from corpus_a import CASES
+from corpus_a import CASES, RULES
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +42,8 @@ def lab(tmp_path_factory):
         server.repository.write_config(labkit.model_config(
             "add_sub3", "python", pair, [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4]), ("OUTPUT2", "FP32", [4])]))
         server.repository.write_config(labkit.model_config(
-            "add_sub_vec", "python", pair, [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4])],
-            max_batch_size=8, dynamic_batching={"max_queue_delay_microseconds": 20000}))
+            "divide", "python", pair, [("OUTPUT0", "FP32", [4])],
+            max_batch_size=4, dynamic_batching={"max_queue_delay_microseconds": 20000}))
         server.python_backend("scaler", SCALER)
         for name, scale in (("double", 2), ("times_ten", 10)):
             server.repository.write_config(labkit.model_config(
@@ -83,10 +83,12 @@ def test_the_check_judges_the_answer(lab, exercise, label, cells, right):
         assert verdict.problem == "" and verdict.hint == ""
     else:
         assert verdict.problem and verdict.hint and "\n" not in repr(verdict)
+        if (exercise, label) in RULES:
+            assert verdict.rule == RULES[exercise, label], repr(verdict)
 
 
 def test_the_corpus_has_three_right_and_three_wrong_answers_per_exercise():
-    mine = ("01-output2", "01-batch", "03-delay", "03-preferred", "06-third-model", "06-offset",
+    mine = ("01-output2", "01-bad-request", "03-delay", "03-preferred", "06-validate", "06-offset",
             "07-countdown", "07-sum-parameter")
     for exercise in mine:
         verdicts = [right for e, _, _, right in CASES if e == exercise]
@@ -110,9 +112,12 @@ def test_the_latest_attempt_of_each_cell_is_recorded(lab):
 
 
 def test_checks_leave_no_model_of_their_own_behind(lab):
-    run_cells(lab, [exercises.REGISTRY[e].solution() for e in ("01-batch", "06-offset")])
+    run_cells(lab, [exercises.REGISTRY[e].solution() for e in ("01-bad-request", "06-offset")])
     models, loaded = lab.repository.models(), lab.loaded_models()
-    for exercise, answer in (("01-batch", {}), ("03-delay", {"delay_us": 2000}), ("03-preferred", {"preferred": [2]}),
+    for exercise, answer in (("01-bad-request", {}), ("03-delay", {"delay_us": 2000}), ("03-preferred", {"preferred": [3]}),
                              ("06-offset", {})):
         assert exercises.check(exercise, lab, **answer).passed
+    assert lab.repository.models() == models and lab.loaded_models() == loaded
+    run_cells(lab, [exercises.REGISTRY["06-validate"].solution()])
+    assert exercises.check("06-validate", lab).passed  # nine models of its own, two of them refused by Triton
     assert lab.repository.models() == models and lab.loaded_models() == loaded

@@ -18,9 +18,11 @@ from answers import body, edit, judge
 # -- 02-raw-execute ----------------------------------------------------------------------------------------
 
 RAW_LOOP = "for (uint64_t k = 0; k < size / sizeof(int32_t); ++k) out_values[k] = 2 * in_values[k];"
-RAW_STATS = "TRITONBACKEND_ModelInstanceReportStatistics(instance, requests[r], err == nullptr, start, start, end, end);"
-RAW_RELEASE = "TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL);"
-RAW_BATCH = "TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, count, start, start, end, end);"
+RAW_STATS = ('log_if_error("ReportStatistics", TRITONBACKEND_ModelInstanceReportStatistics(\n'
+             '        instance, requests[r], err == nullptr, start, start, end, end));')
+RAW_RELEASE = 'log_if_error("RequestRelease", TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL));'
+RAW_BATCH = ('log_if_error("ReportBatchStatistics",\n'
+             '               TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, count, start, start, end, end));')
 
 HELPER_DOUBLE = """#include "labkit/backend.hpp"
 
@@ -45,8 +47,10 @@ RAW = {
         "  for (int64_t k = 0; k < n; ++k) out_values[k] = in_values[k] + in_values[k];")), None),
     "statistics after the loop, one timestamp each": (edit("02-raw-execute", (RAW_STATS, ""), (RAW_RELEASE, "")
         , ("  const uint64_t end = now_ns();\n  // (6')", "  const uint64_t end = now_ns();\n  for (uint32_t r = 0; r < count; ++r) {\n"
-           "    TRITONBACKEND_ModelInstanceReportStatistics(instance, requests[r], true, start, start, end, end);\n"
-           "    TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL);\n  }\n  // (6')")), None),
+           "    log_if_error(\"ReportStatistics\",\n"
+           "                 TRITONBACKEND_ModelInstanceReportStatistics(instance, requests[r], true, start, start, end, end));\n"
+           "    log_if_error(\"RequestRelease\", TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL));\n"
+           "  }\n  // (6')")), None),
     "the starter (a copy, no statistics)": (body("02-raw-execute", "starter"), "values"),
     "the loop counts bytes": (edit("02-raw-execute", ("k < size / sizeof(int32_t)", "k < size")), "memory"),
     "requests never released": (edit("02-raw-execute", (RAW_RELEASE, "")), "release"),
@@ -68,11 +72,9 @@ def lab():
             repo.write_config(labkit.model_config(name, "scalecpp", inputs=[("X", "FP32", [4])],
                                                   outputs=[("Y", "FP32", [4])], parameters={"scale": factor}))
         repo.copy_model_from(reference.repository(), "custom_passthrough")
-        for name, backend in [("python_work_batched", "python"), ("cpp_steps_a", "worksteps"), ("cpp_steps_b", "worksteps")]:
+        for name, backend in [("python_work_batched", "python"), ("cpp_peak", "peak")]:
             cfg = repo.read_config("custom_passthrough")
             cfg.name, cfg.backend = name, backend
-            if backend == "worksteps":
-                cfg.parameters["steps"].string_value = "300"
             repo.write_config(cfg)
         yield server
 
@@ -200,31 +202,33 @@ def test_04_vectorize_judges_the_latest_model_py_even_when_it_did_not_load(lab):
     judge(lab, "04-vectorize", serve, "load")
 
 
-# -- 04-steps ----------------------------------------------------------------------------------------------
+# -- 04-peak -----------------------------------------------------------------------------------------------
 
-STEPS_READ = 'steps(std::stoi(parameter("steps", "300")))'
-STEPS = {
-    "solution": (body("04-steps"), None),
-    "std::atoi": (edit("04-steps", (STEPS_READ, 'steps(std::atoi(parameter("steps", "300").c_str()))'),
-                        ("#include <string>", "#include <cstdlib>\n#include <string>")), None),
-    "an empty parameter means 300": (edit("04-steps", (", " + STEPS_READ + " {}", ' {\n'
-        '    const std::string text = parameter("steps");\n    steps = text.empty() ? 300 : std::stoi(text);\n  }')), None),
-    "a long count, the loop counting down": (edit("04-steps", ("int steps;", "long steps;"), (STEPS_READ, 'steps(std::stol(parameter("steps", "300")))'),
-        ("const int steps =", "const long steps ="), ("for (int s = 0; s < steps; ++s)", "for (long s = steps; s > 0; --s)")), None),
-    "the starter": (body("04-steps", "starter"), "steps"),
-    "read once per process": (edit("04-steps", (", " + STEPS_READ + " {}", ' {\n'
-        '    static const int first = std::stoi(parameter("steps", "300"));\n    steps = first;\n  }')), "steps"),
-    "one step too many": (edit("04-steps", ("s < steps", "s <= steps")), "steps"),
-    "no default": (edit("04-steps", (STEPS_READ, 'steps(std::stoi(parameter("steps")))')), "load"),
-    "another parameter's name": (edit("04-steps", (STEPS_READ, 'steps(std::stoi(parameter("step", "300")))')), "steps"),
-    "read, but the loop keeps 300": (edit("04-steps", ("s < steps", "s < 300")), "steps"),
+PEAK_WIDTH = "const size_t width = static_cast<size_t>(t.shape.back());  // 128: the last dimension"
+PEAK_MAX = "for (size_t k = start; k < start + width; ++k) peak = std::max(peak, std::fabs(v[k]));"
+PEAK_DIVIDE = "for (size_t k = start; k < start + width; ++k) v[k] /= peak;"
+PEAK = {
+    "solution": (body("04-peak"), None),
+    "width 128, multiplied by the inverse": (edit("04-peak", (PEAK_WIDTH, "const size_t width = 128;"), (
+        PEAK_DIVIDE, "const float inverse = 1.0f / peak;\n        for (size_t k = start; k < start + width; ++k) v[k] *= inverse;")), None),
+    "std::max_element over magnitudes": (edit("04-peak", (PEAK_MAX, "peak = std::fabs(*std::max_element(v + start, v + start + width, "
+        "[](float x, float y) { return std::fabs(x) < std::fabs(y); }));")), None),
+    "vectors counted from the shape": (edit("04-peak", ("for (size_t start = 0; start < t.count<float>(); start += width) {  // one vector at a time",
+        "const int64_t vectors = t.element_count() / t.shape.back();\n    for (int64_t n = 0; n < vectors; ++n) {\n"
+        "      const size_t start = static_cast<size_t>(n) * width;")), None),
+    "the starter": (body("04-peak", "starter"), "unchanged"),
+    "one peak for the whole request": (edit("04-peak", (PEAK_WIDTH, "const size_t width = t.count<float>();")), "values"),
+    "the largest value, not magnitude": (edit("04-peak", ("std::max(peak, std::fabs(v[k]))", "std::max(peak, v[k])")), "values"),
+    "a vector of zeros divided by 0": (edit("04-peak", ("if (peak > 0.0f) {", "{")), "zeros"),
+    "vectors of 256 values": (edit("04-peak", (PEAK_WIDTH, "const size_t width = 256;")), "values"),
+    "only the first request's rows": (edit("04-peak", ("start < t.count<float>()", "start < static_cast<size_t>(batch.rows(0)) * 256")), "mixed"),
 }
 
 
-@pytest.mark.parametrize("answer", list(STEPS))
-def test_04_steps(lab, answer):
-    source, rule = STEPS[answer]
-    judge(lab, "04-steps", lambda: lab.cpp_backend("worksteps", source, first_line=2, progress=False), rule)
+@pytest.mark.parametrize("answer", list(PEAK))
+def test_04_peak(lab, answer):
+    source, rule = PEAK[answer]
+    judge(lab, "04-peak", lambda: lab.cpp_backend("peak", source, first_line=2, progress=False), rule)
 
 
 def test_a_check_before_its_cells_ran_says_so_and_writes_nothing(fresh_server):

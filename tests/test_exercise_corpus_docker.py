@@ -1,6 +1,6 @@
 """The checks of notebook 05 against a corpus of answers, in the offline CPU image (one container for all):
 right answers written differently pass, plausible wrong ones fail with the rule that shows what is wrong,
-and no check leaves anything behind (the scale check's model and file, the person's scale.txt)."""
+and no check leaves anything behind (the checks' models and files, the person's scale.txt)."""
 
 from __future__ import annotations
 
@@ -31,19 +31,26 @@ SCALE_FILE = {
                                                       'os.path.join(args["model_repository"], args["model_version"], "scale.txt")')), "load"),
 }
 
-PLUS = "for (size_t k = 0; k < in.count<int32_t>(); ++k) values[k] += 1;"
-PLUS_ONE = {
-    "solution": (body("05-plus-one"), None),
-    "std::transform": (edit("05-plus-one", ('#include "labkit/backend.hpp"', '#include <algorithm>\n\n#include "labkit/backend.hpp"'), (
-        PLUS, "std::transform(values, values + in.count<int32_t>(), values, [](int32_t v) { return v + 1; });")), None),
-    "a pointer walking to the end": (edit("05-plus-one", (PLUS, "for (int32_t* end = values + in.count<int32_t>(); values != end; ++values) ++*values;")), None),
-    "widened, then narrowed": (edit("05-plus-one", ("values[k] += 1;", "values[k] = static_cast<int32_t>(int64_t{values[k]} + 1);")), None),
-    "the starter": (body("05-plus-one", "starter"), "unchanged"),
-    "only the first value": (edit("05-plus-one", (PLUS, "values[0] += 1;")), "values"),
-    "the last value left out": (edit("05-plus-one", ("k < in.count<int32_t>()", "k + 1 < in.count<int32_t>()")), "values"),
-    "the values read as float": (edit("05-plus-one", ("int32_t* values = in.data<int32_t>();", "float* values = in.data<float>();"),
-                                       ("values[k] += 1;", "values[k] += 1.0f;")), "values"),
-    "a copy incremented": (edit("05-plus-one", ("values[k] += 1;", "{ int32_t v = values[k]; v += 1; (void)v; }")), "unchanged"),
+JOURNAL_OPEN = 'self.log = open(os.path.join(args["model_repository"], "requests.log"), "a")'
+JOURNAL_WRITE = '            self.log.write(f"{float(x.sum())}\\n")\n            self.log.flush()   # on disk now, not when the model unloads\n'
+JOURNAL = {
+    "solution": (body("05-journal"), None),
+    "line-buffered file": (edit("05-journal", (JOURNAL_OPEN, JOURNAL_OPEN.replace('"a")', '"a", buffering=1)')),
+                                ("            self.log.flush()   # on disk now, not when the model unloads\n", "")), None),
+    "opened and closed per request": (edit("05-journal", (JOURNAL_OPEN, 'self.path = os.path.join(args["model_repository"], "requests.log")'), (
+        JOURNAL_WRITE, "            with open(self.path, \"a\") as log:\n                print(float(np.sum(x)), file=log)\n"),
+        ("    def finalize(self):\n        self.log.close()\n", ""), ("import os\n", "import os\n\nimport numpy as np\n")), None),
+    "pathlib, beside the version folder": (edit("05-journal", (JOURNAL_OPEN,
+        'self.log = (pathlib.Path(__file__).resolve().parent.parent / "requests.log").open("a")'), ("import os\n", "import os\nimport pathlib\n")), None),
+    "the starter": (body("05-journal", "starter"), "no-file"),
+    "in /tmp, inside the container": (edit("05-journal", ('os.path.join(args["model_repository"], "requests.log")', '"/tmp/requests.log"')), "no-file"),
+    "in the version folder": (edit("05-journal", ('os.path.join(args["model_repository"], "requests.log")',
+                                                   'os.path.join(args["model_repository"], args["model_version"], "requests.log")')), "no-file"),
+    "never flushed": (edit("05-journal", ("            self.log.flush()   # on disk now, not when the model unloads\n", "")), "unflushed"),
+    "rewritten per request": (edit("05-journal", (JOURNAL_OPEN, 'self.path = os.path.join(args["model_repository"], "requests.log")'), (
+        JOURNAL_WRITE, "            with open(self.path, \"w\") as log:\n                log.write(f\"{float(x.sum())}\\n\")\n"),
+        ("    def finalize(self):\n        self.log.close()\n", "")), "values"),
+    "the values, not their sum": (edit("05-journal", ('self.log.write(f"{float(x.sum())}\\n")', 'self.log.write(f"{x.tolist()}\\n")')), "values"),
 }
 
 
@@ -55,7 +62,7 @@ def lab(cpu_image):
             "filescale_py", "python", inputs=[("X", "FP32", [3])], outputs=[("Y", "FP32", [3])]))
         server.repository.write_file("filescale_py", "scale.txt", "2\n", version=None)
         server.repository.write_config(labkit.model_config(
-            "plusone", "plusone", inputs=[("IN0", "INT32", [4])], outputs=[("OUT0", "INT32", [4])]))
+            "journal_py", "python", inputs=[("X", "FP32", [3])], outputs=[("Y", "FP32", [3])]))
         yield server
 
 
@@ -69,7 +76,7 @@ def test_05_scale_file(lab, answer):
     judge(lab, "05-scale-file", lambda: None, rule)
 
 
-@pytest.mark.parametrize("answer", list(PLUS_ONE))
-def test_05_plus_one(lab, answer):
-    source, rule = PLUS_ONE[answer]
-    judge(lab, "05-plus-one", lambda: lab.cpp_backend("plusone", source, first_line=2, progress=False), rule)
+@pytest.mark.parametrize("answer", list(JOURNAL))
+def test_05_journal(lab, answer):
+    source, rule = JOURNAL[answer]
+    judge(lab, "05-journal", lambda: lab.python_model("journal_py", source), rule)

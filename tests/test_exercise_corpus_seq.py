@@ -32,7 +32,7 @@ ANSWERS = {
     "the sum before this request's value": (edit("09-running-sum", (STEP, "total = self.sums.get(sequence, 0)\n"
                                                                         "                self.sums[sequence] = total + x")), "values"),
     "null requests not answered apart: KeyError on CORRID 0": (edit("09-running-sum", (
-        "            if sequence != 0:  # CORRID 0: a null request filling an idle batch slot\n", "            if True:\n"),
+        "            if scalar(request, \"READY\"):  # READY 0: a null request filling an idle batch slot\n", "            if True:\n"),
         (STEP, "self.sums[sequence] += x\n                total = self.sums[sequence]")), "failed"),
     "does not load": (edit("09-running-sum", ("def initialize(self, args):", "def initialize(self, args)")), "load"),
 }

@@ -50,6 +50,22 @@ def test_exported_project_builds_offline_and_serves(tmp_path):
         np.testing.assert_array_equal(labkit.infer(served, "minimal_batching", {"IN0": x})["OUT0"], x + 7)
 
 
+def test_a_labs_export_takes_its_own_build_though_another_lab_built_later(tmp_path):
+    """The build cache is the machine's: a second lab (another kernel, a test, the room) building the same
+    backend afterwards must not change what the first lab exports."""
+    other = EDITED.replace("+= 7;  // the lab's edit", "+= 9;  // another lab's edit")
+    with labkit.EmbeddedServer() as mine, labkit.EmbeddedServer() as theirs:
+        for lab in (mine, theirs):
+            lab.start()
+            lab.repository.copy_model_from(reference.repository(), "minimal_batching")
+        mine.cpp_backend("minimal", EDITED, progress=False)
+        theirs.cpp_backend("minimal", other, progress=False)  # the cache's most recent build now
+        project = mine.models.export_backend("minimal", tmp_path / "mine")
+        elsewhere = theirs.models.export_backend("minimal", tmp_path / "theirs")
+    assert "the lab's edit" in (project / "src" / "minimal.cc").read_text()
+    assert "another lab's edit" in (elsewhere / "src" / "minimal.cc").read_text()
+
+
 def test_cli_exports_the_reference_backend_with_its_models(tmp_path):
     target = tmp_path / "recommended-backend"
     # Export takes the backend's latest build in the cache: an empty cache of its own, so that what other

@@ -16,9 +16,9 @@ from room_board_support import NOTEBOOK, NOTEBOOKS_DIR, notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-# 01-batch's cell, right first line, wrong model; its process writes "passed" into the report file
+# 01-bad-request's cell, right first line, wrong model; its process writes "passed" into the report file
 # (at load, and at unload: after the real check's verdict)
-FORGE = REGISTRY["01-batch"].starter().splitlines()[0] + '''
+FORGE = REGISTRY["01-bad-request"].starter().splitlines()[0] + '''
 import json
 import os
 
@@ -29,7 +29,7 @@ def forge():
     path = os.environ.get("LABKIT_WORKSHOP_REPORT")
     if path:
         with open(path, "a") as report:
-            report.write(json.dumps({"exercise": "01-batch", "passed": True, "problem": "", "hint": "", "rule": ""}) + "\\n")
+            report.write(json.dumps({"exercise": "01-bad-request", "passed": True, "problem": "", "hint": "", "rule": ""}) + "\\n")
 
 
 class TritonPythonModel:
@@ -54,11 +54,11 @@ def test_a_forged_report_line_and_a_patched_check_do_not_pass(tmp_path: Path):
     saved = tmp_path / NOTEBOOK
     import nbformat
 
-    nbformat.write(notebook({"01-batch": FORGE}), saved)
+    nbformat.write(notebook({"01-bad-request": FORGE}), saved)
     file_channel = _last(run_notebook(saved).verdicts)  # the report file: the forge reaches it
-    assert file_channel["01-batch"].passed
+    assert file_channel["01-bad-request"].passed
 
-    judged = judge_cells(NOTEBOOK, {"01-batch": FORGE, "01-output2": PATCH}, pristine=Path(NOTEBOOKS_DIR))
+    judged = judge_cells(NOTEBOOK, {"01-bad-request": FORGE, "01-output2": PATCH}, pristine=Path(NOTEBOOKS_DIR))
     verdicts = _last(judged["results"])
-    assert not verdicts["01-batch"]["passed"] and verdicts["01-batch"]["started"]
+    assert not verdicts["01-bad-request"]["passed"] and verdicts["01-bad-request"]["started"]
     assert not verdicts["01-output2"]["passed"] and verdicts["01-output2"]["rule"] == "grader-cell"

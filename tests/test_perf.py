@@ -4,6 +4,7 @@ request-rate sweeps, variable shapes, and its failures as labkit errors."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -92,5 +93,22 @@ def test_cli_writes_the_table_as_json(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[2/2] concurrency 2 ... done" in proc.stdout and "infer/s" in proc.stdout
-    steps = json.loads(out.read_text())["steps"]
+    saved = json.loads(out.read_text())
+    assert saved["commands"][0] in proc.stdout and saved["commands"][0].startswith("perf_analyzer -m add_sub ")
+    steps = saved["steps"]
     assert [s["value"] for s in steps] == [1, 2] and all(s["throughput"] > 0 for s in steps)
+
+
+def test_the_command_it_prints_is_perf_analyzers_own_and_runs_as_printed(server, capsys):
+    from labkit import _perf_dist
+
+    sweep = labkit.perf(server, "add_sub", concurrency=[2, 3], **QUICK)
+    printed = capsys.readouterr().out
+    assert sweep.commands[0] in printed and len(sweep.commands) == 2
+    argv = shlex.split(sweep.commands[1])
+    assert argv[0] == "perf_analyzer" and argv[argv.index("-m") + 1] == "add_sub"
+    assert argv[argv.index("--concurrency-range") + 1] == "3" and "-f" not in argv
+    tool = _perf_dist.locate()
+    proc = subprocess.run([str(tool.binary), *argv[1:]], env=tool.env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Concurrency: 3, throughput:" in proc.stdout

@@ -13,7 +13,7 @@ from labkit.room.sources import VolumeSource
 from labkit.room.submission import Submission
 from labkit.room.settings import ROOM_LABEL
 from labkit.room.progress import NOT_STARTED, NOT_YET, PASSED, Progress
-from room_board_support import NOTEBOOK, WRONG_BATCH, RoomVolumes, notebook, room_engine, solution
+from room_board_support import NOTEBOOK, WRONG_BAD_REQUEST, RoomVolumes, notebook, room_engine, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -29,9 +29,9 @@ def room(grader_image):
 
 @pytest.fixture(scope="module")
 def graded(room):
-    """p01 solved 01-output2 and tried 01-batch (wrongly); p02 saved the notebook as shipped, but with
+    """p01 solved 01-output2 and tried 01-bad-request (wrongly); p02 saved the notebook as shipped, but with
     the first check cell replaced by a print that claims a pass."""
-    room.save("p01", notebook({"01-output2": solution("01-output2"), "01-batch": WRONG_BATCH}))
+    room.save("p01", notebook({"01-output2": solution("01-output2"), "01-bad-request": WRONG_BAD_REQUEST}))
     faked = notebook()
     for cell in faked.cells:
         if "labkit.exercises.check(\"01-output2\"" in cell.source:
@@ -58,7 +58,7 @@ def test_scan_lists_saved_notebooks_and_creates_no_volume(room, graded):
     # p04's exercise cells are as shipped (so are p02's: only a check cell changed); p01 wrote two
     assert [found[u][n].untouched for u, n in (("p01", NOTEBOOK), ("p02", f"notebooks/{NOTEBOOK}"), ("p04", NOTEBOOK))] \
         == [False, True, True]
-    assert {r["exercise"]: r["started"] for r in grader.untouched_results(NOTEBOOK)} == {"01-batch": False, "01-output2": False}
+    assert {r["exercise"]: r["started"] for r in grader.untouched_results(NOTEBOOK)} == {"01-bad-request": False, "01-output2": False}
     with pytest.raises(docker.errors.NotFound):
         room.client.volumes.get(room.volume("p03"))
     assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=scan"]})
@@ -70,18 +70,18 @@ def test_a_solved_exercise_passes_and_a_wrong_one_is_not_yet_with_its_hint(grade
     assert not run.error and run.network == ["lo"]  # the notebook ran with no network interface but loopback
     verdicts = _by_exercise(run)
     assert verdicts["01-output2"]["passed"] and verdicts["01-output2"]["started"]
-    assert not verdicts["01-batch"]["passed"] and verdicts["01-batch"]["started"]
-    assert verdicts["01-batch"]["problem"] and verdicts["01-batch"]["hint"]
+    assert not verdicts["01-bad-request"]["passed"] and verdicts["01-bad-request"]["started"]
+    assert verdicts["01-bad-request"]["problem"] and verdicts["01-bad-request"]["hint"]
     table = Progress(["p01"])
     table.record("p01", NOTEBOOK, 1.0, run.results)
     assert table.table()["participants"]["p01"]["01-output2"] == PASSED
-    assert table.table()["participants"]["p01"]["01-batch"] == NOT_YET
+    assert table.table()["participants"]["p01"]["01-bad-request"] == NOT_YET
 
 
 def test_the_graders_own_checks_run_not_the_participants_check_cells(graded):
     _, judged = graded
     verdicts = _by_exercise(judged["p02"])
-    assert set(verdicts) == {"01-output2", "01-batch"}
+    assert set(verdicts) == {"01-output2", "01-bad-request"}
     assert not any(v["passed"] or v["started"] for v in verdicts.values())
     table = Progress(["p02"])
     table.record("p02", f"notebooks/{NOTEBOOK}", 1.0, judged["p02"].results)
@@ -97,7 +97,7 @@ def test_a_run_past_its_time_limit_is_stopped_and_says_so(room):
         run = slow.judge(source.read("p04", NOTEBOOK))
     finally:
         source.close()
-    assert run.error and {r["exercise"] for r in run.results} == {"01-output2", "01-batch"}
+    assert run.error and {r["exercise"] for r in run.results} == {"01-output2", "01-bad-request"}
     assert not any(r["passed"] for r in run.results)
     assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=grader"]})
 

@@ -14,9 +14,9 @@ from labkit.room.grader import participant_volume
 from labkit.room.progress import board_table
 
 SOLVED = {"exercise": "01-output2", "passed": True, "problem": "", "hint": "", "started": True}
-WRONG = {"exercise": "01-batch", "passed": False, "problem": "OUTPUT0 is wrong for row 1.",
+WRONG = {"exercise": "01-bad-request", "passed": False, "problem": "OUTPUT0 is wrong for row 1.",
          "hint": "add row by row.", "started": True}
-UNTOUCHED = {"exercise": "01-batch", "passed": False, "problem": "x", "hint": "", "started": False}
+UNTOUCHED = {"exercise": "01-bad-request", "passed": False, "problem": "x", "hint": "", "started": False}
 
 
 def _room(tmp_path, participants=("p01", "p02")):
@@ -36,7 +36,7 @@ def test_grades_csv_lists_every_participant_and_exercise(tmp_path, capsys):
     rows = list(csv.DictReader(out.open()))
     assert [r["participant"] for r in rows] == ["p01", "p02"]
     assert set(rows[0]) - {"participant"} == set(progress.exercise_ids())
-    assert (rows[0]["01-output2"], rows[0]["01-batch"], rows[0]["02-scale"]) == ("passed", "not yet", "not started")
+    assert (rows[0]["01-output2"], rows[0]["01-bad-request"], rows[0]["02-scale"]) == ("passed", "not yet", "not started")
     assert {v for k, v in rows[1].items() if k != "participant"} == {"not started"}
     # without --csv the same table goes to stdout
     capsys.readouterr()
@@ -47,16 +47,16 @@ def test_grades_csv_lists_every_participant_and_exercise(tmp_path, capsys):
 def test_a_started_cell_that_fails_is_not_yet_and_an_untouched_one_not_started(tmp_path):
     table = progress.Progress(["p01"])
     table.record("p01", "01_python_backend.ipynb", 1.0, [UNTOUCHED])
-    mark = table.mark("p01", "01-batch")
+    mark = table.mark("p01", "01-bad-request")
     assert mark.state == progress.NOT_STARTED and mark.hint  # the exercise's own hint, shown on the board
     table.record("p01", "01_python_backend.ipynb", 2.0, [WRONG])
-    assert table.mark("p01", "01-batch") == progress.Mark("not yet", WRONG["problem"], WRONG["hint"],
-                                                          table.mark("p01", "01-batch").checked)
+    assert table.mark("p01", "01-bad-request") == progress.Mark("not yet", WRONG["problem"], WRONG["hint"],
+                                                          table.mark("p01", "01-bad-request").checked)
     # a second mistake replaces the first; a later pass clears problem and hint
     table.record("p01", "01_python_backend.ipynb", 3.0, [{**WRONG, "problem": "OUTPUT1 is wrong."}])
-    assert table.mark("p01", "01-batch").problem == "OUTPUT1 is wrong."
+    assert table.mark("p01", "01-bad-request").problem == "OUTPUT1 is wrong."
     table.record("p01", "01_python_backend.ipynb", 4.0, [{**WRONG, "passed": True}])
-    assert table.mark("p01", "01-batch").state == "passed" and not table.mark("p01", "01-batch").hint
+    assert table.mark("p01", "01-bad-request").state == "passed" and not table.mark("p01", "01-bad-request").hint
     assert not table.needs_check("p01", "01_python_backend.ipynb", 4.0)
     assert table.needs_check("p01", "01_python_backend.ipynb", 5.0)
     assert table.needs_check("p01", "02_cpp_backends.ipynb", 4.0)

@@ -135,7 +135,7 @@ def test_a_saved_solution_shows_passed_on_the_board(hub, tmp_path):
             break
         time.sleep(2)
     assert table["p01"]["01-output2"] == "passed", table["p01"]
-    assert table["p01"]["01-batch"] == "not started" and set(table["p02"].values()) == {"not started"}
+    assert table["p01"]["01-bad-request"] == "not started" and set(table["p02"].values()) == {"not started"}
     page = _get(url, "", "teacher")
     assert page.status_code == 200 and "<td class='passed'>" in page.text and "Hint:" in page.text
     saved = json.loads((room_dir / "progress.json").read_text())
@@ -144,7 +144,7 @@ def test_a_saved_solution_shows_passed_on_the_board(hub, tmp_path):
     assert cli.main(["room", "grades", "--dir", str(room_dir), "--csv", str(out)]) == 0
     header, *rows = [line.split(",") for line in out.read_text().splitlines()]
     p01 = dict(zip(header, rows[0]))
-    assert p01["participant"] == "p01" and p01["01-output2"] == "passed" and p01["01-batch"] == "not started"
+    assert p01["participant"] == "p01" and p01["01-output2"] == "passed" and p01["01-bad-request"] == "not started"
     asked = tmp_path / "asked.csv"  # the same table from the board itself, as for a room on Kubernetes
     assert cli.main(["room", "grades", "--url", url, "--token", TOKENS["teacher"], "--csv", str(asked)]) == 0
     assert asked.read_text() == out.read_text()

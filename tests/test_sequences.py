@@ -150,6 +150,46 @@ def test_run_sequences_refuses_sequence_id_zero(lab):
         labkit.run_sequences(lab, "sequence_accumulate", {"INPUT": np.array([[1]], np.int32)}, first_id=0)
 
 
+NULL_PROBE = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def scalar(request, name):
+    return int(pb_utils.get_input_tensor_by_name(request, name).as_numpy()[0, 0])
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.nulls, self.flagged = 0, 0  # requests with READY 0; of those, any with START, END or CORRID set
+
+    def execute(self, requests):
+        for request in requests:
+            if not scalar(request, "READY"):
+                self.nulls += 1
+                self.flagged += any(scalar(request, name) for name in ("START", "END", "CORRID"))
+        out = np.array([[self.nulls, self.flagged]], dtype=np.int32)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT", out)]) for _ in requests]
+"""
+
+
+def test_idle_batch_slots_carry_null_requests_with_ready_0(lab):
+    """What the notebook says of null requests, seen by a model with sequence_accumulate's config: an idle
+    slot of a live sequence sends READY 0, with START and END 0 and (as 23.12 fills it) CORRID 0."""
+    config = ModelRepository(reference.repository()).read_config("sequence_accumulate")
+    config.name = "null_probe"
+    config.output[0].dims[:] = [2]
+    lab.python_model("null_probe", NULL_PROBE, config)
+    try:
+        for sid, step, value in _interleaved({31: [1, 2, 3], 32: [4, 5, 6], 33: [7, 8, 9]}):
+            out = labkit.infer(lab, "null_probe", {"INPUT": np.array([[value]], np.int32)}, sequence_id=sid,
+                               sequence_start=step == 0, sequence_end=step == 2)
+        nulls, flagged = out["OUTPUT"][0].tolist()
+    finally:
+        lab.unload("null_probe")
+    assert nulls > 0 and flagged == 0
+
+
 def test_the_config_helper_writes_the_reference_configs():
     reference_repo = ModelRepository(reference.repository())
     made = {
@@ -180,6 +220,7 @@ def test_the_stateful_lesson_holds(lab):
     assert set(outcome.record) == {f"{m} {p}" for m in stateful.MODELS for p in ("http", "grpc")} | {"slots"}
     assert "TRITONBACKEND_StateUpdate" in stateful.source(stateful.CPP_MODEL)
     assert "CONTROL_SEQUENCE_CORRID" in stateful.config_text(stateful.PY_MODEL)
+    assert "CONTROL_SEQUENCE_READY" in stateful.config_text(stateful.PY_MODEL)
     wrong = stateful.Interleaved("m", "http", {1: [1, 2]}, {1: [1, 2]})  # not a running sum: the lesson says so
     assert not wrong.ok and "False" in str(wrong)
     load = stateful.slots(lab, stateful.PY_MODEL, concurrency=2, length=3, sequences=3)

@@ -216,6 +216,14 @@ def test_labkits_own_repository_is_served_from_a_copy_and_notebook_02_still_pass
     checkout = Path(labkit.__file__).resolve().parents[1]
     shipped = labkit.reference_repository()
     before = _listing(shipped)
+
+    def git_status() -> str:  # as git sees the folder (a developer's own uncommitted edits stay theirs)
+        if not (checkout / ".git").exists():
+            return ""
+        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "model_repository"],
+                              cwd=checkout, capture_output=True, text=True, check=True).stdout
+
+    status = git_status()
     served = []
     for _ in range(2):
         serve = _Serve("model_repository", "--any-ports", cwd=checkout)
@@ -229,11 +237,7 @@ def test_labkits_own_repository_is_served_from_a_copy_and_notebook_02_still_pass
                 serve.proc.kill()
         assert serve.proc.returncode == 0
         assert not served[-1].exists()  # the copy went with the server
-    assert served[0] != served[1] and _listing(shipped) == before
-    if (checkout / ".git").exists():
-        status = subprocess.run(["git", "status", "--porcelain", "--", "model_repository"], cwd=checkout,
-                                capture_output=True, text=True, check=True)
-        assert status.stdout == ""
+    assert served[0] != served[1] and _listing(shipped) == before and git_status() == status
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "-q",
                           "notebooks/02_cpp_backends.ipynb"], cwd=checkout, capture_output=True, text=True, timeout=840)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

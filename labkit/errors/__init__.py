@@ -31,11 +31,12 @@ reads its fields, never its text.
     │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
     │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
-    ├── BuildError                  .backend .compiler_output .missing_exports .unavailable
+    ├── BuildError                  .backend .compiler_output .missing_exports .unavailable .file .line .command .flag
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
     │   └── UnstableMeasurementError
     ├── TraceError                  Triton's request traces could not be recorded or read
     ├── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
+    ├── CourseError                 .notebook .field .problem: a lesson lacks the metadata the day's plan reads
     ├── RoomSettingsError           .setting .value: a room setting the hub, the chart or KubeSpawner refuses (also a ValueError)
     ├── SubmissionError             .user .notebook .problem .status_code: a saved notebook not read for, or handed to, the grader
     ├── BoardError                  .url .status_code: the teacher's board did not give its table
@@ -46,7 +47,7 @@ from .base import LabkitError, SetupError, GpuUnavailableError, EngineError
 from .server import ServerError, ServerStartError, PortTakenError, RoomPortTakenError, BackendClashError, ServerNotRunningError, WaitTimeoutError
 from .models import RepositoryError, InvalidNameError, RepositoryWriteError, ConfigError, ModelLoadError, LoadTimeoutError, EnsembleStepError, MetricKindError, BuildError
 from .requests import InferenceError, ModelNotFoundError, RequestError, InputSizeError, OutputNameError, RequestTimeoutError, RequestInterruptedError, SequenceError, AnswerMismatchError
-from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, UnknownProtocolError, RoomSettingsError, SubmissionError, BoardError
+from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, CourseError, UnknownProtocolError, RoomSettingsError, SubmissionError, BoardError
 
 __all__ = [
     "LabkitError",
@@ -81,6 +82,7 @@ __all__ = [
     "UnstableMeasurementError",
     "TraceError",
     "UnknownExerciseError",
+    "CourseError",
     "WaitTimeoutError",
     "UnknownProtocolError",
     "RoomSettingsError",

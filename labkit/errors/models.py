@@ -112,15 +112,20 @@ class BuildError(LabkitError):
     ``compiler_output`` holds the compiler's messages (line numbers of the user's source), if any;
     ``missing_exports`` the entry points Triton requires that the library does not export;
     ``unavailable`` the Triton functions it calls that the 23.12 server does not have; ``undefined``
-    the functions it calls that nothing defines (as the linker names them).
+    the functions it calls that nothing defines (as the linker names them). Where the messages point at
+    a place: ``file`` and ``line`` (a CMake file's, or the compiler's first error), ``command`` the
+    command that failed (a CMake configure, or one compile of a CMake build), and ``flag`` the warning
+    a ``-Werror`` turned into the error (e.g. "-Wmismatched-new-delete").
     """
 
     def __init__(self, message: str, *, backend: str = "", compiler_output: str = "",
                  missing_exports: Sequence[str] = (), unavailable: Sequence[str] = (),
-                 undefined: Sequence[str] = ()) -> None:
+                 undefined: Sequence[str] = (), file: str = "", line: int | None = None, command: str = "",
+                 flag: str = "") -> None:
         self.backend = backend
         self.undefined = list(undefined)
         self.compiler_output = compiler_output
         self.missing_exports = list(missing_exports)
         self.unavailable = list(unavailable)
+        self.file, self.line, self.command, self.flag = file, line, command, flag
         super().__init__(message)

@@ -38,6 +38,17 @@ class UnknownExerciseError(LabkitError):
                          f"(nothing was changed). Fix the cell's tag; the exercises are: {', '.join(self.known)}.")
 
 
+class CourseError(LabkitError):
+    """A lesson notebook lacks what the course's plan reads (``field``: "labkit.minutes" or "labkit.core"
+    in the notebook's metadata, or its opening title), or holds a value it cannot use; ``notebook`` is the
+    file. Nothing was changed."""
+
+    def __init__(self, *, notebook: str, field: str, problem: str) -> None:
+        self.notebook, self.field, self.problem = notebook, field, problem
+        super().__init__(f"{notebook}: {field} {problem}. Give the notebook's metadata a \"labkit\" entry such as "
+                         '{"minutes": 45, "core": true} (minutes with its exercises; core: on the day\'s core path).')
+
+
 class UnknownProtocolError(LabkitError, ValueError):
     """A ``protocol=`` that labkit does not speak (``protocol`` is the value given, ``known`` the ones
     it does: "http" and "grpc"). Also a ValueError, as a bad argument."""

@@ -53,7 +53,8 @@ def scale(server: TritonServer) -> None:
 
 @exercise("02-raw-execute", "02_cpp_backends", "the execute loop without labkit::execute, statistics included",
           "follow the rawcopy loop above: multiply the values while copying them into the output buffer, then "
-          "ReportStatistics per request and ReportBatchStatistics once, before releasing the requests.",
+          "ReportStatistics for each request before releasing it, and ReportBatchStatistics once per execute; "
+          "hand what each returns to log_if_error, as rawcopy does.",
           sources=(RAW_BACKEND,))
 def raw_execute(server: TritonServer) -> None:
     build = latest(server, RAW_BACKEND)

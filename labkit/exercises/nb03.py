@@ -1,40 +1,51 @@
 """Exercises of notebook 03 (dynamic batching): choose a queue delay, and a preferred batch size.
 
-Both are measured on a model of the check's own (a copy of ``minimal_batching``, removed afterwards),
-so the notebook's models keep their settings.
+Both are measured on a model of the check's own (a copy of ``minimal_batching`` for the delay, of
+``add_sub_batching`` for the preferred size; removed afterwards), so the notebook's models keep their
+settings.
 
 03-delay puts six closed-loop clients on it; the numbers vary between machines, the bounds hold on all.
-03-preferred is deterministic: under concurrent load, a request that arrives while Triton hands a batch
-to the model may still join it (a preferred size of 4 gave batches of 5 in about one run in two), so
-the check instead sends requests one after another, each only once Triton has queued the previous
-ones, with a delay too long to end a batch: only preferred sizes and max_batch_size end one.
+
+03-preferred puts the load of the lesson's section 5 on it (eight clients, a 10 ms queue delay) in a few
+rounds, reloading the copy between them. Under that load Triton 23.12 now and then forms a batch one
+request larger than the largest preferred size (a request that arrives while a batch waits for the
+model joins it: [4] gave batches of 5 in 28 of 30 runs of 600 requests), so [4] fails, and [3] gives
+batches of 3 and 4 (in 30 runs one had no batch of 4: hence the rounds). The answer must also let
+batches reach 4: [2] or [1, 2], whose batches stop at 3, are not enough. When the queue delay runs out
+(the machine stalls for more than 10 ms) Triton sends whatever is queued, up to max_batch_size, whatever
+the preferred sizes: such batches are not counted. The copy's model.py (stub_side/batch_waits.py)
+reports, per execute(), how many requests it held and how long the oldest had waited since the client
+built it, which is at least its time in Triton's queue: a batch whose every request waited less than
+the delay was not sent because the delay ran out.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
-import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
 from .. import reference
-from ..inference import infer
 from ..load import run_load
 from ..native import deploy
 from ..native.build import reference_source
 from ..repository import ModelRepository
 from ..server.base import TritonServer
-from ..stats import metric, model_stats, parse_metrics
-from ..transport import closing_http
+from ..stats import model_stats
+from . import stub_side
 from .core import NotYet, exercise
 from .scratch import owned_model
 
 DELAY_CLIENTS, DELAY_MIN_BATCH, DELAY_MAX_P50_MS = 6, 4.0, 10.0
-PREFERRED_REQUESTS, PREFERRED_MAX_BATCH, PREFERRED_MIN_AVERAGE = 24, 4, 2.0
-PREFERRED_DELAY_US = 2_000_000  # longer than feeding a batch takes: only sizes end a batch in the probe
+#: 03-preferred: the load of section 5 (eight clients, a 10 ms delay), PREFERRED_ROUNDS times over.
+PREFERRED_CLIENTS, PREFERRED_DELAY_US, PREFERRED_REQUESTS, PREFERRED_ROUNDS = 8, 10_000, 600, 4
+PREFERRED_MAX_BATCH = 4
+PREFERRED_TIMEOUT_S = 20.0
 
 
 def _serve_copy(server: TritonServer, model: str, *, delay_us: int, preferred: Sequence[int] = ()) -> None:
@@ -99,60 +110,88 @@ def delay(server: TritonServer, delay_us: object) -> None:
                      f"requests took {p50:.1f} ms or more (needed: under {DELAY_MAX_P50_MS:g} ms).")
 
 
-def _pending(server: TritonServer, model: str) -> int:
-    return int(metric(parse_metrics(server.models.metrics_text()), "nv_inference_pending_request_count", model=model))
+def _serve_waits_copy(server: TritonServer, model: str, preferred: Sequence[int]) -> None:
+    """Serve ``model``: add_sub_batching's config (max batch 8, one instance) with the lesson's delay and
+    ``preferred``, and a model.py that reports every execute() in report.jsonl."""
+    config = ModelRepository(reference.repository()).read_config("add_sub_batching")
+    config.name = model
+    config.dynamic_batching.max_queue_delay_microseconds = PREFERRED_DELAY_US
+    config.dynamic_batching.preferred_batch_size[:] = list(preferred)
+    del config.instance_group[1:]
+    config.instance_group[0].count = 1
+    server.repository.write_config(config)
+    server.repository.write_file(model, "model.py", stub_side.source("batch_waits"))
 
 
-def _one_after_another(server: TritonServer, model: str, count: int, timeout_s: float = 60.0) -> None:
-    """Send ``count`` requests, each in its own thread, the next only once every earlier one is
-    queued in Triton or answered: no request can arrive while a batch is being handed over."""
-    inputs = reference.sample_inputs(model, server=server)
-    answered: list[int] = []
-    failures: list[BaseException] = []
-
-    def send(index: int) -> None:
-        try:
-            infer(server, model, inputs)
-            answered.append(index)
-        except BaseException as exc:  # noqa: BLE001 - reported by the caller's thread
-            failures.append(exc)
-
-    threads = []
-    deadline = time.monotonic() + timeout_s
-    for index in range(count):
-        threads.append(threading.Thread(target=closing_http(send), args=(index,), name=f"labkit-preferred-{index}"))
-        threads[-1].start()
-        while not failures and _pending(server, model) + len(answered) < index + 1:
-            if time.monotonic() > deadline:
-                raise NotYet(f"request {index + 1} of {count} was neither queued nor answered after {timeout_s:g} s.")
-            time.sleep(0.002)
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise failures[0]
+def _stamped(index: int) -> dict[str, np.ndarray]:
+    """One request whose INPUT0 carries the moment it is built (see stub_side/batch_waits.py)."""
+    now = time.monotonic()
+    whole = float(math.floor(now))
+    return {"INPUT0": np.array([[whole, now - whole, 0.0, float(index % 100)]], np.float32),
+            "INPUT1": np.ones((1, 4), np.float32)}
 
 
-@exercise("03-preferred", "03_dynamic_batching", "a preferred batch size that keeps batches small but batched",
-          "preferred_batch_size lists the sizes Triton sends as soon as it has them, instead of waiting for the "
-          "delay or max_batch_size; a request that arrives while a batch is formed may still join it.")
-def preferred(server: TritonServer, preferred: Sequence[int]) -> None:
+def _round(server: TritonServer, model: str) -> list[dict]:
+    """Load ``model`` afresh, warm it up, put the lesson's load on it; the executions it reported."""
+    report = server.repository.model_dir(model) / "report.jsonl"
+    server.repository.mark_changed(model)
+    server.load(model)
+    run_load(server, model, _stamped, requests=2 * PREFERRED_CLIENTS, concurrency=PREFERRED_CLIENTS)  # warm-up
+    time.sleep(0.05)
+    skip = len(report.read_text().splitlines()) if report.exists() else 0
+    result = run_load(server, model, _stamped, requests=PREFERRED_REQUESTS, concurrency=PREFERRED_CLIENTS,
+                      timeout_s=PREFERRED_TIMEOUT_S)
+    if result.errors:
+        raise NotYet(f"{len(result.errors)} of {PREFERRED_REQUESTS} requests failed: {result.errors[0].message}",
+                     rule="failed")
+    lines: list[str] = []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # the last execute's line may land a moment after its responses
+        lines = report.read_text().splitlines()[skip:]
+        if sum(json.loads(line)["requests"] for line in lines) >= PREFERRED_REQUESTS:
+            break
+        time.sleep(0.05)
+    return [json.loads(line) for line in lines]
+
+
+def _sizes(sizes: object) -> list[int]:
+    """The answer as a list of batch sizes (NotYet unless it is a list or tuple of whole numbers 1-8)."""
     try:
-        sizes = [int(s) for s in preferred if isinstance(s, numbers.Integral) and not isinstance(s, (bool, np.bool_))]
+        items = list(sizes)  # type: ignore[call-overload]
     except TypeError:
-        sizes = []
-    if isinstance(preferred, (str, bytes)) or sizes != list(preferred) or not all(1 <= s <= 8 for s in sizes):
-        raise NotYet(f"preferred must be a list of batch sizes from 1 to 8 (max_batch_size), not {preferred!r}.")
+        items = None
+    whole = [int(s) for s in items or [] if isinstance(s, numbers.Integral) and not isinstance(s, (bool, np.bool_))]
+    if isinstance(sizes, (str, bytes)) or items is None or whole != items or not all(1 <= s <= 8 for s in whole):
+        raise NotYet(f"preferred must be a list of batch sizes from 1 to 8 (max_batch_size), not {sizes!r}.",
+                     rule="not-sizes")
+    return whole
+
+
+@exercise("03-preferred", "03_dynamic_batching", "preferred batch sizes that let batches reach 4 under load, and no more",
+          "a preferred size is one Triton sends as soon as it has it, and section 5 shows what 23.12 does with one "
+          "under this load (model configuration, r23.12: "
+          "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md"
+          "#preferred-batch-sizes).")
+def preferred(server: TritonServer, preferred: Sequence[int]) -> None:
+    sizes = _sizes(preferred)
     if not sizes:
-        raise NotYet("with no preferred size, eight clients and a 10 ms delay fill batches to max_batch_size (8).")
+        raise NotYet("with no preferred size, eight clients and a 10 ms delay fill batches to max_batch_size (8).",
+                     rule="too-large")
+    executions: list[dict] = []
     with owned_model(server, "preferred_exercise") as model:
-        _serve_copy(server, model, delay_us=PREFERRED_DELAY_US, preferred=sizes)
-        before = model_stats(server, model, settle=True)
-        _one_after_another(server, model, PREFERRED_REQUESTS)
-        batches = model_stats(server, model, settle=True).since(before).batch_counts
-    average = _average(batches)
-    if max(batches, default=0) > PREFERRED_MAX_BATCH:
-        raise NotYet(f"with preferred {sizes}, Triton formed batches up to {max(batches)} (executions per size: "
-                     f"{_batches(batches)}); none should hold more than {PREFERRED_MAX_BATCH}.")
-    if average < PREFERRED_MIN_AVERAGE:
-        raise NotYet(f"with preferred {sizes}, batches are small ({_batches(batches)}) but hardly batches at all: "
-                     f"{average:.1f} requests on average (needed: at least {PREFERRED_MIN_AVERAGE:g}).")
+        _serve_waits_copy(server, model, sizes)
+        for number in range(1, PREFERRED_ROUNDS + 1):
+            ran = _round(server, model)
+            executions += ran
+            early = [e for e in ran if e["requests"] > PREFERRED_MAX_BATCH and e["waited_ms"] < PREFERRED_DELAY_US / 1000]
+            if early:
+                batches = Counter(e["requests"] for e in ran)
+                raise NotYet(f"with preferred {sizes}, eight clients and a 10 ms delay, Triton formed "
+                             f"{len(early)} batch(es) of more than {PREFERRED_MAX_BATCH} before the delay ran out "
+                             f"(round {number} of {PREFERRED_ROUNDS}, executions per size: {_batches(batches)}); "
+                             f"none should.", rule="too-large")
+    before_delay = [e["requests"] for e in executions if e["waited_ms"] < PREFERRED_DELAY_US / 1000]
+    if max(before_delay, default=0) < PREFERRED_MAX_BATCH:
+        raise NotYet(f"with preferred {sizes}, no batch held more than {max(before_delay, default=0)} requests in "
+                     f"{PREFERRED_ROUNDS} rounds (executions per size: {_batches(Counter(before_delay))}): batches may "
+                     f"grow to {PREFERRED_MAX_BATCH}, and should.", rule="too-small")

@@ -1,5 +1,5 @@
-"""Exercises of notebook 04 (C++ and Python, measured): the Python work done once per batch, and the
-C++ work with its step count from the config.
+"""Exercises of notebook 04 (C++ and Python, measured): the Python work done once per batch, and C++
+work per vector of a batch that holds several requests' rows.
 
 Both checks run the person's latest code in models of their own (labkit.exercises.scratch): the
 notebook's models and configs stay as they were.
@@ -19,8 +19,7 @@ from .core import NotYet, exercise
 from .scratch import config_of, latest, library_files, scratch_model
 
 VECTOR_MODEL = "python_work_batched"
-STEPS_MODELS = ("cpp_steps_a", "cpp_steps_b")
-STEPS_BACKEND = "worksteps"
+PEAK_MODEL, PEAK_BACKEND = "cpp_peak", "peak"
 #: Lines of model.py one more request in an execute may add (its input, its response): the 300 steps
 #: are 600 lines per run, so work done once per request shows as hundreds.
 LINES_PER_REQUEST = 20
@@ -44,8 +43,9 @@ def _same(got: np.ndarray, x: np.ndarray, steps: int) -> bool:
 
 
 @exercise("04-vectorize", "04_cpp_vs_python", "the Python work once per batch, not once per request",
-          "np.concatenate the requests' inputs, run the 300 steps once on the whole array, then np.split the result "
-          "at the requests' row counts.",
+          "execute() gets every request of a batch at once: the steps can run on all of their rows as one array, as "
+          "long as each request gets its own rows back, in order (python_backend README, r23.12: "
+          "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#execute).",
           sources=(VECTOR_MODEL,))
 def vectorize(server: TritonServer) -> None:
     source = server.repository.model_dir(VECTOR_MODEL) / "1" / "model.py"
@@ -97,43 +97,74 @@ def vectorize(server: TritonServer) -> None:
                      f"the steps still run once per request, not once per batch.", rule="per-request")
 
 
-def _load_with_steps(server: TritonServer, model: str, steps: int | None) -> None:
-    """Reload ``model`` with a new model state and parameter steps (none at all for None)."""
-    config = server.repository.read_config(model)
-    if steps is None:
-        if "steps" in config.parameters:
-            del config.parameters["steps"]
-    else:
-        config.parameters["steps"].string_value = str(steps)
-    server.repository.write_config(config)
-    server.repository.mark_changed(model)
-    try:
-        server.load(model)
-    except ModelLoadError as exc:
-        given = "no parameter steps" if steps is None else f"parameter steps {steps}"
-        raise NotYet(f"a model of worksteps with {given} did not load: {exc.reason}",
-                     "with no parameter steps, use 300 (parameter(\"steps\", \"300\")).", rule="load") from None
+def peak_normalized(x: np.ndarray) -> np.ndarray:
+    """What `peak` computes: each vector of the last dimension divided by its largest magnitude (zeros stay)."""
+    peak = np.abs(x).max(axis=-1, keepdims=True)
+    return np.where(peak > 0, x / np.where(peak > 0, peak, 1), 0).astype(np.float32)
 
 
-@exercise("04-steps", "04_cpp_vs_python", "the C++ work with its step count from the config",
-          "read the parameter \"steps\" once per model load, into a state derived from labkit::ModelState "
-          "(std::stoi(parameter(\"steps\", \"300\"))), and loop that many times.",
-          sources=(STEPS_BACKEND,))
-def steps(server: TritonServer) -> None:
-    build = latest(server, STEPS_BACKEND)
-    config = config_of(server, STEPS_MODELS[0], "the cell that configures cpp_steps_a and cpp_steps_b")
-    x = np.random.default_rng(5).standard_normal((1, 2, 128)).astype(np.float32)
-    # Two models of one library, then each loaded again with other steps: the count belongs to each load.
-    with scratch_model(server, f"steps_a_{build.digest}", config, library_files(build)) as first, \
-            scratch_model(server, f"steps_b_{build.digest}", config, library_files(build)) as second:
-        for model, count in ((first, 17), (second, 1000), (first, 3), (second, None)):
-            _load_with_steps(server, model, count)
-            got = infer(server, model, {"INPUTTensor": x})["OUTPUTTensor"]
-            expected = 300 if count is None else count
-            if not _same(got, x, expected):
-                ran = next((s for s in (300, 17, 1000, 3, 0, 1, expected + 1, expected - 1)
-                            if _same(got, x, s)), None)
-                guess = f" (it computed {ran})" if ran is not None else ""
-                given = "no parameter steps" if count is None else f"parameter steps {count}"
-                raise NotYet(f"a model of worksteps loaded with {given} did not compute {expected} steps of the "
-                             f"recurrence{guess}.", rule="steps")
+def _peak_rows(rng: np.random.Generator, rows: int, magnitude: float) -> np.ndarray:
+    """``rows`` rows of [2, 128]: vectors of very different sizes, one of them negative-peaked."""
+    x = rng.standard_normal((rows, 2, 128)).astype(np.float32) * np.float32(magnitude)
+    x[0, 1] *= np.float32(40.0)   # a second vector forty times the first: one peak for both is wrong
+    x[0, 1, 7] = -np.abs(x[0, 1]).max() * 2   # its peak is a negative value
+    return x
+
+
+@exercise("04-peak", "04_cpp_vs_python", "C++ work per vector of the batch: each scaled by its own peak",
+          "batch.input() holds every request's rows one after another: a vector is a run of 128 values (the "
+          "config's last dimension), and Triton may put other requests' vectors beside it (backend README, r23.12: "
+          "https://github.com/triton-inference-server/backend/blob/r23.12/README.md#backends).",
+          sources=(PEAK_BACKEND,))
+def peak(server: TritonServer) -> None:
+    build = latest(server, PEAK_BACKEND)
+    config = config_of(server, PEAK_MODEL, f"the cell that configures {PEAK_MODEL}")
+    # One instance, batches of exactly sum(ROWS) rows: one request alone, then four that share an execute.
+    del config.instance_group[1:]
+    for group in config.instance_group:
+        group.count = 1
+    config.dynamic_batching.max_queue_delay_microseconds = QUEUE_DELAY_US
+    config.dynamic_batching.preferred_batch_size[:] = [sum(ROWS)]
+    rng = np.random.default_rng(44)
+    alone = _peak_rows(rng, sum(ROWS), 3.0)
+    alone[2, 0] = 0.0  # a vector of zeros
+    together = [_peak_rows(rng, rows, magnitude) for rows, magnitude in zip(ROWS, (1.0, 500.0, 0.01, 7.0))]
+    together[3][1, 1] = 0.0
+    with scratch_model(server, f"peak_{build.digest}", config, library_files(build)) as model:
+        try:
+            server.load(model)
+        except ModelLoadError as exc:
+            raise NotYet(f"the {PEAK_BACKEND} backend does not load: {exc.reason.strip().splitlines()[-1]}", rule="load") from None
+        try:
+            answers = [infer(server, model, {"INPUTTensor": alone})] + infer_together(
+                server, model, [{"INPUTTensor": x} for x in together])
+        except InferenceError as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise NotYet(f"a request of {sum(ROWS)} rows, or {len(ROWS)} sent together, failed: {first}", rule="failed") from None
+    got_alone = answers[0]["OUTPUTTensor"]
+    if got_alone.dtype != np.float32 or got_alone.shape != alone.shape:
+        raise NotYet(f"OUTPUTTensor came back as {got_alone.dtype} {list(got_alone.shape)} for an input of "
+                     f"{list(alone.shape)}.", "return the tensor batch.input() gave you, changed in place.", rule="shape")
+    zero = not np.isfinite(got_alone[2, 0]).all() or not np.allclose(got_alone[2, 0], 0)
+    if np.allclose(got_alone, alone):
+        raise NotYet(f"one request of {sum(ROWS)} rows came back unchanged.", rule="unchanged")
+    if zero and np.allclose(np.delete(got_alone.reshape(-1, 128), 4, axis=0),
+                            np.delete(peak_normalized(alone).reshape(-1, 128), 4, axis=0), rtol=1e-4, atol=1e-6):
+        raise NotYet(f"every vector is scaled by its own peak, except the vector of zeros, which became "
+                     f"{got_alone[2, 0][:4].tolist()}...", "a vector whose peak is 0 has nothing to scale.", rule="zeros")
+    if not np.allclose(got_alone, peak_normalized(alone), rtol=1e-4, atol=1e-6):
+        vectors, got = alone.reshape(-1, 128), got_alone.reshape(-1, 128)
+        kept = np.abs(vectors).max(axis=1) > 0  # the vector of zeros left out: every guess below divides it by 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            guesses = {"one peak for the whole request": vectors / np.abs(vectors).max(),
+                       "the largest value, not the largest magnitude": vectors / vectors.max(axis=1, keepdims=True)}
+        guess = next((f" (it divided by {what})" for what, y in guesses.items()
+                      if np.allclose(got[kept], y[kept], rtol=1e-4, atol=1e-6)), "")
+        raise NotYet(f"one request of {sum(ROWS)} rows of [2, 128]: its vectors were not each divided by their own "
+                     f"peak{guess}.", rule="values")
+    for rows, x, out in zip(ROWS, together, answers[1:]):
+        if not np.allclose(out["OUTPUTTensor"], peak_normalized(x), rtol=1e-4, atol=1e-6):
+            raise NotYet(f"one request alone is right, but {len(ROWS)} requests of {', '.join(map(str, ROWS))} rows sent "
+                         f"together (one execute) got back vectors not divided by their own peaks (the request of "
+                         f"{rows} row(s) first).", "in a batch, a vector's neighbours may be another request's: compute "
+                         "each vector from its own 128 values.", rule="mixed")

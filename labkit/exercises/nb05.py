@@ -1,12 +1,14 @@
 """Exercises of notebook 05 (Triton in a container): a model that reads a file from the mounted
-repository, and a C++ backend compiled inside the container.
+repository, and one whose log, written inside the container, reaches this machine while it serves.
 
-The file check runs the person's model.py in a model of its own (labkit.exercises.scratch) with a
-scale.txt of its own, so the notebook's file and model stay as they were; the C++ check only sends
-requests to the person's model.
+Both checks run the person's model.py in a model of its own (labkit.exercises.scratch): the file check
+with a scale.txt of its own, the log check reading requests.log in its folder on this machine while
+the model serves and again after it unloads, so the notebook's files and models stay as they were.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -17,7 +19,7 @@ from .core import NotYet, exercise
 from .scratch import config_of, scratch_model
 
 FILE_MODEL = "filescale_py"
-PLUS_ONE = "plusone"
+JOURNAL_MODEL, LOG = "journal_py", "requests.log"
 
 
 def _first_line(exc: Exception) -> str:
@@ -25,8 +27,9 @@ def _first_line(exc: Exception) -> str:
 
 
 @exercise("05-scale-file", "05_docker", "read scale.txt from the model's folder inside the container",
-          "in initialize(), open os.path.join(args[\"model_repository\"], \"scale.txt\"): the repository is mounted "
-          "at the same path in the container, so that folder is the one on this machine.",
+          "initialize() is told where the model's folder is, as Triton sees it, and the repository is mounted at the "
+          "same path in the container (python_backend README, r23.12: "
+          "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#initialize).",
           sources=(FILE_MODEL,))
 def scale_file(server: TritonServer) -> None:
     source = server.repository.model_dir(FILE_MODEL) / "1" / "model.py"
@@ -51,19 +54,52 @@ def scale_file(server: TritonServer) -> None:
                              rule="values")
 
 
-@exercise("05-plus-one", "05_docker", "a C++ backend, compiled in the container, that adds one",
-          "in the function passed to labkit::execute, add 1 to each int32 value of the input tensor before "
-          "batch.output() sends it back.",
-          sources=(PLUS_ONE,))
-def plus_one(server: TritonServer) -> None:
-    for sent in (np.array([41, -1, 0, 2_147_483_000], np.int32), np.array([7, 100, -2_000_000_000, 123_456_789], np.int32)):
+def _logged(path: Path) -> list[str] | None:
+    """The lines of ``path`` on this machine, or None if it does not exist."""
+    return path.read_text().splitlines() if path.exists() else None
+
+
+@exercise("05-journal", "05_docker", "a log the model writes inside the container, read on this machine while it serves",
+          "the model runs in the container and sees the container's files: only the model repository is mounted from "
+          "this machine (at the same path). A file object also keeps what is written in a buffer (Python's io docs: "
+          "https://docs.python.org/3/library/io.html#io.IOBase.flush).",
+          sources=(JOURNAL_MODEL,))
+def journal(server: TritonServer) -> None:
+    source = server.repository.model_dir(JOURNAL_MODEL) / "1" / "model.py"
+    if not source.exists():
+        raise NotYet(f"model {JOURNAL_MODEL!r} has no model.py yet.", f"run the `%%triton_python {JOURNAL_MODEL}` cell first.",
+                     rule="setup")
+    config = config_of(server, JOURNAL_MODEL, "the cell that writes its config")
+    sent = [np.array(v, np.float32) for v in ([1.0, 2.0, 3.0], [-4.5, 0.5, 2.5], [100.0, 0.25, 0.0])]
+    wanted = [float(x.sum()) for x in sent]
+    with scratch_model(server, "journal", config, {"1/model.py": source.read_text()}) as model:
+        folder = server.repository.model_dir(model)
         try:
-            got = infer(server, PLUS_ONE, {"IN0": sent})["OUT0"]
-        except InferenceError as exc:
-            raise NotYet(f"for IN0={sent.tolist()} the request failed: {_first_line(exc)}", rule="failed") from None
-        if got.dtype != np.int32 or got.shape != sent.shape:
-            raise NotYet(f"OUT0 came back as {got.dtype} of shape {list(got.shape)}; the config says INT32 [4].", rule="shape")
-        if np.array_equal(got, sent):
-            raise NotYet(f"OUT0 is IN0 unchanged ({sent.tolist()}).", rule="unchanged")
-        if not np.array_equal(got, sent + 1):
-            raise NotYet(f"for IN0={sent.tolist()} OUT0 was {got.tolist()}, expected {(sent + 1).tolist()}.", rule="values")
+            server.load(model)
+        except ModelLoadError as exc:
+            raise NotYet(f"model.py of {JOURNAL_MODEL} does not load: {exc.reason.strip().splitlines()[-1]}", rule="load") from None
+        for x in sent:
+            try:
+                infer(server, model, {"X": x})
+            except InferenceError as exc:
+                raise NotYet(f"a request with X={x.tolist()} failed: {_first_line(exc)}", rule="failed") from None
+        serving = _logged(folder / LOG)
+        in_version = _logged(folder / "1" / LOG)
+        server.unload(model)  # finalize() runs: what was only buffered is written now
+        unloaded = _logged(folder / LOG)
+    if serving is None and unloaded is None:
+        where = (" (there is one in the version folder 1/, beside model.py; the exercise wants it beside config.pbtxt)"
+                 if in_version is not None else "")
+        raise NotYet(f"after {len(sent)} requests, the model's folder on this machine has no {LOG}{where}.", rule="no-file")
+    lines = [line for line in (serving or []) if line.strip()]
+    if len(lines) < len(sent) and len([line for line in unloaded or [] if line.strip()]) >= len(sent):
+        raise NotYet(f"after {len(sent)} requests, {LOG} held {len(lines)} line(s) while the model served; the rest "
+                     f"appeared only when the model unloaded.", rule="unflushed")
+    try:
+        got = [float(line) for line in lines]
+    except ValueError:
+        raise NotYet(f"{LOG} holds {lines[:3]} after {len(sent)} requests with X sums {wanted}: each line should be one "
+                     f"request's sum, a number.", rule="values") from None
+    if got != wanted and got[-len(sent):] != wanted:
+        raise NotYet(f"after {len(sent)} requests with X {[x.tolist() for x in sent]}, {LOG} holds {got}, not one sum per "
+                     f"request {wanted}.", rule="values")

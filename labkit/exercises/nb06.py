@@ -1,4 +1,9 @@
-"""Exercises of notebook 06 (one Python-based backend, many models): a third model, and a new parameter."""
+"""Exercises of notebook 06 (one Python-based backend, many models): a parameter the backend refuses
+with a clear load error, and a new optional parameter.
+
+Both checks load models of their own that use the shared backend (the person's latest ``scaler``), with
+parameters the check chooses, and remove them afterwards.
+"""
 
 from __future__ import annotations
 
@@ -12,42 +17,78 @@ from .core import NotYet, exercise, require_configured_outputs
 from .scratch import owned_model
 
 BACKEND = "scaler"
-THIRD = "times_three"
+#: Scales a model may have (as written in its config), and the parameters of models that must not load,
+#: with the value the error should name (None: there is none).
+VALID = ("2.5", "-4", "1e-3")
+INVALID = (({"scale": "three"}, "three"), ({}, None), ({"scale": "nan"}, "nan"), ({"scale": "inf"}, "inf"),
+           ({"scale": "0"}, "0"), ({"scale": ""}, None))
 
 
 def _tensors() -> dict:
     return {"inputs": [("X", "FP32", [3])], "outputs": [("Y", "FP32", [3])]}
 
 
-@exercise("06-third-model", "06_python_based_backend", "serve a third model, times_three, from the shared backend",
-          "write a config whose backend is \"scaler\" and whose parameters set scale to 3, then load it.")
-def third_model(server: TritonServer) -> None:
-    if THIRD not in server.loaded_models():
-        raise NotYet(f"model {THIRD!r} is not loaded.", f"write its config, then lab.load({THIRD!r}).")
-    config = server.model_config(THIRD)  # what Triton serves, not what was last written
-    if config.get("backend") != BACKEND:
-        raise NotYet(f"{THIRD} uses backend {config.get('backend')!r}, not the shared {BACKEND!r}.",
-                     "the point is one model.py for all: name the backend in the config, write no model.py of its own.")
-    written = server.repository.read_config(THIRD)
-    served_scale = config.get("parameters", {}).get("scale", {}).get("string_value")
-    if written.backend != config.get("backend") or {k: v.string_value for k, v in written.parameters.items()} != {
-            k: v.get("string_value") for k, v in config.get("parameters", {}).items()}:
-        raise NotYet(f"the config of {THIRD} written last is not the one Triton serves (that one has scale "
-                     f"{served_scale}): it was not loaded since, or its load failed.",
-                     f"run lab.load({THIRD!r}) and read its error, if it shows one.")
-    x = np.array([0.5, -4.0, 7.0], np.float32)
-    out = infer(server, THIRD, {"X": x})
-    require_configured_outputs(server, THIRD, out, shown=f" (for X={x.tolist()})")
-    y = out["Y"]
-    if not np.allclose(y, 3 * x) and not np.allclose(y, 3 * x + 1):  # the notebook's backend may still add one
-        raise NotYet(f"{THIRD} answered {y.tolist()} for X={x.tolist()} (its scale parameter is "
-                     f"{float(served_scale or 'nan'):g}); three times X is {(3 * x).tolist()}.",
-                     "the parameters in the config decide the factor: change scale, write the config, load the model again.")
+def _raised(reason: str) -> str:
+    """What initialize() raised, out of Triton's load error: "ValueError: ..." without the traceback
+    (whose path, backends/scaler/model.py, would name "scale" for any message)."""
+    text = reason.split(" state: ", 1)[-1].removeprefix("Internal: ")
+    return text.split("\n\nAt:", 1)[0].strip()
+
+
+def _load(server: TritonServer, name: str, params: dict) -> str | None:
+    """Write a model of the shared backend with ``params`` and load it; None when it loads, else what its
+    initialize() raised."""
+    server.repository.write_config(model_config(name, BACKEND, **_tensors(), parameters=params))
+    try:
+        server.load(name)
+    except ModelLoadError as exc:
+        return _raised(exc.reason)
+    return None
+
+
+@exercise("06-validate", "06_python_based_backend", "refuse a model whose scale is missing or unusable, saying why",
+          "initialize() runs once per model load: whatever it raises fails that load, and Triton reports the message "
+          "(python_backend README, r23.12: "
+          "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#error-handling).",
+          sources=(BACKEND,))
+def validate(server: TritonServer) -> None:
+    x = np.array([1.5, -2.0, 4.0], np.float32)
+    for number, text in enumerate(VALID, 1):
+        params = {"scale": text}
+        with owned_model(server, f"validate_check_good_{number}") as name:
+            raised = _load(server, name, params)
+            if raised is not None:
+                raise NotYet(f"a model with parameters {params} did not load: {_first_line(raised)}",
+                             "a finite number other than 0 is a good scale, negative or not.", rule="refused-good")
+            y = infer(server, name, {"X": x})["Y"]
+        scale = float(text)
+        if not any(np.allclose(y, scale * x + shift) for shift in (0, 1)):  # the notebook's backend adds one
+            raise NotYet(f"a model with parameters {params} answered {y.tolist()} for X={x.tolist()}, not "
+                         f"{(scale * x).tolist()} (or that plus 1).", "keep computing X * scale.", rule="values")
+    for number, (params, value) in enumerate(INVALID, 1):
+        with owned_model(server, f"validate_check_bad_{number}") as name:
+            raised = _load(server, name, params)
+        given = f"parameter scale {value!r}" if value is not None else "no parameter scale"
+        if raised is None:
+            raise NotYet(f"a model with {given} loaded; it should fail to load.",
+                         "check the value once, where it is read, and raise when it is unusable: a model that loads "
+                         "answers every request with nonsense.", rule="accepted")
+        if "scale" not in raised.lower() or (value is not None and value.lower() not in raised.lower()):
+            wants = "the value it holds" if "scale" in raised.lower() else "the parameter, scale"
+            raise NotYet(f"a model with {given} failed to load, but the error, {_first_line(raised)!r}, does not name "
+                         f"{wants}.", "the person who wrote the config reads only this message: say which parameter "
+                         "is wrong and what it holds.", rule="unclear")
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
 
 
 @exercise("06-offset", "06_python_based_backend", "give the shared backend an optional offset parameter",
-          "in initialize(), read config[\"parameters\"].get(\"offset\") the way scale is read, with 0 when it is "
-          "missing, and compute x * self.scale + self.offset.", sources=(BACKEND,))
+          "each model's config reaches initialize() as JSON, parameters included; a parameter a config may leave out "
+          "needs a value to fall back on (model configuration, r23.12: "
+          "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md).",
+          sources=(BACKEND,))
 def offset(server: TritonServer) -> None:
     x = np.array([1.0, -2.0, 10.0], np.float32)
     answers = {}
@@ -58,13 +99,13 @@ def offset(server: TritonServer) -> None:
                 server.load(name)
             except ModelLoadError as exc:
                 raise NotYet(f"a model with parameters {params} did not load: {exc.reason.strip().splitlines()[-1]}",
-                             "a model without offset must load too: use .get(\"offset\") and a default of 0.") from None
+                             "a model without offset must load too: fall back on a value when its config has none.") from None
             answers[name] = infer(server, name, {"X": x})
             require_configured_outputs(server, name, answers[name], shown=f" (parameters {params}, X={x.tolist()})")
     with_offset, without = answers["offset_check_a"]["Y"], answers["offset_check_b"]["Y"]
     if not np.allclose(without, 4 * x):
         raise NotYet(f"with scale 4 and no offset, X={x.tolist()} gave {without.tolist()}, not {(4 * x).tolist()}.",
-                     "with no offset parameter, add nothing: the default is 0 (drop the fixed + 1).")
+                     "with no offset parameter, add nothing (the starter's fixed + 1 goes too).")
     if not np.allclose(with_offset, 2.5 * x - 4):
         raise NotYet(f"with scale 2.5 and offset -4, X={x.tolist()} gave {with_offset.tolist()}, "
                      f"not {(2.5 * x - 4).tolist()}.")

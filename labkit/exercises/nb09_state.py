@@ -2,7 +2,7 @@
 and a C++ backend that hands its sum back to Triton as implicit state.
 
 Each check serves the person's latest code in a model of its own (labkit.exercises.scratch), with the
-config of the matching reference model (sequence_accumulate: START / END / CORRID controls;
+config of the matching reference model (sequence_accumulate: START / END / READY / CORRID controls;
 sequence_accumulate_cpp: state SUM_IN / SUM_OUT; four batch slots each), and judges what it answers:
 interleaved sequences over HTTP, a reused sequence id over gRPC, then sequences sent at the same
 time, so that several share an execution.
@@ -36,7 +36,7 @@ def _send(server: TritonServer, model: str, sequence: int, value: int, start: bo
                     sequence_id=sequence, sequence_start=start, sequence_end=end, timeout_s=10)
     except InferenceError as exc:
         raise NotYet(f"a request{shown} failed: {(str(exc).strip().splitlines() or [''])[0]}",
-                     "every request of the list gets a response of its own, null requests (CORRID 0) too.",
+                     "every request of the list gets a response of its own, null requests (READY 0) too.",
                      rule="failed") from None
     require_configured_outputs(server, model, out, rows=1, shown=shown)
     return int(out["OUTPUT"][0, 0])
@@ -102,8 +102,9 @@ def _wanted(sequences: dict[int, list[int]]) -> dict[int, list[int]]:
 
 
 @exercise("09-running-sum", "09_state_ensembles_metrics", "one running sum per sequence",
-          "read CORRID and START the way INPUT is read; keep a dict {CORRID: sum}, set it to 0 when START is 1; "
-          "a request with CORRID 0 is a null request: answer it and leave the sums alone.",
+          "the sequence batcher's controls (CORRID, START, READY) arrive as inputs, like INPUT: a sum belongs to one "
+          "sequence, and a null request (READY 0) to none (stateful models, r23.12: "
+          "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#stateful-models).",
           sources=(MODEL,))
 def running_sum(server: TritonServer) -> None:
     source = server.repository.model_dir(MODEL) / "1" / "model.py"
@@ -119,9 +120,9 @@ def running_sum(server: TritonServer) -> None:
 
 
 @exercise("09-implicit-state", "09_state_ensembles_metrics", "a C++ backend whose sum Triton keeps as implicit state",
-          "after adding, for each row k: TRITONBACKEND_StateNew(&state, batch.request(sum.requests[k]), \"SUM_OUT\", "
-          "TRITONSERVER_TYPE_INT32, shape {1, 1}, 2), TRITONBACKEND_StateBuffer for sizeof(int32_t) bytes, copy the sum "
-          "in, then TRITONBACKEND_StateUpdate(state).",
+          "with implicit state, Triton gives the model the state as an input and takes the next one back only when the "
+          "backend hands it over, per request, through the state functions of tritonbackend.h (implicit state, r23.12: "
+          "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#implicit-state-management).",
           sources=(CPP_BACKEND,))
 def implicit_state(server: TritonServer) -> None:
     build = latest(server, CPP_BACKEND)

@@ -8,6 +8,10 @@ and the `api_tour` demo section:
 - artifacts: a C++ backend reading a file from its model's folder at load
 - auto_complete: a C++ backend and a Python model filling in what their configs leave out
 - stateful: sequences of requests, with state kept by a Python model or by Triton (implicit state)
+- instances: two instances of a C++ model, a state each, the model's state shared under a mutex
+  (notebook 02; Triton's C API alone, like the three below)
+- decoupled_cpp: a decoupled C++ backend answering through a response factory
+- cancellation: C++ backends that see a client's cancellation (a plain request, a stream) and stop
 
 Every lesson module has the same two calls: ``setup(server)`` writes its configs and sources and
 loads its models, and ``run(server) -> Outcome`` exercises it once (setting up what it needs) and

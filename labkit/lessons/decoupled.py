@@ -1,8 +1,10 @@
 """Lesson: a decoupled Python model, several responses per request (the "repeat" pattern).
 
 With ``model_transaction_policy { decoupled: true }`` a model answers through a response sender
-instead of returning one response per request: any number of responses, then a final flag. Only
-gRPC streaming carries them; ``labkit.requests.stream_infer`` collects them in order.
+instead of returning one response per request: any number of responses, then a final flag. A gRPC
+stream carries them (``labkit.stream_infer`` collects them in order), and so does HTTP's generate
+extension for a request of one element per input (``labkit.generate_stream``); HTTP's ``/infer``
+refuses decoupled models.
 
     lab = labkit.start()
     decoupled.setup(lab)

@@ -1,9 +1,9 @@
 """Lesson: stateful models, where each answer depends on the requests of the same sequence before it.
 
 Two reference models compute the running sum of INPUT over a sequence: sequence_accumulate (Python)
-keeps one sum per sequence id itself, reading the control inputs START / END / CORRID that Triton's
-sequence batcher fills in; sequence_accumulate_cpp (C++, backend "accumulate") keeps nothing and lets
-Triton carry the sum as implicit state (TRITONBACKEND_StateNew / StateBuffer / StateUpdate).
+keeps one sum per sequence id itself, reading the control inputs START / END / READY / CORRID that
+Triton's sequence batcher fills in; sequence_accumulate_cpp (C++, backend "accumulate") keeps nothing
+and lets Triton carry the sum as implicit state (TRITONBACKEND_StateNew / StateBuffer / StateUpdate).
 
     lab = labkit.start()
     stateful.setup(lab)

@@ -27,7 +27,9 @@ from ..errors import BuildError, SetupError
 from ..gpu import cuda_build
 from ..repository.files import write_atomic
 from ..repository.names import check_name
+from . import defines as defines_
 from . import official, triton_sources
+from .diagnostics import compile_error
 from .helpers import INCLUDE_DIR, SRC_DIR, digest, folder_digest, helper_objects, prune
 from .sources import STAGED, collect, stage
 from .toolchain import LocalToolchain, Toolchain
@@ -143,6 +145,7 @@ def build_backend(
     first_line: int = 1,
     debug: bool = False,
     cuda: bool = False,
+    defines: defines_.Defines = None,
 ) -> Build:
     """Compile ``source`` into ``libtriton_<backend>.so``: C++ text, a .cc/.cpp file, a list of files,
     or a directory (its .cc/.cpp files, with the headers beside them; see labkit.native.sources).
@@ -157,7 +160,9 @@ def build_backend(
     ``required``: entry points the library must export; by default TRITONBACKEND_ModelInstanceExecute,
     or, for a library that exports TRITONBACKEND_ModelBatch* functions and no Execute (a batching
     strategy), all five of BATCH_ENTRY_POINTS. ``cuda``: compile the cell and ``.cu`` files with nvcc,
-    the rest with LABKIT_CUDA defined, and link cudart (labkit.gpu.cuda_build; here only).
+    the rest with LABKIT_CUDA defined, and link cudart (labkit.gpu.cuda_build; here only). ``defines``:
+    "NAME=VALUE" texts or a mapping, each a ``-DNAME=VALUE`` for the compiler (the utilities' and helpers' too).
+    A compile error's BuildError has the ``file`` and ``line`` of the first error.
     """
     check_name(backend, "backend")
     sources = collect(source, first_line)
@@ -173,7 +178,8 @@ def build_backend(
             )
         extra_includes, headers = image_headers + extra_includes, None
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
-    flags = CXXFLAGS + (DEBUG if debug else OPTIMIZED) + list(extra_flags or []) + cuda_build.host_flags(kit)
+    flags = (CXXFLAGS + (DEBUG if debug else OPTIMIZED) + list(extra_flags or []) + defines_.compiler_flags(defines)
+             + cuda_build.host_flags(kit))
     official_mode = any(official.uses_official_headers(text) for text in sources.texts())
     # A source may use labkit's helper layer and Triton's utilities together: then labkit's headers come
     # after Triton's, so every `triton/core/...` include finds Triton's own declarations, and the helpers
@@ -243,10 +249,11 @@ def build_backend(
         src = toolchain.path(folder / f"{backend}.cc")
         if code != 0:
             output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder / STAGED)}/", "")
+            place = compile_error(output, folder)
             raise BuildError(
                 f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
                 f"(line numbers are those of your source):\n{output}",
-                backend=backend, compiler_output=output,
+                backend=backend, compiler_output=output, file=place.file, line=place.line, flag=place.flag,
             )
         _check_symbols(backend, partial, toolchain, required)
         _check_defined(backend, toolchain, flags, linking, folder, src)

@@ -22,20 +22,23 @@ from ..errors import BuildError, RepositoryError, SetupError
 from ..repository import ModelRepository
 from ..repository.names import check_name
 from . import official, triton_sources
-from .build import LABKIT_INCLUDE, REFERENCE_DIR, VERSION_SCRIPT, json_include, latest_build
+from .build import LABKIT_INCLUDE, REFERENCE_DIR, VERSION_SCRIPT, Build, json_include, latest_build
 from .helpers import INCLUDE_DIR, SRC_DIR
 from .sources import STAGED, Sources, collect
-from .toolchain import Toolchain
+from .toolchain import Toolchain, build_tool
+
+_tool = build_tool  # its name here before labkit.native.toolchain held it (tests import it)
 
 TEMPLATES = Path(__file__).resolve().parent / "project"
 
 
-def _sources(backend: str, source: str | Path | Iterable[str | Path] | None, toolchain: Toolchain | None) -> Sources:
-    """What to export: ``source`` as a build takes it, else every file of the backend's latest build
-    (its cell, and the files and headers staged beside it), else the reference backend of that name."""
+def _sources(backend: str, source: str | Path | Iterable[str | Path] | None, toolchain: Toolchain | None,
+             build: Build | None = None) -> Sources:
+    """What to export: ``source`` as a build takes it, else every file of ``build`` (its cell, and the files
+    and headers staged beside it) or of the backend's latest build in the cache, else the reference backend."""
     if source is not None:
         return collect(source)
-    build = latest_build(backend, toolchain)
+    build = build or latest_build(backend, toolchain)
     if build is not None:
         folder = build.library.parent
         items: list[str | Path] = [(folder / f"{backend}.cc").read_text()] if (folder / f"{backend}.cc").exists() else []
@@ -81,18 +84,20 @@ def export_backend(
     repository: ModelRepository | str | Path | None = None,
     models: list[str] | None = None,
     toolchain: Toolchain | None = None,
+    build: Build | None = None,
 ) -> Path:
     """Write a CMake project for ``backend`` into ``directory`` (created; an existing project of the
     same backend there is replaced, anything else refuses). Returns the directory.
 
     ``source``: the backend's sources as a build takes them (C++ text, files, folders; see
-    labkit.native.sources); default: every file of its latest build in the toolchain's cache, else the
-    reference backend of that name. A source written against Triton's own headers (official mode) gets
+    labkit.native.sources); default: every file of ``build`` (a server's ``export_backend`` passes the
+    server's own latest build), else of the latest build in the toolchain's cache, else the reference
+    backend of that name. A source written against Triton's own headers (official mode) gets
     Triton's backend utilities compiled and linked, as labkit's build does; labkit's helper layer is
     exported when a source uses it. ``repository``: where the models that use it are (default none);
     ``models``: which of them (default: every model whose config names the backend)."""
     check_name(backend, "backend")
-    sources = _sources(backend, source, toolchain)
+    sources = _sources(backend, source, toolchain, build)
     texts = sources.texts()
     official_mode = any(official.uses_official_headers(text) for text in texts)
     helpers = not official_mode or any(LABKIT_INCLUDE.search(text) for text in texts)
@@ -150,27 +155,6 @@ def _copy_model(repo: ModelRepository, model: str, target: Path) -> None:
                 shutil.copy2(item, target / "1" / item.name)
 
 
-def _tool(name: str) -> str:
-    """cmake or ninja from the PyPI packages (``pip install cmake ninja``), else one on PATH."""
-    try:
-        if name == "cmake":
-            import cmake
-
-            folder = cmake.CMAKE_BIN_DIR
-        else:
-            import ninja
-
-            folder = ninja.BIN_DIR
-        if (Path(folder) / name).exists():
-            return str(Path(folder) / name)
-    except (ImportError, AttributeError):
-        pass
-    found = shutil.which(name)
-    if found is None:
-        raise SetupError(f"{name} is missing; `pip install cmake ninja` (or install them with your system's packages).")
-    return found
-
-
 def build_project(directory: str | Path, prefix: str | Path | None = None, *, offline: bool = True,
                   progress: bool = True) -> Path:
     """Configure, build and install an exported project with CMake and Ninja; returns the installed
@@ -183,7 +167,7 @@ def build_project(directory: str | Path, prefix: str | Path | None = None, *, of
         raise SetupError(f"{project} holds no CMakeLists.txt; export a backend there first.")
     backend = cmakelists.read_text().split("project(triton-", 1)[1].split("-backend", 1)[0]
     prefix = Path(prefix).resolve() if prefix is not None else project / "install"
-    cmake, ninja = _tool("cmake"), _tool("ninja")
+    cmake, ninja = build_tool("cmake"), build_tool("ninja")
     build_dir = project / "build"
     configure = [cmake, "-S", str(project), "-B", str(build_dir), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
                  f"-DCMAKE_INSTALL_PREFIX={prefix}"]

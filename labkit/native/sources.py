@@ -75,7 +75,9 @@ def collect(source: str | Path | Iterable[str | Path], first_line: int = 1) -> S
         if path.is_dir():
             found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SOURCE_SUFFIXES)
             if not found:
-                raise SetupError(f"{path} holds no .cc or .cpp file to compile; give the folder with the backend's sources.",
+                cmake = (" It holds a CMakeLists.txt: build that project as its repository does with "
+                         "labkit.native.build_cmake (`labkit build-backend NAME FOLDER`).") if (path / "CMakeLists.txt").is_file() else ""
+                raise SetupError(f"{path} holds no .cc or .cpp file to compile; give the folder with the backend's sources.{cmake}",
                                  missing=str(path / "*.cc"), reason="no C++ sources")
             beside = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in HEADER_SUFFIXES)
             root = path

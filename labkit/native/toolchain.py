@@ -104,3 +104,24 @@ class LocalToolchain(Toolchain):
         except OSError as exc:
             raise SetupError(f"Could not run {argv[0]}: {exc}. Install it (Debian: `apt-get install g++ binutils`).") from None
         return proc.returncode, proc.stderr + proc.stdout
+
+
+def build_tool(name: str) -> str:
+    """cmake or ninja from the PyPI packages (``pip install cmake ninja``), else one on PATH."""
+    try:
+        if name == "cmake":
+            import cmake
+
+            folder = cmake.CMAKE_BIN_DIR
+        else:
+            import ninja
+
+            folder = ninja.BIN_DIR
+        if (Path(folder) / name).exists():
+            return str(Path(folder) / name)
+    except (ImportError, AttributeError):
+        pass
+    found = shutil.which(name)
+    if found is None:
+        raise SetupError(f"{name} is missing; `pip install cmake ninja` (or install them with your system's packages).")
+    return found

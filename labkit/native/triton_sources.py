@@ -1,9 +1,11 @@
-"""Triton's own r23.12 sources (backend, common, core's include/), unpacked, for official-mode builds.
+"""Triton's own r23.12 sources (backend, common, core's include/), unpacked, for official-mode builds;
+``tree`` gives a repository's whole tree (core's CMakeLists.txt too), for CMake projects that fetch it.
 
 Taken from ``$LABKIT_TRITON_SOURCES`` when set: a folder holding the pinned archives
-(``backend-r23.12.tar.gz``, ``common-r23.12.tar.gz``, ``core-include-r23.12.tar.gz``) or the unpacked
-folders (``backend/``, ``common/``, ``core/``); nothing is downloaded then. Otherwise each repository is
-downloaded once from GitHub at its pinned commit into ``~/.cache/labkit/triton-sources/``. labkit
+(``backend-r23.12.tar.gz``, ``common-r23.12.tar.gz``, ``core-include-r23.12.tar.gz``, and
+``core-r23.12.tar.gz`` for ``tree("core")``) or the unpacked folders (``backend/``, ``common/``,
+``core/``); nothing is downloaded then. Otherwise each repository is downloaded once from GitHub at its
+pinned commit into ``~/.cache/labkit/triton-sources/`` (GitHub's archive is the whole tree). labkit
 commits none of this code: it is read at build time.
 """
 
@@ -32,6 +34,9 @@ MARKER = {
     "common": "include/triton/common/triton_json.h",
     "core": "include/triton/core/tritonbackend.h",
 }
+#: core's whole tree (its CMakeLists.txt builds the server stub backends link against): the archive in a
+#: LABKIT_TRITON_SOURCES folder, and the file that tells the whole tree from the include-only one.
+CORE_TREE = ("core-r23.12.tar.gz", "src/tritonserver_stub.cc")
 GITHUB = "https://github.com/triton-inference-server/{repo}/archive/{commit}.tar.gz"
 
 
@@ -40,7 +45,7 @@ def source(repo: str) -> Path:
     if repo not in PINNED:
         raise ValueError(f"no pinned Triton repository {repo!r}; there are: {', '.join(PINNED)}")
     given = os.environ.get(ENV, "").strip()
-    folder = _from_folder(repo, Path(given).expanduser()) if given else _downloaded(repo)
+    folder = _from_folder(repo, Path(given).expanduser(), PINNED[repo][0], MARKER[repo]) if given else _downloaded(repo)
     if not (folder / MARKER[repo]).is_file():
         raise SetupError(f"{folder} is not Triton's {repo} repository at r23.12 (no {MARKER[repo]}); "
                          f"set {ENV} to a folder holding {PINNED[repo][0]} or an unpacked {repo}/.",
@@ -48,9 +53,23 @@ def source(repo: str) -> Path:
     return folder
 
 
-def _from_folder(repo: str, root: Path) -> Path:
-    unpacked, archive = root / repo, root / PINNED[repo][0]
-    if (unpacked / MARKER[repo]).is_file():
+def tree(repo: str) -> Path:
+    """The whole r23.12 tree of ``repo`` (what a CMake project's FetchContent of ``repo-<repo>`` reads):
+    for backend and common their ``source``; for core the whole repository, not only its include/."""
+    if repo != "core":
+        return source(repo)
+    given = os.environ.get(ENV, "").strip()
+    folder = _from_folder(repo, Path(given).expanduser(), *CORE_TREE) if given else _downloaded(repo)
+    if not (folder / CORE_TREE[1]).is_file():
+        raise SetupError(f"{folder} is not Triton's whole core repository at r23.12 (no {CORE_TREE[1]}); set {ENV} to "
+                         f"a folder holding {CORE_TREE[0]} or an unpacked core/ with its CMakeLists.txt.",
+                         missing=str(folder / CORE_TREE[1]), reason="no such file")
+    return folder
+
+
+def _from_folder(repo: str, root: Path, archive_name: str, marker: str) -> Path:
+    unpacked, archive = root / repo, root / archive_name
+    if (unpacked / marker).is_file():
         return unpacked
     if archive.is_file():
         data = archive.read_bytes()
@@ -59,7 +78,7 @@ def _from_folder(repo: str, root: Path) -> Path:
         fill_once(target, lambda partial: _unpack(archive, repo, partial))
         return target
     raise SetupError(
-        f"{ENV}={root} holds neither {PINNED[repo][0]} nor an unpacked {repo}/ folder; set {ENV} to a folder "
+        f"{ENV}={root} holds neither {archive_name} nor an unpacked {repo}/ folder; set {ENV} to a folder "
         f"laid out like the pinned Triton r23.12 archives, or unset it to download them from GitHub.",
         missing=str(archive), reason="no such file",
     )

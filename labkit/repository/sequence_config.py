@@ -14,6 +14,7 @@ from .config import ModelConfig, _data_type, pb
 CONTROLS = {
     "START": ("CONTROL_SEQUENCE_START", {"int32_false_true": [0, 1]}),
     "END": ("CONTROL_SEQUENCE_END", {"int32_false_true": [0, 1]}),
+    "READY": ("CONTROL_SEQUENCE_READY", {"int32_false_true": [0, 1]}),
     "CORRID": ("CONTROL_SEQUENCE_CORRID", {"data_type": "TYPE_UINT64"}),
 }
 
@@ -27,7 +28,8 @@ def sequence_batching(
 ) -> ModelConfig:
     """Make ``cfg`` (e.g. from ``model_config``) a stateful model's config; returns it.
 
-    ``controls``: declare inputs START and END (INT32, 1 on a sequence's first / last request, else 0)
+    ``controls``: declare inputs START and END (INT32, 1 on a sequence's first / last request, else 0),
+    READY (INT32, 1 on a request of a live sequence, 0 on a null request that fills an idle batch slot)
     and CORRID (UINT64, the sequence id), which Triton fills in for each request.
     ``state``: (input name, output name, datatype, dims) of implicit state that Triton keeps per sequence,
     zeros at its start: the backend reads the input and sets the output (TRITONBACKEND_StateNew/Update).

@@ -11,7 +11,7 @@ the hub) and queues each new save for a grader run (``labkit.room.grader``: a co
 ``labkit.room.pods`` on Kubernetes); ``graders`` run at a time. Marks go to ``<room dir>/progress.json``.
 
     GET  /services/board/               the grid (refreshes itself)
-    GET  /services/board/api/progress   {"participants": {"p01": {"01-batch": "passed", ...}, ...}}
+    GET  /services/board/api/progress   {"participants": {"p01": {"01-bad-request": "passed", ...}, ...}}
     POST /services/board/api/refresh    look for saved notebooks now
 """
 

@@ -79,7 +79,7 @@ class Progress:
         self.judged.setdefault(user, {})[notebook] = mtime
 
     def table(self) -> dict[str, dict[str, dict[str, str]]]:
-        """``{"participants": {"p01": {"01-batch": "passed", ...}, ...}}``: every participant, every exercise."""
+        """``{"participants": {"p01": {"01-bad-request": "passed", ...}, ...}}``: every participant, every exercise."""
         ids = exercise_ids()
         return {"participants": {u: {e: self.mark(u, e).state for e in ids} for u in self.participants}}
 

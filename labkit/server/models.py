@@ -54,6 +54,9 @@ class Models:
         #: Per model or backend, what became of the latest source written for it (see attempts.py).
         self.attempts: dict[str, Attempt] = {}
         self._loaded: set[str] = set()  # what a restart brings back
+        #: The latest build of each backend made through this server: what its export takes (the machine's
+        #: build cache is shared by every lab and kernel, so its most recent build may be another lab's).
+        self._builds: dict[str, Build] = {}
 
     @property
     def workspace(self) -> Workspace:
@@ -310,7 +313,9 @@ class Models:
 
     def build(self, backend: str, source: str | Path | list[str | Path], **options: Any) -> Build:
         """Compile a C++ backend with this server's toolchain (see ``labkit.native.build_backend``)."""
-        return build_backend(backend, source, toolchain=self.runtime.toolchain(), **options)
+        build = build_backend(backend, source, toolchain=self.runtime.toolchain(), **options)
+        self._builds[backend] = build
+        return build
 
     def cpp_backend(
         self, backend: str, source: str | Path | list[str | Path], models: list[str] | None = None, **options: Any
@@ -335,6 +340,7 @@ class Models:
     def export_backend(self, backend: str, directory: str | Path, **options: Any) -> Path:
         """A standalone CMake project for a backend built here, with this repository's models that use
         it (see ``labkit.native.export_backend``)."""
+        options.setdefault("build", self._builds.get(backend))
         return export_backend(backend, directory, repository=self.repository, toolchain=self.runtime.toolchain(), **options)
 
 

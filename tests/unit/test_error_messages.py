@@ -91,3 +91,15 @@ def test_the_message_says_what_happened_and_what_to_do(name, monkeypatch, tmp_pa
     assert type(error).__name__ == name, repr(error)
     for phrase in phrases:
         assert phrase in str(error), (phrase, str(error))
+
+
+def test_a_werror_failure_says_which_flag_and_how_to_pass_an_override():
+    from labkit.native.cmake_build import _compile_failure
+    from labkit.native.diagnostics import Place
+
+    place = Place("src/strict.cc", 26, "-Wmismatched-new-delete", "g++ -Werror -c src/strict.cc")
+    message = _compile_failure(Path("/work/strict"), place, "src/strict.cc:26: error: ... [-Werror=mismatched-new-delete]")
+    for phrase in ["strict did not compile at src/strict.cc:26", "its own -Werror made the warning -Wmismatched-new-delete",
+                   "leaves the project's flags as they are", "--define CMAKE_CXX_FLAGS=-Wno-error=mismatched-new-delete",
+                   "g++ -Werror -c src/strict.cc", "[-Werror=mismatched-new-delete]"]:
+        assert phrase in message, (phrase, message)

@@ -23,9 +23,11 @@ def test_every_starter_and_solution_runs_in_the_grader(exercise):
     ("03-preferred", "preferred = (3,)"),
     ("03-preferred", "preferred = [np.int64(2), 4]"),
     ("03-delay", "step = 500\ndelay_us = step"),
-    ("06-third-model", 'scale = 3\ncfg = labkit.model_config("times_three", backend="scaler", inputs=[("X", "FP32", [3])], '
-                       'outputs=[("Y", "FP32", [3])], parameters={"scale": scale})\nlab.repository.write_config(cfg)\n'
-                       'lab.load("times_three")'),
+    ("09-fourth-power", 'name = "fourth_power"\na = labkit.Step("preprocess", inputs={"RAW": "RAW"}, outputs={"SCALED": "unit"})\n'
+                        'b = labkit.Step(model="square", inputs={"IN0": "unit"}, outputs={"OUT0": "pow2"})\n'
+                        'c = labkit.Step("square", inputs={"IN0": "pow2"}, outputs={"OUT0": "RESULT"})\n'
+                        'cfg = labkit.ensemble_config(name, [("RAW", "INT32", [4])], [("RESULT", "FP32", [4])], [c, b, a])\n'
+                        'lab.repository.write_config(cfg)\nlab.load(name)'),
     ("01-output2", REGISTRY["01-output2"].starter().splitlines()[0] + "\nimport os\nanything = 'model code'\n"),
 ])
 def test_right_answers_written_otherwise_run(exercise, source):
@@ -45,10 +47,11 @@ def test_right_answers_written_otherwise_run(exercise, source):
     ("03-delay", "delay_us = 2 ** 10"),
     ("03-delay", "delay_us = [x for x in (1, 2)]"),
     ("03-preferred", "preferred = [open('/etc/passwd')]"),
-    ("06-third-model", "cfg = labkit.model_config(**{'name': 'times_three'})"),
-    ("06-third-model", 'lab.load("times_three")\nlab.stop()'),
-    ("06-third-model", 'cfg = labkit.model_config(lab.stop())'),
-    ("06-third-model", 'def f(): pass'),
+    ("09-fourth-power", "cfg = labkit.ensemble_config(**{'name': 'fourth_power'})"),
+    ("09-fourth-power", 'lab.load("fourth_power")\nlab.stop()'),
+    ("09-fourth-power", 'cfg = labkit.ensemble_config(lab.stop())'),
+    ("09-fourth-power", 'def f(): pass'),
+    ("09-fourth-power", 'step = labkit.Step("square", inputs=__import__("os").environ)'),
 ])
 def test_code_that_could_patch_a_check_is_refused(exercise, source):
     assert refusal(exercise, source) != ""

@@ -51,3 +51,17 @@ def test_a_folder_without_the_sources_is_a_setup_error_saying_what_to_set(cache,
     assert info.value.missing == str(tmp_path / "core-include-r23.12.tar.gz")
     assert info.value.reason == "no such file"
     assert triton_sources.ENV in str(info.value)
+
+
+def test_the_whole_core_tree_comes_from_its_own_archive(archives, cache, tmp_path, monkeypatch):
+    monkeypatch.setenv(triton_sources.ENV, str(archives))
+    core = triton_sources.tree("core")
+    assert (core / "CMakeLists.txt").is_file() and (core / "src" / "tritonserver_stub.cc").is_file()
+    assert core != triton_sources.source("core") and core.is_relative_to(cache)  # not the include-only folder
+    assert triton_sources.tree("backend") == triton_sources.source("backend")  # already whole
+    laid = tmp_path / "laid"  # an unpacked core/ of include/ only does not pass for the whole tree
+    shutil.copytree(triton_sources.source("core"), laid / "core")
+    monkeypatch.setenv(triton_sources.ENV, str(laid))
+    with pytest.raises(SetupError) as info:
+        triton_sources.tree("core")
+    assert (info.value.missing, info.value.reason) == (str(laid / "core-r23.12.tar.gz"), "no such file")

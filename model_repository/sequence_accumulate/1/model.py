@@ -1,9 +1,10 @@
 """sequence_accumulate: OUTPUT is the running sum of INPUT over the requests of a sequence so far.
 
-The sequence batcher gives every request three control inputs (config.pbtxt): START is 1 on a
-sequence's first request, END on its last, CORRID is its sequence id. The sum of each live sequence
-is kept here, by CORRID. A batch slot with no request of a live sequence carries a "null request"
-(CORRID 0): it is answered, and its answer thrown away by Triton, without touching any sum.
+The sequence batcher gives every request four control inputs (config.pbtxt): START is 1 on a
+sequence's first request, END on its last, READY on every request of a live sequence, and CORRID is
+its sequence id. The sum of each live sequence is kept here, by CORRID. A batch slot with no request
+of a live sequence carries a "null request", READY 0, whose other inputs (CORRID too) mean nothing:
+it is answered, and its answer thrown away by Triton, without touching any sum.
 """
 
 import numpy as np
@@ -22,10 +23,10 @@ class TritonPythonModel:
         responses = []
         for request in requests:
             x = pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy()
-            sequence = _scalar(request, "CORRID")
-            if sequence == 0:  # a null request: no sequence behind it
+            if not _scalar(request, "READY"):  # a null request: no sequence behind it
                 total = 0
             else:
+                sequence = _scalar(request, "CORRID")
                 if _scalar(request, "START"):
                     self.sums[sequence] = 0
                 total = self.sums.get(sequence, 0) + int(x.sum())

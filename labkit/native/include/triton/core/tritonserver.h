@@ -181,8 +181,8 @@ typedef enum TRITONSERVER_errorcode_enum {
   TRITONSERVER_ERROR_CANCELLED = 7
 } TRITONSERVER_Error_Code;
 
-/* The caller owns the new error (msg is copied) until it hands it to a function that takes
- * ownership (returning it from an entry point, or TRITONBACKEND_ResponseSend) or deletes it. */
+/* The caller owns the new error (msg is copied) until it returns it from an entry point or deletes
+ * it. TRITONBACKEND_ResponseSend copies an error's code and message: the caller still deletes it. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ErrorNew(TRITONSERVER_Error_Code code, const char* msg);
 TRITONSERVER_DECLSPEC void TRITONSERVER_ErrorDelete(TRITONSERVER_Error* error);
 TRITONSERVER_DECLSPEC TRITONSERVER_Error_Code TRITONSERVER_ErrorCode(TRITONSERVER_Error* error);
