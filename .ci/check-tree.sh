@@ -7,10 +7,11 @@
 #   bench.json           `make bench`
 #   test-artifacts/      what the tests keep for a person to look at (screenshots, logs)
 #   .pytest_cache/       pytest's own cache
+#   .hypothesis/         hypothesis's database of examples (it replays a failing one on the next run)
 #   __pycache__/         Python's bytecode, beside any module that ran
 set -euo pipefail
 cd "$(dirname "$0")/.."
-allowed='^(\.venv/|labkit\.egg-info/|demo\.json|demo/|bench\.json|test-artifacts/|\.pytest_cache/|(.*/)?__pycache__/)$'
+allowed='^(\.venv/|labkit\.egg-info/|demo\.json|demo/|bench\.json|test-artifacts/|\.pytest_cache/|\.hypothesis/|(.*/)?__pycache__/)$'
 changed=$(git status --porcelain --untracked-files=no)
 stray=$(git ls-files --others --directory | grep -Ev "$allowed" || true)
 if [ -z "$changed" ] && [ -z "$stray" ]; then
