@@ -24,8 +24,8 @@ from urllib.parse import quote
 import numpy as np
 
 from . import request_fit, waiting
-from .errors import InferenceError, LabkitError, ModelNotFoundError, RequestError
-from .server import stubs
+from .errors import InferenceError, LabkitError, RequestError
+from .inference import refused_config
 from .server.base import TritonServer
 from .server.connection import CONNECTION_ERRORS
 
@@ -88,20 +88,9 @@ def _mismatches(config: dict, fields: Mapping[str, Any]) -> list[str]:
 def _refusal_error(server: TritonServer, model: str, fields: Mapping[str, Any], text: str, since: float) -> LabkitError:
     """The labkit error for Triton's refusal of a generate request (``text``: its words), decided from
     the server's state and the fields sent, as ``translate`` does for /infer."""
-    ended = stubs.exits(server.workspace.backend_dir / "python", model, since)
-    if ended:
-        return InferenceError(
-            f"The request to {model!r} failed: {text}\n{stubs.describe(ended)}\n"
-            f"Triton starts a new stub for the next request; fix the model (lab.python_model) to stop it ending.",
-            model=model, reason=text,
-        )
-    try:
-        loaded = server.loaded_models()
-        config = server.model_config(model) if model in loaded else None
-    except LabkitError:
-        return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
-    if config is None:
-        return ModelNotFoundError(model=model, loaded=loaded)
+    config = refused_config(server, model, text, since)
+    if isinstance(config, LabkitError):
+        return config
     problems = _mismatches(config, fields)
     if not problems:
         return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)

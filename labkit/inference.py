@@ -93,6 +93,24 @@ def check_sizes(model: str, tensors: list) -> None:
             )
 
 
+def refused_config(server: TritonServer, model: str, text: str, since: float | None) -> dict | LabkitError:
+    """The config to compare a refused request with (Triton's words: ``text``), or the error that explains the
+    refusal first: a Python stub of ``model`` that ended since ``since``, a model not loaded, a silent server."""
+    ended = stubs.exits(server.workspace.backend_dir / "python", model, since) if since is not None else []
+    if ended:
+        return InferenceError(
+            f"The request to {model!r} failed: {text}\n{stubs.describe(ended)}\n"
+            f"Triton starts a new stub for the next request; fix the model (lab.python_model) to stop it ending.",
+            model=model, reason=text,
+        )
+    try:
+        loaded = server.loaded_models()
+        config = server.model_config(model) if model in loaded else None
+    except LabkitError:
+        return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
+    return ModelNotFoundError(model=model, loaded=loaded) if config is None else config
+
+
 def translate(exc: BaseException, server: TritonServer, model: str, tensors: list, since: float | None = None,
               outputs: Sequence[str] = (), sequence_id: int | str = 0) -> LabkitError:
     """The labkit error for a failed request (tritonclient's error or a broken connection);
@@ -106,20 +124,9 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
         return InferenceError(f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model,
                               reason=repr(exc))
     text = exc.message() or str(exc)
-    ended = stubs.exits(server.workspace.backend_dir / "python", model, since) if since is not None else []
-    if ended:
-        return InferenceError(
-            f"The request to {model!r} failed: {text}\n{stubs.describe(ended)}\n"
-            f"Triton starts a new stub for the next request; fix the model (lab.python_model) to stop it ending.",
-            model=model, reason=text,
-        )
-    try:
-        loaded = server.loaded_models()
-        config = server.model_config(model) if model in loaded else None
-    except LabkitError:
-        return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
-    if config is None:
-        return ModelNotFoundError(model=model, loaded=loaded)
+    config = refused_config(server, model, text, since)
+    if isinstance(config, LabkitError):
+        return config
     sent = [(t.name(), t.datatype(), t.shape()) for t in tensors]
     problems = request_fit.mismatches(config, sent)
     unknown = [n for n in outputs if n not in _output_names(config)]
