@@ -60,6 +60,7 @@ class RepeatResult:
     sent: list[int]
     values: list[int]
     indices: list[int]
+    model: str = MODEL  # the C++ lesson's repeat_cpp answers the same way (labkit.lessons.decoupled_cpp)
 
     @property
     def ok(self) -> bool:
@@ -68,7 +69,7 @@ class RepeatResult:
 
     def __repr__(self) -> str:
         return (
-            f"{MODEL}: sent {self.sent}, got {len(self.values)} responses {'in order' if self.ok else 'WRONG'}\n"
+            f"{self.model}: sent {self.sent}, got {len(self.values)} responses {'in order' if self.ok else 'WRONG'}\n"
             f"  OUT = {self.values}\n  IDX = {self.indices}"
         )
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from ..inference import stream_infer
 from ..repository import model_config
 from ..server.base import TritonServer
 from ._c_logging import LOG_HELPERS
+from .decoupled import RepeatResult
 from .outcome import Outcome
 
 BACKEND = "repeatcpp"
@@ -164,31 +164,11 @@ def inputs(values: Sequence[int], delay_ms: int = 0) -> dict[str, np.ndarray]:
     return {"IN": np.asarray(values, dtype=np.int32), "DELAY_MS": np.array([delay_ms], np.int32)}
 
 
-@dataclass
-class RepeatCppResult:
-    """What went in, and the responses that came back, in arrival order."""
-
-    sent: list[int]
-    values: list[int]
-    indices: list[int]
-
-    @property
-    def ok(self) -> bool:
-        """One response per element, in the order sent."""
-        return self.values == self.sent and self.indices == list(range(len(self.sent)))
-
-    def __repr__(self) -> str:
-        return (
-            f"{MODEL}: sent {self.sent}, got {len(self.values)} responses {'in order' if self.ok else 'WRONG'}\n"
-            f"  OUT = {self.values}\n  IDX = {self.indices}"
-        )
-
-
-def repeat(server: TritonServer, values: Sequence[int], delay_ms: int = 0) -> RepeatCppResult:
+def repeat(server: TritonServer, values: Sequence[int], delay_ms: int = 0) -> RepeatResult:
     """One request to repeat_cpp over a gRPC stream (``labkit.stream_infer``); its responses in order."""
     responses = stream_infer(server, MODEL, inputs(values, delay_ms))
-    return RepeatCppResult([int(v) for v in values], [int(r["OUT"][0]) for r in responses],
-                        [int(r["IDX"][0]) for r in responses])
+    return RepeatResult([int(v) for v in values], [int(r["OUT"][0]) for r in responses],
+                        [int(r["IDX"][0]) for r in responses], model=MODEL)
 
 
 def raw_stream(server: TritonServer, values: Sequence[int], delay_ms: int = 0, timeout_s: float = 30.0
