@@ -10,13 +10,12 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import _cells, errors, exercises, gpu, native, plots, reference
+from . import _cells, errors, exercises, gpu, native, reference
 from .checks import AddSubResult, PassthroughResult, check_add_sub, check_passthrough
-from .dashboard import Dashboard
-from .ensembles import EnsembleTimeline, ensemble_timeline, serve_ensemble
 from .errors import (
     AnswerMismatchError,
     BackendClashError,
@@ -61,7 +60,6 @@ from .generate import generate_stream
 from .inference import infer, infer_with_parameters, stream_infer
 from .load import Load, LoadErrorRecord, LoadResult, run_load
 from .sequences import run_sequences
-from .perf_analyzer import PerfStep, PerfSweep, perf
 from .magics import register as _register_magics
 from .native import export_backend
 from .repository import ModelConfig, ModelRepository, model_config, sequence_batching
@@ -69,12 +67,47 @@ from .repository.ensemble import Step, ensemble_config
 from .server import EmbeddedServer, LogView, ServerConfig, TritonServer, current
 from .server import create as create_server
 from .stats import ModelStats, StatsCollector, model_stats
-from .timelines import Timeline, plot_timelines, timeline
-from .sequence_timeline import plot_sequence_slots, sequence_slots
 from .transport import Transport
 from .stuck.report import debug_tools, where_stuck
 
 __version__ = "0.1.0"
+
+# Names whose modules import matplotlib or ipywidgets (most of `import labkit`'s second): imported on
+# first use, so that a process that never plots (the room's grader, a CLI command) does not pay for them.
+_LAZY = {
+    "plots": ("plots", ""),
+    "Dashboard": ("dashboard", "Dashboard"),
+    "EnsembleTimeline": ("ensembles", "EnsembleTimeline"),
+    "ensemble_timeline": ("ensembles", "ensemble_timeline"),
+    "serve_ensemble": ("ensembles", "serve_ensemble"),
+    "PerfStep": ("perf_analyzer", "PerfStep"),
+    "PerfSweep": ("perf_analyzer", "PerfSweep"),
+    "perf": ("perf_analyzer", "perf"),
+    "Timeline": ("timelines", "Timeline"),
+    "plot_timelines": ("timelines", "plot_timelines"),
+    "timeline": ("timelines", "timeline"),
+    "plot_sequence_slots": ("sequence_timeline", "plot_sequence_slots"),
+    "sequence_slots": ("sequence_timeline", "sequence_slots"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'labkit' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(f".{module_name}", __name__)
+    value = getattr(module, attribute) if attribute else module
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
+    from . import plots
+    from .dashboard import Dashboard
+    from .ensembles import EnsembleTimeline, ensemble_timeline, serve_ensemble
+    from .perf_analyzer import PerfStep, PerfSweep, perf
+    from .sequence_timeline import plot_sequence_slots, sequence_slots
+    from .timelines import Timeline, plot_timelines, timeline
 
 
 def start(

@@ -16,10 +16,12 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from .errors import WaitTimeoutError
 from .gpu.metrics import GpuUsage
 from .gpu.metrics import usage as gpu_usage
 from .repository.ensemble import is_ensemble, step_models
 from .server.base import TritonServer
+from .server.polling import wait_until
 from .transport import closing_http
 
 _PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
@@ -117,15 +119,21 @@ def model_stats(server: TritonServer, model: str, *, settle: bool = False) -> Mo
         return dataclasses.replace(ModelStats.from_triton(model, every),
                                    steps={m: ModelStats.from_triton(m, every) for m in steps})
 
-    snap = read()
-    deadline = time.monotonic() + 2.0
-    while settle and time.monotonic() < deadline:
-        time.sleep(0.02)
+    if not settle:
+        return read()
+    snap: ModelStats | None = None
+
+    def agree() -> bool:  # the first call only reads: each later read comes a poll interval after the last
+        nonlocal snap
         again = read()
-        if again == snap:
-            break
-        snap = again
-    return snap
+        same, snap = again == snap, again
+        return same
+
+    try:
+        wait_until(agree, 2.0, f"the statistics of {model} to settle")
+    except WaitTimeoutError:
+        pass  # still changing after 2 s: the last read is the best there is
+    return snap if snap is not None else read()  # (wait_until asks at least once: snap is set)
 
 
 def _step_models(server: TritonServer, model: str) -> list[str]:

@@ -15,14 +15,17 @@ from typing import Any
 from . import plots, reference
 from .checks import check_add_sub, check_passthrough
 from .errors import LabkitError
-from .lessons import artifacts, auto_complete, bls, decoupled, response_parameters, stateful, volume_batching
+from .lessons import (artifacts, auto_complete, bls, cancellation, decoupled, decoupled_cpp, instances, response_parameters,
+                      stateful, volume_batching)
 from .load import run_load
 from .server.base import TritonServer
 from .stats import StatsCollector, model_stats
 from .timelines import plot_timelines, timeline
 
 Section = Callable[[TritonServer, Path | None], dict[str, Any]]
-LESSONS: tuple[ModuleType, ...] = (volume_batching, bls, decoupled, response_parameters, artifacts, auto_complete, stateful)
+#: Every lesson module that labkit.lessons lists, in its order (the C++ ones compile with the real compiler).
+LESSONS: tuple[ModuleType, ...] = (volume_batching, bls, decoupled, response_parameters, artifacts, auto_complete, stateful,
+                                   instances, decoupled_cpp, cancellation)
 
 
 def run_sections(server: TritonServer, sections: dict[str, Section], out_dir: Path | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import gevent
 
@@ -30,21 +30,19 @@ POLL_S = 0.1
 SOCKET_TIMEOUT_S = 7 * 24 * 3600.0
 
 
-class Pending:
+class Pending(Protocol):
     """A request under way: ``wait(seconds)`` returns whether it has an answer; ``result()`` gives
-    it (or raises the request's error); ``cancel()`` stops waiting for it."""
+    it (or raises the request's error); ``cancel()`` stops waiting for it. Any object with these three
+    methods is one (HttpPending, CallbackPending); none needs to inherit from this."""
 
-    def wait(self, seconds: float) -> bool:
-        raise NotImplementedError
+    def wait(self, seconds: float) -> bool: ...
 
-    def result(self) -> Any:
-        raise NotImplementedError
+    def result(self) -> Any: ...
 
-    def cancel(self) -> None:
-        raise NotImplementedError
+    def cancel(self) -> None: ...
 
 
-class HttpPending(Pending):
+class HttpPending:
     """An HTTP request in a greenlet of the calling thread (tritonclient's HTTP client runs on gevent)."""
 
     def __init__(self, send: Callable[[], Any]) -> None:
@@ -76,7 +74,7 @@ class HttpPending(Pending):
         self._greenlet.kill(block=False)
 
 
-class CallbackPending(Pending):
+class CallbackPending:
     """A request whose answer comes to a callback on another thread (gRPC's async_infer, streams)."""
 
     def __init__(self) -> None:

@@ -165,10 +165,13 @@ def _missing_for(path: Path) -> str:
     return "" if ok else why
 
 
-def run_notebook(path: Path, solutions: bool = False, from_outputs: bool = False) -> NotebookRun:
+def run_notebook(path: Path, solutions: bool = False, from_outputs: bool = False,
+                 kernel: KernelManager | None = None) -> NotebookRun:
     """Execute a copy of the notebook and collect its checks' verdicts (in the order they ran).
     ``from_outputs``: read them from the check cells' outputs, which only the kernel writes (the room's
-    grader), instead of the report file, which a model's own process could write too."""
+    grader), instead of the report file, which a model's own process could write too. ``kernel``: one
+    started before the notebook was known (a warm grader's, started in the notebook's folder); the caller
+    shuts it down (the grader answers first). A kernel started here is shut down here."""
     nb = nbformat.read(path, as_version=4)
     expected = [e for e in (exercise_of(c) for c in nb.cells) if e is not None]
     if solutions:
@@ -182,7 +185,9 @@ def run_notebook(path: Path, solutions: bool = False, from_outputs: bool = False
             os.environ["LABKIT_WORKSHOP_REPORT"] = str(report)
         stopped = ""
         # ipc: the kernel talks over local sockets, not TCP ports (and says nothing about encryption)
-        kernel = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json"))
+        own = kernel is None
+        kernel = kernel or KernelManager(kernel_name="python3", transport="ipc",
+                                         connection_file=str(Path(tmp) / "kernel.json"))
         try:
             # allow_errors: one broken cell must not hide the verdicts of the exercises after it
             NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT_S, allow_errors=True,
@@ -191,7 +196,7 @@ def run_notebook(path: Path, solutions: bool = False, from_outputs: bool = False
             stopped = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         finally:
             os.environ.pop("LABKIT_WORKSHOP_REPORT", None)
-            if kernel.has_kernel:  # a kernel manager given to nbclient is ours to shut down
+            if own and kernel.has_kernel:  # a kernel manager given to nbclient is ours to shut down
                 kernel.shutdown_kernel(now=False)
         lines = report.read_text().splitlines() if report.exists() else []
     failures = _failures(nb)

@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import signal
+import subprocess
+import sys
 import tarfile
 import time
 import uuid
+from pathlib import Path
 
 import nbformat
+import pytest
+import requests
 from ci_rules import skip_or_fail
 
 from labkit.docker import engine as lk_engine
+from labkit.errors import SetupError
 from labkit.exercises import REGISTRY
 from labkit.room import grader
-from labkit.room.settings import GRADER_IMAGE, PARTICIPANT_IMAGE, ROOM_LABEL
+from labkit.room.hub import free_port, proxy_command
+from labkit.room.k8s_board import service_environment
+from labkit.room.settings import (
+    BOARD_SCOPES,
+    GRADER_IMAGE,
+    PARTICIPANT_IMAGE,
+    ROOM_LABEL,
+)
 
 NOTEBOOK = "01_python_backend.ipynb"
 NOTEBOOKS_DIR = os.path.join(os.path.dirname(__file__), "..", "notebooks")
@@ -38,6 +53,95 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a / b)]))
         return responses
 """
+
+
+HUB_CONFIG = """
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = {port}
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = {hub_port}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_api}"
+c.ConfigurableHTTPProxy.command = {proxy!r}
+c.JupyterHub.db_url = "sqlite:///{dir}/hub.sqlite"
+c.JupyterHub.cookie_secret_file = "{dir}/cookie_secret"
+c.JupyterHub.pid_file = "{dir}/hub.pid"
+c.JupyterHub.authenticator_class = "dummy"
+c.Authenticator.allowed_users = {users!r}
+c.JupyterHub.api_tokens = {tokens!r}
+c.JupyterHub.load_roles = [{{"name": "teacher", "users": ["teacher"],
+                            "scopes": ["self", "access:services!service=board"]}},
+                           {{"name": "board", "services": ["board"], "scopes": {scopes!r}}}]
+c.JupyterHub.services = [{{"name": "board", "url": "http://127.0.0.1:{board_port}", "oauth_no_confirm": True,
+                          "api_token": {board_token!r}}}]
+"""
+
+
+@contextlib.contextmanager
+def board_hub(folder: Path, room_id: str, participants: list[str], tokens: dict[str, str], *,
+              grader_image: str = GRADER_IMAGE, poll_s: float = 2):
+    """A JupyterHub 6.1 on 127.0.0.1 (dummy logins; ``tokens``: {login: API token}, "teacher" among them) with
+    the board as an external service, run with the very environment the Kubernetes values give it, for room
+    ``room_id`` (its files in ``folder/room``); yields (the hub's url, the room folder). Stopped after."""
+    try:
+        proxy = proxy_command()
+    except SetupError as exc:
+        skip_or_fail(f"no configurable-http-proxy: {exc}")
+    room_dir = folder / "room"
+    room_dir.mkdir(exist_ok=True)
+    board_token = "board-token-" + os.urandom(8).hex()
+    port, hub_port, proxy_api, board_port = (free_port() for _ in range(4))
+    command = [sys.executable, "-m", "labkit.room.board", "--room-dir", str(room_dir), "--room-id", room_id,
+               "--participants", ",".join(participants), "--grader-image", grader_image, "--poll-s", str(poll_s)]
+    environment = {k: os.environ[k] for k in ("PATH", "HOME", "DOCKER_HOST") if k in os.environ}
+    environment["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    environment.update(service_environment(f"http://127.0.0.1:{hub_port}/hub/api", f"http://127.0.0.1:{board_port}"),
+                       JUPYTERHUB_API_TOKEN=board_token)
+    (folder / "jupyterhub_config.py").write_text(HUB_CONFIG.format(
+        port=port, hub_port=hub_port, proxy=list(proxy), proxy_api=proxy_api, board_port=board_port, dir=folder,
+        users={"teacher", *participants}, tokens={v: k for k, v in tokens.items()}, scopes=list(BOARD_SCOPES),
+        board_token=board_token))
+    log = open(folder / "hub.log", "w")
+    process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(folder / "jupyterhub_config.py")],
+                               cwd=folder, stdout=log, stderr=subprocess.STDOUT)
+    board = subprocess.Popen(command, env=environment, cwd=folder, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None and board.poll() is None:
+            try:
+                if requests.get(f"{url}/services/board/api/progress", timeout=5,
+                                headers={"Authorization": f"token {tokens['teacher']}"}).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"the hub and its board did not come up:\n{(folder / 'hub.log').read_text()[-3000:]}")
+        yield url, room_dir
+    finally:
+        for started in (board, process):
+            started.send_signal(signal.SIGTERM)
+            try:
+                started.wait(60)
+            except subprocess.TimeoutExpired:
+                started.kill()
+                started.wait()
+        log.close()
+
+
+def leftovers(engine, room_id: str) -> list[str]:
+    """Whatever of room ``room_id`` is on the engine: containers, networks and volumes, by its labels and names."""
+    from labkit.room.hubconfig import WORK_LABEL
+
+    found = set()
+    for label in (f"{ROOM_LABEL}={room_id}", f"{WORK_LABEL}={room_id}"):
+        found |= {f"container {c.name}" for c in engine.containers.list(all=True, filters={"label": label})}
+        found |= {f"network {n.name}" for n in engine.networks.list(filters={"label": label})}
+        found |= {f"volume {v.name}" for v in engine.volumes.list(filters={"label": label})}
+    found |= {f"container {c.name}" for c in engine.containers.list(all=True, filters={"name": f"labkit-{room_id}-"})}
+    found |= {f"network {n.name}" for n in engine.networks.list(names=[f"labkit-room-{room_id}"])}
+    found |= {f"volume {v.name}" for v in engine.volumes.list(filters={"name": f"labkit-room-{room_id}-"})}
+    return sorted(found)
 
 
 def room_engine():

@@ -18,6 +18,7 @@ import pytest
 import tritonclient.http as httpclient
 
 import labkit
+from waiting_support import within
 
 pytestmark = pytest.mark.slow
 
@@ -165,8 +166,7 @@ def test_a_breakpoint_nobody_attaches_to_is_skipped_after_the_wait():
         client_thread = threading.Thread(target=lambda: answers.append(_plain_request(server.endpoints.http_url, "labkit-debug-nobody")))
         t0 = time.monotonic()
         client_thread.start()
-        while not list(debug.glob("*.sock")) and time.monotonic() - t0 < 10:
-            time.sleep(0.05)
+        within(lambda: list(debug.glob("*.sock")), 10, "the breakpoint's socket", interval_s=0.05)
         assert [p.suffix for p in sorted(debug.iterdir())] == [".json", ".sock"]  # listening only now
         client_thread.join(30)
         assert answers == [[2.0] * 4] and 2 <= time.monotonic() - t0 < 10

@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -17,10 +16,20 @@ import pytest
 
 from labkit.server._ports import free_ports
 from ci_rules import in_ci
+from waiting_support import within
 
 CHROMIUM = "/usr/bin/chromium"
 NOTEBOOK = "03_dynamic_batching.ipynb"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+
+def _answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=2)
+    except OSError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +55,11 @@ def jupyterlab(tmp_path_factory):
         stdout=subprocess.DEVNULL, stderr=open(root / "jupyter.log", "wb"), start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                raise AssertionError("JupyterLab did not start:\n" + (root / "jupyter.log").read_text()[-2000:])
-            time.sleep(0.2)
+    if not within(lambda: proc.poll() is not None or _answers(f"{url}/api/status?token={token}"), 60,
+                  "JupyterLab to answer", interval_s=0.2) or proc.poll() is not None:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("JupyterLab did not start:\n" + (root / "jupyter.log").read_text()[-2000:])
     yield url, token
     os.killpg(proc.pid, signal.SIGTERM)
     try:

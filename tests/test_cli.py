@@ -7,13 +7,22 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import labkit
+from waiting_support import within
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
+
+
+
+def _answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=1)
+    except OSError:
+        return False
+    return True
 
 
 def test_demo_writes_json(tmp_path):
@@ -50,15 +59,8 @@ def test_serve_until_interrupted(tmp_path):
         assert proc.returncode == 0
         assert "stopped." in out
         assert "NOT LOADED broken" in err and "max_batch_sise" in err
-        with_timeout = time.monotonic() + 5
-        while time.monotonic() < with_timeout:
-            try:
-                urllib.request.urlopen(lines["http"] + "/v2/health/ready", timeout=1)
-            except OSError:
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError("the server still answers after Ctrl-C")
+        assert within(lambda: not _answers(lines["http"] + "/v2/health/ready"), 5, "the server to stop answering",
+                      interval_s=0.1), "the server still answers after Ctrl-C"
     finally:
         if proc.poll() is None:
             proc.kill()

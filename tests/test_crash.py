@@ -12,6 +12,8 @@ import pytest
 import labkit
 from labkit import reference
 from labkit.native import reference_source
+from labkit.stats import model_stats
+from waiting_support import eventually
 
 SEGFAULT = """
 #include "labkit/backend.hpp"
@@ -24,15 +26,6 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
   });
 }
 """
-
-
-def _wait_for(predicate, timeout_s: float = 5.0) -> float:
-    t0 = time.monotonic()
-    while not predicate():
-        if time.monotonic() - t0 > timeout_s:
-            raise AssertionError("timed out")
-        time.sleep(0.01)
-    return time.monotonic() - t0
 
 
 def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
@@ -49,9 +42,12 @@ def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
 
     worker = threading.Thread(target=load)
     worker.start()
-    time.sleep(0.3)
+    # requests are flowing (so some are in flight when the server dies): an answer has come back
+    eventually(lambda: model_stats(fresh_server, "minimal_batching").success_count > 0, "the first answers")
     os.kill(old_pid, signal.SIGKILL)
-    assert _wait_for(lambda: fresh_server.health.died is not None) < 2.0
+    killed = time.monotonic()
+    eventually(lambda: fresh_server.health.died is not None, "the death to be noticed", timeout_s=5, interval_s=0.01)
+    assert time.monotonic() - killed < 2.0
     worker.join(timeout=10)
     assert not worker.is_alive(), "a request in flight hung instead of failing"
     assert isinstance(failures[0], labkit.ServerNotRunningError) and failures[0].exit_summary == "killed by signal 9"
@@ -87,7 +83,7 @@ def test_segfaulting_backend_names_the_model_and_the_line(fresh_server, capfd):
     line = _line_of(SEGFAULT, "*nowhere = 1;")
     assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{line}."), error.crash
     assert f"crashy.cc:{line}" in str(error)
-    _wait_for(lambda: fresh_server.health.died is not None)
+    eventually(lambda: fresh_server.health.died is not None, "the death to be noticed", timeout_s=5, interval_s=0.01)
     err = capfd.readouterr().err
     assert "requests to crasher were in flight" in err and f"SIGSEGV at crashy.cc:{line}" in err
     # back with both models; the crashing one would crash again, but add_sub serves

@@ -1,10 +1,13 @@
 """CUDA builds for real on a machine without a GPU: nvcc and cudart from the CUDA 13.0 wheels
-(``labkit setup --cuda``), a kernel backend compiled and linked, loaded by the embedded Triton 23.12
-as a KIND_CPU model; its kernel's request fails cleanly where there is no driver (and answers where
-there is one). CPU builds are unchanged: no LABKIT_CUDA, no cudart."""
+(``labkit setup --cuda``), a kernel backend compiled and linked, its config KIND_GPU on GPU 0. The
+embedded Triton 23.12 loads it where a GPU is (the instance reports device 0 and the kernel answers);
+without one, Triton refuses the KIND_GPU config itself, and a KIND_CPU config reaches the backend's
+own TRITONBACKEND_ModelInstanceInitialize, which refuses any kind but KIND_GPU with its reason.
+CPU builds are unchanged: no LABKIT_CUDA, no cudart."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -15,7 +18,7 @@ import labkit
 from labkit.gpu import cuda_kit, detect, examples
 from labkit.native import build_backend
 
-SPECS = dict(inputs=[("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])], outputs=[("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4])])
+SPECS = examples.SPECS
 KERNEL = examples.CUDA_ADD_SUB.read_text()
 
 
@@ -36,10 +39,22 @@ def test_kernel_backend_builds_with_static_cudart_and_a_fatbinary(kit, tmp_path)
     assert "libcudart" not in dynamic and "tritonserver" not in dynamic  # cudart linked in, Triton resolved at load
     assert ".nv_fatbin" in sections  # device code for the GPU architecture
     symbols = subprocess.run(["nm", "-D", "--defined-only", str(build.library)], capture_output=True, text=True).stdout
-    assert "TRITONBACKEND_ModelInstanceExecute" in symbols and "cudaMalloc" not in symbols  # only entry points exported
+    entry_points = ("TRITONBACKEND_ModelInstanceInitialize", "TRITONBACKEND_ModelInstanceFinalize",
+                    "TRITONBACKEND_ModelInstanceExecute")
+    assert all(f" {name}\n" in symbols for name in entry_points)
+    assert "cudaMalloc" not in symbols and "cudaSetDevice" not in symbols  # only entry points exported
     again = build_backend("cuda_add_sub", KERNEL, cuda=True, cache=tmp_path, progress=False, first_line=2)
     cpu = build_backend("cuda_add_sub", labkit.native.reference_source("minimal").read_text(), cache=tmp_path, progress=False)
     assert again.cached and again.library == build.library and cpu.digest != build.digest
+
+
+def test_kernel_config_is_one_kind_gpu_instance_on_gpu_0():
+    config = examples.cuda_add_sub_config()
+    group = config.instance_group
+    assert len(group) == 1 and group[0].kind == group[0].KIND_GPU and group[0].count == 1 and list(group[0].gpus) == [0]
+    assert "kind: KIND_GPU" in str(config) and "gpus: 0" in str(config) and config.backend == "cuda_add_sub"
+    two = examples.cuda_add_sub_config("cuda_add_sub_two", gpus=[0, 1])
+    assert list(two.instance_group[0].gpus) == [0, 1] and two.name == "cuda_add_sub_two"  # one instance per GPU listed
 
 
 def test_cuda_compile_error_names_the_cells_line(kit, tmp_path):
@@ -69,26 +84,32 @@ def test_cu_file_builds_and_is_staged(kit, tmp_path):
     assert build.library.exists() and (build.library.parent / "src" / "add_sub_kernels.cu").exists()
 
 
-def test_triton_loads_a_cuda_built_backend_without_a_gpu(kit):
+def test_triton_loads_the_kernel_backend_on_kind_gpu_and_refuses_other_kinds(kit):
     with labkit.EmbeddedServer() as lab:
         lab.start()
         cmdline = Path(f"/proc/{lab.runtime.triton_pid}/cmdline").read_text().split("\0")
         flag = f"--allow-gpu-metrics={'true' if detect.visible() else 'false'}"
         assert flag in cmdline  # the flag follows the machine
-        lab.repository.write_config(labkit.model_config("cuda_add_sub", "cuda_add_sub", **SPECS))
-        lab.repository.write_config(labkit.model_config("cuda_add_sub_copy", "cuda_add_sub", **SPECS))
-        served = lab.cpp_backend("cuda_add_sub", KERNEL, cuda=True, first_line=2)
-        assert set(served) == {"cuda_add_sub", "cuda_add_sub_copy"}
+        lab.repository.write_config(examples.cuda_add_sub_config())
+        lab.repository.write_config(labkit.model_config("cuda_add_sub_on_cpu", "cuda_add_sub", **SPECS))
         a, b = np.arange(4, dtype=np.float32), np.full(4, 2, np.float32)
         if detect.visible():
+            mark = lab.logs.mark()
+            assert lab.cpp_backend("cuda_add_sub", KERNEL, ["cuda_add_sub"], cuda=True, first_line=2) == {"cuda_add_sub": 1}
             out = labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b})
             np.testing.assert_array_equal(out["OUTPUT0"], a + b)
             np.testing.assert_array_equal(out["OUTPUT1"], a - b)
-        else:  # the library loaded; its kernel needs a driver: the request fails with CUDA's reason, alone
-            with pytest.raises(labkit.InferenceError) as info:
-                labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b})
-            assert type(info.value) is labkit.InferenceError and "cudaMalloc" in info.value.reason
-            assert lab.models.is_model_ready("cuda_add_sub") and lab.models.is_model_ready("cuda_add_sub_copy")
+            lab.logs.settle()
+            assert re.search(r"instance cuda_add_sub_0\S*: KIND_GPU on device 0", lab.logs.since(mark))  # its device id
+        else:  # Triton checks the config's gpus against the GPUs it sees, before the backend is asked
+            with pytest.raises(labkit.ModelLoadError) as info:
+                lab.cpp_backend("cuda_add_sub", KERNEL, ["cuda_add_sub"], cuda=True, first_line=2)
+            assert "invalid or unsupported gpu id 0" in info.value.reason and info.value.model == "cuda_add_sub"
+        # A KIND_CPU instance reaches the backend: its ModelInstanceInitialize asks Triton for the kind and refuses.
+        with pytest.raises(labkit.ModelLoadError) as info:
+            lab.cpp_backend("cuda_add_sub", KERNEL, ["cuda_add_sub_on_cpu"], cuda=True, first_line=2)
+        assert "instance cuda_add_sub_on_cpu_0_0 is KIND_CPU" in info.value.reason and "KIND_GPU" in info.value.reason
+        assert lab.alive  # a refused load leaves the server running
         if not detect.visible():  # CUDA shared memory: the clear labkit error, nothing left registered
             with pytest.raises(labkit.GpuUnavailableError) as info:
                 labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b}, shared_memory="cuda")

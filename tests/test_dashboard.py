@@ -4,21 +4,13 @@ as an image/png output."""
 
 from __future__ import annotations
 
-import time
-
 import nbformat
 import numpy as np
 from nbclient import NotebookClient
 
 import labkit
 from labkit import reference
-
-
-def _until(predicate, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
+from waiting_support import eventually
 
 
 def test_controls_change_the_load_and_the_config_while_it_runs(fresh_server, capfd):
@@ -27,9 +19,9 @@ def test_controls_change_the_load_and_the_config_while_it_runs(fresh_server, cap
     dash.run(reference.sample_inputs("add_sub_batching"), concurrency=4)  # until stopped
     try:
         assert dash.queue_delay_us.value == 2000 and dash.preferred.value == ""  # read from the model's config
-        _until(lambda: dash.load.workers == 4)
+        eventually(lambda: dash.load.workers == 4, "four workers")
         dash.concurrency.value = 6  # the slider
-        _until(lambda: dash.load.workers == 6)
+        eventually(lambda: dash.load.workers == 6, "six workers")
         dash.queue_delay_us.value, dash.preferred.value = 500, "2, 4"
         dash.apply.click()  # the button: config written and the model reloaded, load still flowing
         assert dash.load.running
@@ -40,7 +32,7 @@ def test_controls_change_the_load_and_the_config_while_it_runs(fresh_server, cap
         dash.apply.click()
         assert "four" in dash.status.value  # a bad entry is reported beside the button, nothing raised
         served = dash.collector.total("add_sub_batching").inference_count
-        time.sleep(0.6)
+        eventually(lambda: dash.collector.total("add_sub_batching").inference_count > served, "more requests served")
         assert dash.collector.total("add_sub_batching").inference_count > served  # it kept flowing
     finally:
         result = dash.stop()
@@ -56,7 +48,7 @@ def test_a_timed_run_ends_by_itself(server):
     dash = labkit.Dashboard(server, "add_sub_batching", refresh_s=0.2)
     dash.run({k: v[None, :] for k, v in {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}.items()},
              concurrency=2, duration_s=1.5)
-    _until(lambda: dash._finished, timeout_s=15)
+    eventually(lambda: dash._finished, "the timed run to end", timeout_s=15)
     assert dash.result is not None and 1.4 < dash.result.duration_s < 3
     assert dash.wait() is dash.result and "inferences" in dash._title.value
 

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from labkit.docker import cpu_image as lk_image
 from labkit.docker import engine as lk_engine
 from labkit.docker import leftovers as lk_leftovers
 from labkit.server.launchers.docker import CONTAINER_PORTS, DockerServer
+from waiting_support import within
 
 pytestmark = pytest.mark.slow
 
@@ -49,9 +49,7 @@ def test_add_sub_over_http_and_grpc(dserver):
     assert labkit.check_add_sub(dserver, protocol="http").ok
     assert labkit.check_add_sub(dserver, protocol="grpc").ok
     # Triton counts a request once the backend has reported it, which may be just after the answer.
-    deadline = time.monotonic() + 5
-    while successes(dserver, "add_sub") < 2 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    within(lambda: successes(dserver, "add_sub") >= 2, 5, "two successes counted")
     assert successes(dserver, "add_sub") >= 2
 
 def test_ports_published_on_loopback_only(dserver):
@@ -78,9 +76,7 @@ def test_logs_stream_into_the_log_view(dserver):
                                                          "def execute(self, requests):\n        pb_utils.Logger.log_info('hello from the container')"),
                          config_named("logger"))
     labkit.check_add_sub(dserver, "logger")
-    deadline = time.monotonic() + 5
-    while "hello from the container" not in dserver.logs.since(mark) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    within(lambda: "hello from the container" in dserver.logs.since(mark), 5, "the model's log line", interval_s=0.05)
     assert "hello from the container" in dserver.logs.since(mark)  # the model's own log lines arrive too
     dserver.unload("logger")
 
@@ -95,9 +91,7 @@ def test_container_killed_from_outside(cpu_image, tmp_path):
         server.load("add_sub")
         client = lk_engine.connect()
         client.containers.get(server.runtime.container.id).kill()  # as `docker kill` would
-        deadline = time.monotonic() + 15
-        while server.alive and time.monotonic() < deadline:
-            time.sleep(0.05)
+        within(lambda: not server.alive, 15, "the server to be seen dead", interval_s=0.05)
         assert not server.alive and not server.ready()
         with pytest.raises(labkit.ServerNotRunningError) as info:
             server.models.index()
@@ -273,9 +267,7 @@ def test_restart_after_the_container_is_killed(cpu_image, tmp_path):
         server.repository.copy_model_from(labkit.reference_repository(), "add_sub")
         server.load("add_sub")
         lk_engine.connect().containers.get(server.runtime.container.id).kill()
-        deadline = time.monotonic() + 15
-        while server.health.died is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        within(lambda: server.health.died is not None, 15, "the watchdog to notice", interval_s=0.05)
         assert server.health.died is not None, "the watchdog did not notice the container's death"
         assert server.restart(timeout_s=120) == ["add_sub"]
         assert labkit.check_add_sub(server).ok

@@ -14,6 +14,7 @@ import pytest
 from docker_support import ADD_SUB_SOURCE, config_named, successes
 
 import labkit
+from waiting_support import within
 
 pytestmark = pytest.mark.slow
 
@@ -128,9 +129,7 @@ def test_reference_cpp_backend_builds_and_batches_in_the_container(dserver):
 
     reference.serve(dserver, ["recommended_batching"])  # labkit's headers and backend.hpp, g++ of the image
     assert labkit.check_passthrough(dserver, "recommended_batching", concurrent=2).ok
-    deadline = time.monotonic() + 5
-    while successes(dserver, "recommended_batching") < 2 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    within(lambda: successes(dserver, "recommended_batching") >= 2, 5, "two successes counted")
     stats = dserver.stats("recommended_batching")["model_stats"][0]
     assert stats["inference_count"] == 2 and stats["execution_count"] >= 1
     dserver.unload("recommended_batching")

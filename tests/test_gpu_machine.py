@@ -1,8 +1,11 @@
-"""What only a machine with an NVIDIA GPU can show: KIND_GPU models, GPU metrics, CUDA shared memory end
-to end, GPU memory in the helper layer, cupy through DLPack. Without a GPU (CI) every test here skips,
+"""What only a machine with an NVIDIA GPU can show: KIND_GPU models (the CUDA kernel backend on its
+instance's device 0), GPU metrics, CUDA shared memory end to end, GPU memory in the helper layer, cupy
+through DLPack. Without a GPU (CI) every test here skips,
 saying why; tests/test_cuda_build.py and tests/unit/test_gpu_cpu_side.py cover the CPU side."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -38,11 +41,18 @@ def test_gpu_metrics_exported(gpu_lab):
     assert len(gpus) == len(detect.probe().gpus) and all(g.memory_total > 0 for g in gpus)
 
 
-def test_cuda_kernel_backend_answers_over_http_and_cuda_shared_memory(gpu_lab):
+def test_cuda_kernel_backend_on_kind_gpu_uses_its_device_and_answers_over_http_and_cuda_shared_memory(gpu_lab):
     pytest.importorskip("cuda.bindings.runtime", reason="CUDA shared memory needs cuda-python: pip install 'labkit[gpu]'")
     cuda_kit.locate()
-    gpu_lab.repository.write_config(labkit.model_config("cuda_add_sub", "cuda_add_sub", **SPECS))
+    config = examples.cuda_add_sub_config()  # instance_group [{ kind: KIND_GPU, count: 1, gpus: [0] }]
+    gpu_lab.repository.write_config(config)
+    mark = gpu_lab.logs.mark()
     gpu_lab.cpp_backend("cuda_add_sub", examples.CUDA_ADD_SUB.read_text(), cuda=True, first_line=2)
+    group = gpu_lab.model_config("cuda_add_sub")["instance_group"][0]
+    assert group["kind"] == "KIND_GPU" and [int(g) for g in group["gpus"]] == [0]
+    gpu_lab.logs.settle()
+    # the backend's TRITONBACKEND_ModelInstanceInitialize logs what Triton told the instance: KIND_GPU, device 0
+    assert re.search(r"instance cuda_add_sub_0\S*: KIND_GPU on device 0", gpu_lab.logs.since(mark)), gpu_lab.logs.since(mark)
     for shared in (None, "cuda"):
         out = labkit.infer(gpu_lab, "cuda_add_sub", {"INPUT0": A, "INPUT1": B}, shared_memory=shared)
         np.testing.assert_array_equal(out["OUTPUT0"], A + B)

@@ -117,6 +117,14 @@ def test_labkit_declares_the_functions_triton_does_and_no_others(official_core):
     assert sorted(_ours()) == sorted(_names(official_core)["functions"])
 
 
+def test_labkit_headers_are_named_as_tritons(official_core):
+    """Each of labkit's declaration files stands for one of Triton's by name and scope (so it is exempt
+    from the 400-line cap), and the two Triton headers compared here are all of them."""
+    ours = sorted(p.name for p in (INCLUDE_DIR / "triton" / "core").iterdir())
+    tritons = {p.name for p in (official_core / "triton" / "core").glob("*.h")}
+    assert ours == sorted(HEADERS) and set(ours) <= tritons
+
+
 def test_what_the_server_defines_it_exports_and_entry_points_are_the_backends():
     library = LocalToolchain().triton_library()
     assert library, "the wheel's libtritonserver was not found"

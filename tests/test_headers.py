@@ -20,7 +20,7 @@ _DECLARED = re.compile(r"TRITON(?:SERVER|BACKEND)_(?P<kind>DECLSPEC|ISPEC)\s+[^;
 def _declarations() -> dict[str, str]:
     """Every function the headers declare -> DECLSPEC (the server defines it) or ISPEC (an entry point)."""
     found = {}
-    for header in sorted(CORE.glob("*.h")):  # tritonserver.h, tritonbackend.h and the parts they include
+    for header in sorted(CORE.glob("*.h")):  # tritonserver.h and tritonbackend.h, as Triton names them
         text = re.sub(r"/\*.*?\*/", "", header.read_text(), flags=re.S)
         for match in _DECLARED.finditer(text):
             found[match["name"]] = match["kind"]
@@ -82,5 +82,8 @@ def test_no_cpp_file_of_labkit_is_over_400_lines():
     sources = [Path(folder) / name for folder, _, names in os.walk(package, followlinks=True)  # model_repository is a link
                for name in names if Path(name).suffix in {".h", ".hpp", ".cc", ".cpp"}]
     assert any(p.name == "backend.hpp" for p in sources)
+    # Headers in triton/core stand for Triton's own, by name and scope (test_header_abi.py checks that
+    # Triton has each); tests/unit/test_architecture.py exempts them from the cap too.
+    sources = [p for p in sources if p.parent != CORE]
     too_long = {str(p.relative_to(package)): n for p in sources if (n := len(p.read_text().splitlines())) > 400}
     assert too_long == {}

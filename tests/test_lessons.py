@@ -271,6 +271,6 @@ def test_api_tour_section_reports_ok_per_item(tmp_path):
         srv.start()
         report = api_tour_section(srv, tmp_path)
     assert set(report) == {"volume_batching", "bls", "decoupled", "response_parameters", "artifacts", "auto_complete",
-                           "stateful", "ok"}
+                           "stateful", "instances", "decoupled_cpp", "cancellation", "ok"}
     assert all(report[k]["ok"] for k in report if k != "ok"), report
     assert report["ok"] and (tmp_path / "api_tour_volume_batching.png").stat().st_size > 0

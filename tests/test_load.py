@@ -11,6 +11,7 @@ import pytest
 import labkit
 from labkit.load import Load, run_load
 from labkit.stats import model_stats
+from waiting_support import eventually
 
 ONE = {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}
 
@@ -53,16 +54,12 @@ def test_inputs_that_change_per_request(server):
 def test_concurrency_changes_while_it_runs(server):
     load = Load(server, "add_sub", ONE, concurrency=1, duration_s=30).start()
     try:
-        time.sleep(0.3)
+        eventually(lambda: load.completions, "the first answers at concurrency 1", timeout_s=5)
         load.concurrency = 6
-        deadline = time.monotonic() + 5
-        while load.workers < 6 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        eventually(lambda: load.workers >= 6, "six workers", timeout_s=5)
         assert load.workers == 6  # six workers, each with its connection
         load.concurrency = 2
-        deadline = time.monotonic() + 5
-        while load.workers > 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        eventually(lambda: load.workers <= 2, "two workers left", timeout_s=5)
         assert load.workers == 2
     finally:
         result = load.stop()

@@ -18,7 +18,8 @@ from labkit.room.lifecycle import down, status_rows, up
 from labkit.room.grader import Grader
 from labkit.room.settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
 from labkit.room.sources import JupyterSource
-from room_board_support import NOTEBOOK, room_engine, solution
+from labkit.room.hubconfig import WORK_LABEL
+from room_board_support import NOTEBOOK, leftovers, room_engine, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 PARTICIPANTS = RoomSettings.numbered(3)
@@ -73,9 +74,7 @@ def room(lab_image, engine, tmp_path_factory):
         yield Room(settings, json.loads((directory / "room.json").read_text()))
     finally:
         down(directory, delete_work=True)
-    label = {"label": f"{ROOM_LABEL}={info.room_id}"}
-    assert engine.containers.list(all=True, filters=label) == []
-    assert engine.networks.list(filters=label) == []
+    assert leftovers(engine, info.room_id) == []  # containers, networks and volumes, by label and by name
     assert hub_process.hub_pid(directory) is None
 
 
@@ -233,6 +232,26 @@ def test_idle_labs_are_culled_and_down_keeps_work_volumes_unless_asked(lab_image
     assert engine.volumes.list(filters=work) == []
 
 
+def test_a_teacher_lab_is_labelled_and_delete_work_leaves_nothing(lab_image, engine, tmp_path):
+    """`room up --teacher-lab`: the teacher's lab works on a volume carrying the room's work label, and
+    `room down --delete-work` removes it with every other volume of the room (an unlabelled one that
+    DockerSpawner made itself, for a user added on the hub's admin page, is found by its name)."""
+    settings = RoomSettings(participants=("w1",), port=hub_process.free_port(), directory=tmp_path / "work",
+                            image=lab_image, teacher_lab=True, board=False)
+    info = up(settings)
+    room = Room(settings, json.loads((settings.directory / "room.json").read_text()))
+    try:
+        assert room.api("POST", "users/teacher/server").status_code in (201, 202)
+        _wait_ready(room, ["teacher"])
+        labels = engine.volumes.get(settings.volume("teacher")).attrs["Labels"]
+        assert labels[WORK_LABEL] == info.room_id and labels[f"{ROOM_LABEL}.user"] == "teacher"
+        engine.volumes.create(settings.volume("added"))  # no label, as DockerSpawner makes it
+    finally:
+        removed = down(settings.directory, delete_work=True)
+    assert {f"volume {settings.volume(login)}" for login in ("teacher", "w1", "added")} <= set(removed)
+    assert leftovers(engine, info.room_id) == []
+
+
 def _hub_only(tmp_path: Path, site: str) -> tuple[RoomSettings, hub_process.Plumbing]:
     """A hub with no lab started (the spawner is never used): its process, its site config, its stop."""
     (tmp_path / "site.py").write_text(site)
@@ -342,7 +361,7 @@ def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(la
 def test_room_image_builds_the_grader_on_the_lab_image(lab_image, engine, capsys):
     """`labkit room image --grader` (what a Kubernetes room pushes): the lab image, then the grader on it."""
     from labkit import cli
-    from labkit.room.grader import RECIPE_LABEL
+    from labkit.room.grader_image import RECIPE_LABEL
     from labkit.room.settings import GRADER_IMAGE
 
     assert cli.main(["room", "image", "--grader"]) == 0

@@ -20,6 +20,7 @@ import pytest
 
 import labkit
 from labkit.server._ports import free_ports
+from waiting_support import eventually
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
@@ -60,7 +61,8 @@ class _Serve:
         self.proc = subprocess.Popen([*LABKIT, "serve", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, cwd=cwd)
         self.err: list[str] = []
-        threading.Thread(target=lambda: self.err.extend(self.proc.stderr), daemon=True).start()
+        self._reader = threading.Thread(target=lambda: self.err.extend(self.proc.stderr), daemon=True)
+        self._reader.start()
         self.lines = {}
         for line in self.proc.stdout:
             key, _, value = line.strip().partition(" ")
@@ -69,15 +71,16 @@ class _Serve:
                 break
 
     def wait_for(self, text: str, timeout_s: float = 30) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not any(text in line for line in list(self.err)):
-            assert time.monotonic() < deadline, f"{text!r} not on the terminal: {''.join(self.err)}"
-            time.sleep(0.1)
+        try:
+            eventually(lambda: any(text in line for line in list(self.err)), f"{text!r} on the terminal", timeout_s,
+                       interval_s=0.1)
+        except AssertionError:
+            raise AssertionError(f"{text!r} not on the terminal: {''.join(self.err)}") from None
 
     def stop(self, sig: int) -> str:
         self.proc.send_signal(sig)
         out, _ = self.proc.communicate(timeout=60)
-        time.sleep(0.2)  # the stderr reader's last lines
+        self._reader.join(timeout=10)  # the stderr reader's last lines
         return out
 
 

@@ -8,31 +8,30 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import labkit
+from waiting_support import within
+
+
+def _ended(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie still answers kill(0); its state tells
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 def _gone(pid: int, timeout_s: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        # a zombie still answers kill(0); its state tells
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split(")")[-1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.1)
-    return False
+    return within(lambda: _ended(pid), timeout_s, f"process {pid} to end", interval_s=0.1)
 
 
 def _group_members(pgid: int) -> list[int]:
@@ -121,9 +120,7 @@ def test_no_orphan_after_owner_ends(how):
         owner.send_signal(signal.SIGKILL)
     owner.wait(timeout=60)
     assert _gone(pid), "tritonserver outlived its owner"
-    deadline = time.monotonic() + 15
-    while _group_members(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    within(lambda: not _group_members(pid), 15, "the Python stubs to end", interval_s=0.2)
     assert _group_members(pid) == [], "a Python stub outlived its server"
     if how == "sigkill":
         labkit.EmbeddedServer()  # a killed owner cannot clean up: the next launch sweeps its folder
@@ -187,9 +184,8 @@ def test_next_launch_ends_an_orphaned_server_and_frees_its_shared_memory():
     finally:
         if not _gone(pid, timeout_s=0.1):
             os.killpg(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 15
-    while (_group_members(pid) or set(os.listdir("/dev/shm")) & shm_server) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    within(lambda: not (_group_members(pid) or set(os.listdir("/dev/shm")) & shm_server), 15,
+           "the stubs to end and the shared memory to be freed", interval_s=0.2)
     assert _group_members(pid) == [], "its Python stubs are still running"
     assert not set(os.listdir("/dev/shm")) & shm_server, "its shared-memory regions were not freed"
 

@@ -14,6 +14,7 @@ import pytest
 
 import labkit
 from labkit import debug_tools
+from waiting_support import never
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +90,9 @@ def test_a_sleeping_execute_times_out_at_its_line_and_unstick_serves_the_fix(fre
     report = fresh_server.unstick("hang")
     assert "hang_0_0" in report
     assert labkit.infer(fresh_server, "hang", X, protocol=protocol, timeout_s=5)["OUT0"].tolist() == [7.0] * 4
-    time.sleep(2.5)  # a killed stub would be restarted by Triton about now, and crash it: unstick must not kill
+    # A negative check, kept honest: a killed stub would be restarted by Triton within about 2.5 s and
+    # crash it (no event says "will not crash"), so watch the server that long and fail the moment it dies.
+    never(lambda: not fresh_server.alive, "the server died after unstick", for_s=2.5)
     assert fresh_server.alive and labkit.check_add_sub(fresh_server).ok
     assert fresh_server.loaded_models() == ["add_sub", "hang"]
 

@@ -24,11 +24,16 @@ RAW_BACKEND = "rawdouble"
 #: How long an unload may take before the check concludes that a request was never released (an unload
 #: normally ends in milliseconds; with a request held it never ends in 2.41).
 RELEASE_WAIT_S = 10.0
+#: Triton's documents the hints point to (r23.12).
+BACKEND_README = "https://github.com/triton-inference-server/backend/blob/r23.12/README.md"
+BACKEND_HEADER = "https://github.com/triton-inference-server/core/blob/r23.12/include/triton/core/tritonbackend.h"
 
 
 @exercise("02-scale", "02_cpp_backends", "a C++ backend that scales by a parameter of its config",
-          "ModelState::parameter(key) returns a parameter of the config as a string (std::stof turns it into a float); "
-          "ScaleState's constructor runs once per model load.",
+          "the scale belongs to a model load, not to a request: it is a parameter of the model's config (Triton "
+          "keeps every config parameter as a string), read once when the model's state is made in "
+          "TRITONBACKEND_ModelInitialize. Read the backend README (r23.12), Backend Lifecycles, Backend and Model: "
+          f"{BACKEND_README}#backend-and-model, and the comments on labkit::ModelState in labkit/model.hpp.",
           sources=(SCALE_BACKEND,))
 def scale(server: TritonServer) -> None:
     build = latest(server, SCALE_BACKEND)
@@ -52,9 +57,11 @@ def scale(server: TritonServer) -> None:
 
 
 @exercise("02-raw-execute", "02_cpp_backends", "the execute loop without labkit::execute, statistics included",
-          "follow the rawcopy loop above: multiply the values while copying them into the output buffer, then "
-          "ReportStatistics for each request before releasing it, and ReportBatchStatistics once per execute; "
-          "hand what each returns to log_if_error, as rawcopy does.",
+          "this is the request life cycle that labkit::execute hides: a backend owns each request from "
+          "TRITONBACKEND_ModelInstanceExecute until it releases it; in between it answers it once, and Triton counts "
+          "only what the backend reports, per request and per execution. Read the backend README (r23.12), "
+          f"Inference Requests and Responses, Single Response: {BACKEND_README}#single-response, and the comments on "
+          f"the statistics functions in tritonbackend.h: {BACKEND_HEADER}.",
           sources=(RAW_BACKEND,))
 def raw_execute(server: TritonServer) -> None:
     build = latest(server, RAW_BACKEND)
@@ -103,12 +110,16 @@ def _judge_raw(run: SanitizedRun, config: ModelConfig) -> None:
     if moved.success_count != len(sent):
         raise NotYet(f"the answers are right, but Triton's statistics counted {moved.success_count} successful "
                      f"request(s) for the {len(sent)} answered.",
-                     "call TRITONBACKEND_ModelInstanceReportStatistics for each request, before RequestRelease.",
+                     "Triton's statistics hold only what the backend reports, and a request can be reported only "
+                     "while the backend still owns it (tritonbackend.h, r23.12: the comments on "
+                     f"TRITONBACKEND_ModelInstanceReportStatistics, {BACKEND_HEADER}).",
                      rule="statistics")
     if moved.execution_count != len(sent) or sum(moved.batch_counts.values()) != len(sent):
         raise NotYet(f"requests are counted, but Triton counted {moved.execution_count} execution(s) with batch sizes "
                      f"{dict(moved.batch_counts)} for {len(sent)} executions of one request each.",
-                     "call TRITONBACKEND_ModelInstanceReportBatchStatistics once per execute, with the request count.",
+                     "an execution is counted apart from its requests: one batch per execute, however many requests "
+                     "it held (tritonbackend.h, r23.12: the comments on TRITONBACKEND_ModelInstanceReportBatchStatistics, "
+                     f"{BACKEND_HEADER}).",
                      rule="batch-statistics")
     try:
         server.unload(model, timeout_s=RELEASE_WAIT_S)
@@ -116,8 +127,9 @@ def _judge_raw(run: SanitizedRun, config: ModelConfig) -> None:
         never = " (your library never calls it)" if run.calls("TRITONBACKEND_RequestRelease") is False else ""
         raise NotYet(f"the answers and statistics are right, but Triton could not finish unloading the model within "
                      f"{RELEASE_WAIT_S:.0f} s: it waits for requests the backend never released.",
-                     f"call TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL) once for every "
-                     f"request{never}.", rule="release") from None
+                     f"a request stays the backend's until it hands it back, whatever its response was{never}; an "
+                     f"unload waits for all of them (backend README, r23.12, Inference Requests and Responses: "
+                     f"{BACKEND_README}#inference-requests-and-responses).", rule="release") from None
     _memory(run)
 
 
@@ -125,6 +137,7 @@ def _memory(run: SanitizedRun) -> None:
     found = run.memory_error()
     if found is not None:
         raise NotYet(f"AddressSanitizer caught a {found.describe()}: the backend touched memory outside a buffer.",
-                     "a buffer of `size` bytes holds size / sizeof(int32_t) values: count values, not bytes; and use "
-                     "a request only before it is released.",
+                     "sizes in Triton's C API are in bytes, and a tensor's element takes its datatype's size of them "
+                     "(TRITONBACKEND_InputBuffer in tritonbackend.h, r23.12); and a request's memory is the backend's "
+                     f"only until it is released: {BACKEND_HEADER}.",
                      rule="memory")

@@ -11,6 +11,8 @@ from .core import NotYet, exercise, require_configured_outputs
 
 COUNTDOWN = "countdown"
 PARAMETERS_BACKEND, PARAMETERS_MODEL = "respparams", "respparams_passthrough"
+#: Where Triton documents response parameters (r23.12): the TRITONBACKEND_ResponseSet*Parameter functions.
+BACKEND_HEADER = "https://github.com/triton-inference-server/core/blob/r23.12/include/triton/core/tritonbackend.h"
 
 
 @exercise("07-countdown", "07_backend_api_tour", "a decoupled model that streams N responses",
@@ -32,8 +34,10 @@ def countdown(server: TritonServer) -> None:
 
 
 @exercise("07-sum-parameter", "07_backend_api_tour", "a response parameter with the sum of the request's values",
-          "in the loop over requests, batch.set_parameter(i, \"sum\", total) with total the int64 sum of row[0..3] "
-          "(std::accumulate from <numeric>, starting from int64_t{0}).",
+          "a response parameter belongs to one request's response and has a type: Triton 23.12 has string, "
+          "integer (int64) and bool parameters, and labkit's batch.set_parameter picks one by the C++ type it is "
+          "given. Read the comments on TRITONBACKEND_ResponseSetIntParameter in tritonbackend.h (r23.12): "
+          f"{BACKEND_HEADER}, and mind what four int32 values can add up to.",
           sources=(PARAMETERS_BACKEND, PARAMETERS_MODEL))
 def sum_parameter(server: TritonServer) -> None:
     for protocol, values in (("http", [3, -7, 12, 5]), ("grpc", [2_000_000_000, 2_000_000_000, 1, -1])):
@@ -46,7 +50,8 @@ def sum_parameter(server: TritonServer) -> None:
         got, want = params["sum"], int(sent.astype(np.int64).sum())
         if type(got) is not int:
             raise NotYet(f"\"sum\" arrived as {type(got).__name__} {got!r}; it should be an integer parameter.",
-                         "pass an integer type (int64_t) to set_parameter, not a string.")
+                         "the type of a response parameter is part of it: a client reads an integer parameter as a "
+                         f"number, a string one as text (tritonbackend.h, r23.12: {BACKEND_HEADER}).")
         if got != want:
             raise NotYet(f"for IN0={values} \"sum\" was {got}, expected {want}"
                          f"{' (int32 overflowed: add up in int64_t)' if values[0] > 10**9 else ''}.")

@@ -1,11 +1,12 @@
 """`labkit room bench --participants N`: a real room, measured. It starts a room (`room up`), starts every
 participant's lab through the hub's REST API, runs `labkit.start()` in one lab over the Jupyter kernel
-protocol, saves a notebook in every lab and waits for the board's verdicts, then takes the room down.
+protocol, saves a notebook in every lab at once and waits for the board's verdicts, then saves it once more
+in one lab alone (a quiet room) and waits for that verdict, then takes the room down.
 
 Printed: seconds until the hub answers and until all labs are ready; per lab, its ready time; the memory of
 one idle lab (Docker's figure, as `docker stats` shows it) before and with Triton running; per check
 (a grader run of one saved notebook, i.e. that notebook's exercises) p50/p95 of the time from the save to
-its verdict on the board. Nothing is asserted: the numbers depend on the machine.
+its verdict on the board, and the same for the save alone. Nothing is asserted: the numbers depend on the machine.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class RoomBench:
     triton_start_s: float = 0.0  # that `labkit.start()` cell, as the kernel ran it
     checks: dict[str, list[float]] = field(default_factory=dict)  # notebook -> save-to-verdict seconds
     checks_missing: int = 0  # saves without a verdict when the bench stopped waiting
+    single_s: float | None = None  # then one save in a quiet room, to its verdict (None: not measured)
+    single_missing: bool = False  # that save had no verdict when the bench stopped waiting
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "checks": {nb: _summary(v) for nb, v in self.checks.items()}}
@@ -66,6 +69,11 @@ def report(result: RoomBench) -> str:
              f"(labkit.start() took {result.triton_start_s:.1f} s)"]
     for notebook, values in sorted(result.checks.items()):
         lines.append(f"  check {notebook}: save -> verdict {_pcts(values)} (n={len(values)})")
+    if result.single_missing:
+        lines.append("  one save alone: no verdict when the bench stopped waiting")
+    else:
+        single = "      -" if result.single_s is None else f"{result.single_s:7.1f} s"
+        lines.append(f"  one save alone: save -> verdict  {single}")
     if result.checks_missing:
         lines.append(f"  {result.checks_missing} saved notebook(s) had no verdict yet when the bench stopped waiting")
     return "\n".join(lines)
@@ -167,22 +175,21 @@ def lab_memory(container_name: str) -> int:
     return int(stats["usage"] - detail.get("inactive_file", detail.get("total_inactive_file", 0)))
 
 
-def save_notebooks(room: _Room, users: tuple[str, ...], name: str) -> dict[str, float]:
-    """Save ``name`` in each lab with its first exercise solved (as the participant would: the contents
-    API; a notebook saved as shipped needs no grader run); when each was saved."""
+def save_notebooks(room: _Room, users: tuple[str, ...], name: str, which: int = 0) -> dict[str, float]:
+    """Save ``name`` in each lab with its exercise number ``which`` solved (as the participant would: the
+    contents API; the board learns of it as of any save); when each was saved."""
     from ..exercises import REGISTRY
     from .grader import exercises_of
 
-    first = exercises_of(name)[0]
+    exercise = exercises_of(name)[which]
     saved = {}
     for user in users:
         content = room.call(f"user/{user}/api/contents/{name}?content=1")["content"]
         for cell in content["cells"]:
-            if f"exercise:{first}" in cell.get("metadata", {}).get("tags", []):
-                cell["source"] = REGISTRY[first].solution()
+            if f"exercise:{exercise}" in cell.get("metadata", {}).get("tags", []):
+                cell["source"] = REGISTRY[exercise].solution()
         room.call(f"user/{user}/api/contents/{name}", "PUT", {"type": "notebook", "format": "json", "content": content})
         saved[user] = time.time()
-    room.call("services/board/api/refresh", "POST")
     return saved
 
 
@@ -233,6 +240,10 @@ def run(settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: flo
             f"{checks_timeout_s:.0f} s) ...")
         result.checks[notebook], result.checks_missing = wait_for_verdicts(settings.directory, saved, notebook,
                                                                            checks_timeout_s)
+        say(f"room bench: one more save, alone: {first}'s {notebook} with its second exercise solved ...")
+        alone = save_notebooks(room, (first,), notebook, which=1)
+        single, missing = wait_for_verdicts(settings.directory, alone, notebook, checks_timeout_s)
+        result.single_s, result.single_missing = (single[0] if single else None), bool(missing)
     finally:
         say("room bench: room down (labs, hub and work volumes) ...")
         lifecycle.down(settings.directory, delete_work=True)

@@ -10,7 +10,7 @@ saved notebooks (``labkit.room.sources``: the room's Docker volumes, or each lab
 the hub) and queues each new save for a grader run (``labkit.room.grader``: a container with no network;
 ``labkit.room.pods`` on Kubernetes); ``graders`` run at a time. Marks go to ``<room dir>/progress.json``.
 
-    GET  /services/board/               the grid (refreshes itself)
+    GET  /services/board/               the grid (refreshes itself; ?sort=name|solved, ?user=LOGIN: one's detail)
     GET  /services/board/api/progress   {"participants": {"p01": {"01-bad-request": "passed", ...}, ...}}
     POST /services/board/api/refresh    look for saved notebooks now
 """
@@ -26,6 +26,7 @@ import os
 import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -38,6 +39,7 @@ from ..exercises import REGISTRY
 from . import progress as progress_store
 from .grader import Grader, Limits, Runner, participant_volume, untouched_results
 from .settings import GRADER_IMAGE
+from .submission import is_started
 from .sources import JupyterSource, NotebookSource, VolumeSource
 
 log = logging.getLogger("labkit.room.board")
@@ -118,10 +120,22 @@ class Board:
                 if submission.untouched:
                     self._record(user, notebook, mtime, untouched_results(notebook))
                     continue
+                # cells put back to their starters are "not started" without a run
+                starters = [r for r in untouched_results(notebook)
+                            if not is_started(r["exercise"], submission.cells.get(r["exercise"], "\0"))]
+                changed = self.progress.changed(user, submission.cells)
+                if not changed:  # saved again with the same exercise cells: their marks stand
+                    self._record(user, notebook, mtime, starters)
+                    continue
+                submission = replace(submission, judge=tuple(changed))
                 judgement = await loop.run_in_executor(self.pool, self.runner.judge, submission)
-                log.info("%s %s judged in %.1f s%s", user, notebook, judgement.seconds,
+                log.info("%s %s (%s) judged in %.1f s%s", user, notebook, ", ".join(changed), judgement.seconds,
                          f" ({judgement.error})" if judgement.error else "")
-                self._record(user, notebook, mtime, judgement.results)
+                # a run that could not judge leaves no digest: the same cells are judged at the next save
+                digests = {} if judgement.error else changed
+                self._record(user, notebook, mtime, starters + [{**r, "digest": digests.get(r["exercise"], "")}
+                                                                for r in judgement.results if r["exercise"] in changed
+                                                                or not judgement.error])
             except LabkitError as exc:  # unreadable now: queued again at the next scan
                 log.warning("%s %s: %s", user, notebook, exc)
             finally:
@@ -144,19 +158,21 @@ class Board:
         self.runner.close()
 
 
-def render_page(board: Board, xsrf_form: str = "") -> str:
-    """The grid: one row per participant, one column per exercise; each cell its state and, until passed, its hint."""
-    ids = progress_store.exercise_ids()
-    head = "".join(f"<th title='{html.escape(REGISTRY[e].title)}'>{html.escape(e)}</th>" for e in ids)
-    rows = []
-    for user in board.progress.participants:
-        cells = []
-        for e in ids:
-            mark = board.progress.mark(user, e)
-            note = " ".join(x for x in (mark.problem, f"Hint: {mark.hint}" if mark.hint else "") if x)
-            cells.append(f"<td class='{mark.state.replace(' ', '-')}'><b>{mark.state}</b>"
-                         f"<small>{html.escape(note)}</small></td>")
-        rows.append(f"<tr><th>{html.escape(user)}</th>{''.join(cells)}</tr>")
+MARKS = {progress_store.PASSED: "\u2713", progress_store.NOT_YET: "\u2717", progress_store.NOT_STARTED: "\u00b7"}
+SORTS = ("name", "solved")
+# One screen (1600×900) holds 50 participants × every exercise: small type, one mark per cell, the words on hover.
+STYLE = """body{font:12px/1.2 sans-serif;margin:6px 10px} h1{font-size:15px;margin:0 0 2px}
+p{margin:2px 0} form{display:inline} .top{display:flex;gap:12px;align-items:baseline;flex-wrap:wrap}
+table{border-collapse:collapse;font-size:12px;line-height:14px} td,th{border:1px solid #ccc;padding:0 3px}
+thead th{font-weight:normal;max-width:64px;overflow-wrap:anywhere;vertical-align:bottom;font-size:10px}
+thead th.who,thead th.n{font-weight:bold;font-size:11px} th a{color:inherit} tbody th{text-align:left;font-weight:normal}
+td{text-align:center;min-width:24px;cursor:default} td.n{font-weight:bold}
+.passed{background:#bfeebf;color:#064} .not-yet{background:#fbd3ad;color:#a40} .not-started{background:#f0f0f0;color:#999}
+tfoot th,tfoot td{background:#f6f6ff;font-weight:bold} .error{color:#a00} .legend span{padding:0 4px}
+.detail td{text-align:left;max-width:60em}"""
+
+
+def _status(board: Board) -> tuple[str, str]:
     queued = len(board.pending)
     status = f"{queued} notebook(s) waiting for the grader" if queued else "every saved notebook is judged"
     if not board.prepared.is_set():
@@ -164,14 +180,57 @@ def render_page(board: Board, xsrf_form: str = "") -> str:
         if board.prepare_error:
             status = f"the grader {board.runner.image} is not ready; trying again"
     error = "".join(f"<p class='error'>{html.escape(e)}</p>" for e in (board.prepare_error, board.last_scan_error) if e)
-    return f"""<!doctype html><html><head><meta charset="utf-8">
-<meta http-equiv="refresh" content="{REFRESH_PAGE_S}"><title>labkit room {html.escape(board.room_id)}</title>
-<style>body{{font-family:sans-serif}} td,th{{border:1px solid #ccc;padding:4px;vertical-align:top}}
-td small{{display:block;max-width:16em;color:#555}} .passed{{background:#d4f7d4}} .not-yet{{background:#fde2c8}}
-.not-started{{background:#eee}} table{{border-collapse:collapse}} .error{{color:#a00}}</style></head><body>
-<h1>Room {html.escape(board.room_id)}</h1><p>{status}; this page refreshes every {REFRESH_PAGE_S} s.</p>{error}
-<form method="post" action="api/refresh">{xsrf_form}<button>look for saved notebooks now</button></form>
-<table><tr><th>participant</th>{head}</tr>{''.join(rows)}</table></body></html>"""
+    return status, error
+
+
+def _note(mark: progress_store.Mark) -> str:
+    return " ".join(x for x in (mark.problem, f"Hint: {mark.hint}" if mark.hint else "") if x)
+
+
+def render_page(board: Board, xsrf_form: str = "", sort: str = "name", user: str = "") -> str:
+    """The grid: one row per participant, one column per exercise, one mark and colour per cell (its problem
+    and hint on hover), sortable by name or by number solved, with a row of how many passed each exercise;
+    with ``user``, that participant's detail (every exercise's state, problem and hint)."""
+    ids = progress_store.exercise_ids()
+    participants = list(board.progress.participants)
+    marks = {u: {e: board.progress.mark(u, e) for e in ids} for u in participants}
+    solved = {u: sum(m.state == progress_store.PASSED for m in marks[u].values()) for u in participants}
+    status, error = _status(board)
+    title = f"labkit room {html.escape(board.room_id)}"
+    head = (f"<!doctype html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='{REFRESH_PAGE_S}'>"
+            f"<title>{title}</title><style>{STYLE}</style></head><body>")
+    if user in marks:
+        rows = "".join(
+            f"<tr><th>{html.escape(e)}</th><td>{html.escape(REGISTRY[e].title)}</td>"
+            f"<td class='{marks[user][e].state.replace(' ', '-')}'>{MARKS[marks[user][e].state]} {marks[user][e].state}</td>"
+            f"<td>{html.escape(_note(marks[user][e]))}</td></tr>" for e in ids)
+        return (f"{head}<h1>Room {html.escape(board.room_id)}: {html.escape(user)}, {solved[user]} of {len(ids)} "
+                f"solved</h1><p><a href='?'>back to the room</a></p>{error}<table class='detail'><tr><th>exercise</th>"
+                f"<th>what it asks</th><th>state</th><th>problem and hint</th></tr>{rows}</table></body></html>")
+    order = sorted(participants, key=lambda u: (-solved[u], u)) if sort == "solved" else sorted(participants)
+    columns = "".join(f"<th title='{html.escape(e)}: {html.escape(REGISTRY[e].title)}'>{html.escape(e)}</th>" for e in ids)
+    rows = []
+    for u in order:
+        cells = "".join(
+            f"<td class='{m.state.replace(' ', '-')}' title='{html.escape(f'{u} · {e}: {m.state}. {_note(m)}'.strip())}'>"
+            f"{MARKS[m.state]}</td>" for e, m in marks[u].items())
+        rows.append(f"<tr><th><a href='?user={html.escape(u)}'>{html.escape(u)}</a></th>{cells}"
+                    f"<td class='n'>{solved[u]}</td></tr>")
+    passed = [sum(marks[u][e].state == progress_store.PASSED for u in participants) for e in ids]
+    summary = "".join(f"<td title='{n} of {len(participants)} passed {html.escape(e)}'>{n}</td>" for e, n in zip(ids, passed))
+    sorted_by = "<b>{}</b>"
+    by_name = sorted_by.format("participant") if sort != "solved" else "<a href='?sort=name'>participant</a>"
+    by_solved = sorted_by.format("solved") if sort == "solved" else "<a href='?sort=solved'>solved</a>"
+    legend = ("<span class='passed'>\u2713 passed</span><span class='not-yet'>\u2717 not yet</span>"
+              "<span class='not-started'>\u00b7 not started</span> hover a cell for its problem and hint; "
+              "click a name for its detail")
+    return (f"{head}<div class='top'><h1>Room {html.escape(board.room_id)}</h1><span>{len(participants)} participants, "
+            f"{sum(passed)} passed of {len(participants) * len(ids)}; {status}; refreshes every {REFRESH_PAGE_S} s</span>"
+            f"<form method='post' action='api/refresh'>{xsrf_form}<button>look for saved notebooks now</button></form>"
+            f"<span class='legend'>{legend}</span></div>{error}"
+            f"<table id='grid'><thead><tr><th class='who'>{by_name}</th>{columns}<th class='n'>{by_solved}</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody><tfoot><tr><th>passed</th>{summary}<td>{sum(passed)}</td></tr></tfoot>"
+            "</table></body></html>")
 
 
 class _Handler(HubOAuthenticated, web.RequestHandler):
@@ -183,7 +242,9 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
 class PageHandler(_Handler):
     @web.authenticated
     def get(self) -> None:
-        self.write(render_page(self.board, self.xsrf_form_html()))
+        sort = self.get_argument("sort", "name")
+        self.write(render_page(self.board, self.xsrf_form_html(), sort if sort in SORTS else "name",
+                               self.get_argument("user", "")))
 
 
 class ProgressHandler(_Handler):
@@ -236,7 +297,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--grader-image", help=f"default: room.json's grader_image, else {GRADER_IMAGE}")
     parser.add_argument("--participant-image", help="docker: build the grader image from it first (default: "
                         "room.json's image; with --grader-image and no room.json, the grader image must exist)")
-    parser.add_argument("--poll-s", type=float, default=20.0, help="seconds between scans of the saved notebooks")
+    parser.add_argument("--poll-s", type=float, help="seconds between scans of the saved notebooks (default: 1 "
+                        "for volumes, which a scanner watches; 20 for jupyter, which costs each lab a listing)")
     parser.add_argument("--graders", type=int, default=2, help="grader runs at a time")
     parser.add_argument("--grader-cpu", type=float, default=Limits.cpu)
     parser.add_argument("--grader-memory", default=Limits.memory)
@@ -258,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.notebooks == "jupyter" and not (args.labs_url and os.environ.get("JUPYTERHUB_API_URL")):
         options.error("--notebooks jupyter needs --labs-url and the hub's JUPYTERHUB_API_URL and JUPYTERHUB_API_TOKEN")
     source, runner = _parts(args, room_id, participants, record)
-    board = Board(args.room_dir, room_id, participants, source, runner, args.poll_s, args.graders)
+    poll_s = args.poll_s if args.poll_s is not None else (1.0 if args.notebooks == "volumes" else 20.0)
+    board = Board(args.room_dir, room_id, participants, source, runner, poll_s, args.graders)
     return asyncio.run(_serve(board, urlparse(url), prefix))
 
 
@@ -280,7 +343,8 @@ def _parts(args: argparse.Namespace, room_id: str, participants: list[str],
                                os.environ.get("JUPYTERHUB_API_TOKEN", ""), participants)
     runner: Runner
     if args.grader == "docker":
-        runner = Grader(client, room_id, image, limits, base=args.participant_image or str(record.get("image", "")))
+        runner = Grader(client, room_id, image, limits, base=args.participant_image or str(record.get("image", "")),
+                        warm=max(1, args.graders))
     else:
         from .pods import PodGrader
 

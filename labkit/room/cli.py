@@ -32,6 +32,8 @@ def add_settings_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="stop labs idle this long (default %(default)s)")
     p.add_argument("--image", default=PARTICIPANT_IMAGE, help="the labs' image (default %(default)s, built if missing)")
     p.add_argument("--config", metavar="FILE", help="a jupyterhub_config.py of the site's own (OAuth, ...), loaded last")
+    p.add_argument("--teacher-lab", action="store_true",
+                   help="give the teacher a lab of their own too (by default they land on the board, and have none)")
     return p
 
 
@@ -48,6 +50,7 @@ def settings_from(args: argparse.Namespace) -> RoomSettings:
         cull_idle_s=args.cull_idle_s, image=args.image, ip=args.ip,
         config_file=Path(args.config) if args.config else None,
         grader_image=getattr(args, "grader_image", None) or GRADER_IMAGE,
+        teacher_lab=bool(getattr(args, "teacher_lab", False)),
     )
 
 
@@ -59,7 +62,8 @@ def _up(args: argparse.Namespace) -> int:
     logins = settings.participants
     print(f"room {info.room_id} answers at {info.url} ({len(logins)} participants, ready in {info.seconds:.0f} s)")
     print(f"logins and password: {Path(args.dir) / 'participants.csv'}; teacher's token and password: "
-          f"{Path(args.dir) / 'room.json'}; board: {info.url}services/board/")
+          f"{Path(args.dir) / 'room.json'}; board: {info.url}services/board/ (where the teacher lands after "
+          f"logging in{'' if settings.teacher_lab else '; they have no lab of their own: --teacher-lab gives one'})")
     return 0
 
 

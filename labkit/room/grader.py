@@ -11,13 +11,12 @@ The hub and the board never run participant code, and the grader's kernel runs n
 cells' outputs, which only the kernel writes.
 
     python -m labkit.room.grader --submission [--result-file F]   # the inside half (in the container)
-    python -m labkit.room.grader 01_python_backend.ipynb           # the same on a saved notebook file
+    python -m labkit.room.grader --warm DIR   # the same, started before its submission arrives in DIR
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import logging
@@ -26,6 +25,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,33 +34,27 @@ from typing import Any, Protocol
 import docker.errors
 import requests.exceptions
 
-from ..errors import EngineError, SetupError, SubmissionError
+from ..errors import SubmissionError
 from ..exercises import REGISTRY
-from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, ROOM_LABEL
-from .submission import ENV, Submission, exercise_cells, is_started
+from ..server.polling import wait_until
+from . import slices
+from .grader_image import HOME_IN_IMAGE, build_image
+from .sandbox import GraderRun, Limits
+from .settings import GRADER_IMAGE, ROOM_LABEL
+from .submission import ENV, Submission, is_started
 from .vetting import refusal
 
-HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
 RESULT_MARK = "LABKIT-GRADER-RESULT "
+WARM_MARK = "LABKIT-GRADER-WARM"  # a warm grader's kernel is up: only its submission is awaited
+INBOX = "/tmp/labkit-inbox"  # where the board puts a warm grader's submission
+SUBMISSION_FILE, READY_FILE = "submission", "ready"
 ROLE_LABEL = "labkit.room.role"
-RECIPE_LABEL = "labkit.grader.recipe"
-NOTEBOOKS = "[0-9][0-9]_*.ipynb"  # the workshop's notebooks, by name
 log = logging.getLogger("labkit.room.grader")
 
 
 def participant_volume(room_id: str, user: str) -> str:
     """The Docker volume holding ``user``'s work in room ``room_id`` (mounted in their lab container)."""
     return f"labkit-room-{room_id}-{user}"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one grader container may use; ``timeout_s`` ends a run that takes longer."""
-
-    cpu: float = 1.0
-    memory: str = "2g"
-    pids: int = 512
-    timeout_s: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -95,13 +89,27 @@ def unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
     return Judgement(user, notebook, results, seconds, why)
 
 
+def judgement_of(submission: Submission, result: dict[str, Any], why: str, seconds: float) -> Judgement:
+    """A grader run's outcome, by one rule for every runner: its verdicts, unless the runner says ``why``
+    there are none or the inside half's ``result`` holds an error (then every exercise is "not yet" with it)."""
+    error = why or str(result.get("error") or "")
+    if error or not isinstance(result.get("results"), list):
+        return unjudged(submission.user, submission.notebook,
+                        f"the grader could not judge this notebook ({error or 'no verdicts'})", seconds)
+    return Judgement(submission.user, submission.notebook, result["results"], seconds,
+                     network=list(result.get("network") or []))
+
+
 def remove_containers(client: Any, room_id: str, role: str) -> None:
     """Remove room ``room_id``'s containers of ``role`` ("grader", "scan"); a warning when the engine
     refuses (`labkit room down` removes them later)."""
     try:
         for container in client.containers.list(
                 all=True, filters={"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}={role}"]}):
-            container.remove(force=True, v=True)
+            try:
+                container.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                pass  # removed meanwhile (a judged grader goes in the background)
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
         log.warning("could not remove the room's %s containers (%s); `labkit room down` does", role, exc)
 
@@ -123,147 +131,154 @@ class Runner(Protocol):
 
 class Grader:
     """Runs grader containers for room ``room_id`` on the engine ``client`` (docker-py). ``base``: the
-    participant image to build the grader image from in ``prepare`` (empty: the image must exist)."""
+    participant image to build the grader image from in ``prepare`` (empty: the image must exist).
+
+    ``warm`` containers are started ahead, each with its kernel up, waiting for one submission: a
+    verdict then costs only the cells that judge it. Each container still judges one submission and is
+    removed, so no participant's code meets another's; a new one warms up while the last one judges."""
 
     def __init__(self, client: Any, room_id: str, image: str = GRADER_IMAGE, limits: Limits = Limits(),
-                 base: str = "") -> None:
+                 base: str = "", warm: int = 0) -> None:
         self.client = client
         self.room_id = room_id
         self.image = image
         self.limits = limits
         self.base = base
+        self.warm = warm
+        self._ready: list[Any] = []  # started, waiting for a submission
+        self._lock = threading.Lock()
 
     def prepare(self) -> None:
         if self.base:
             build_image(self.client, self.base, self.image)
+        for _ in range(self.warm):
+            self._warm_one()
 
     def judge(self, submission: Submission) -> Judgement:
-        """Run the grader container on ``submission`` (given in its environment: it sees no participant's
-        files) and collect its verdicts."""
+        """Hand ``submission`` to a warm grader container (it sees no participant's files, only the
+        submission the engine copies in) and collect its verdicts."""
         t0 = time.monotonic()
         user, notebook = submission.user, submission.notebook
         try:
-            environment = {ENV: submission.encode()}
+            text = submission.encode()
         except SubmissionError as exc:
             return unjudged(user, notebook, str(exc), 0.0)
-        out, error = self._run(["python3", "-m", "labkit.room.grader", "--submission"], environment)
-        seconds = time.monotonic() - t0
-        error = error or str(out.get("error", ""))
-        if error:
-            return unjudged(user, notebook, f"the grader could not judge this notebook ({error})", seconds)
-        return Judgement(user, notebook, out["results"], seconds, network=out.get("network", []))
+        out, error = self._run(text)
+        return judgement_of(submission, out, error, time.monotonic() - t0)
 
     def close(self) -> None:
+        with self._lock:
+            self._ready.clear()
         remove_containers(self.client, self.room_id, "grader")
 
-    def _run(self, command: list[str], environment: dict[str, str]) -> tuple[dict[str, Any], str]:
-        """Run a container of the grader image to its end; (its result line, "") or ({}, why not)."""
-        container = None
+    def _start(self) -> Any:
+        """A grader container, in the room's sandbox (labkit.room.sandbox), waiting for its submission."""
+        run = GraderRun(self.image, ["python3", "-m", "labkit.room.grader", "--warm", INBOX], self.limits,
+                        labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "grader"})
+        return self.client.containers.run(**run.docker_arguments())
+
+    def _warm_one(self) -> None:
+        """Start one more waiting container (errors are the judging run's to report)."""
         try:
-            container = self.client.containers.run(
-                self.image, command, detach=True, network_mode="none", user="1000",
-                environment={"HOME": "/tmp/grader-home", "PYTHONUNBUFFERED": "1", **environment}, working_dir="/tmp",
-                nano_cpus=int(self.limits.cpu * 1e9), mem_limit=self.limits.memory, pids_limit=self.limits.pids,
-                shm_size="256m", cap_drop=["ALL"], security_opt=["no-new-privileges"],
-                labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "grader"})
+            container = self._start()
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            log.warning("could not start a warm grader (%s); the next submission starts its own", exc)
+            return
+        with self._lock:
+            self._ready.append(container)
+
+    def _take(self) -> Any:
+        """A waiting container still running, else a new one; one more starts warming in the background."""
+        with self._lock:
+            ready, self._ready = self._ready, []
+        container = None
+        for candidate in ready:
             try:
-                status = container.wait(timeout=self.limits.timeout_s)
-            except requests.exceptions.RequestException:
-                return {}, f"it took longer than {self.limits.timeout_s:.0f} s and was stopped"
-            logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
+                candidate.reload()
+                running = candidate.status in ("created", "running")
+            except (docker.errors.DockerException, requests.exceptions.RequestException):
+                running = False
+            if container is None and running:
+                container = candidate
+            elif running:
+                with self._lock:
+                    self._ready.append(candidate)
+            else:
+                _remove(candidate)
+        if self.warm:
+            threading.Thread(target=self._warm_one, name="grader-warm", daemon=True).start()
+        return container if container is not None else self._start()
+
+    def _run(self, submission: str) -> tuple[dict[str, Any], str]:
+        """Judge in a container; (its result line, "") or ({}, why not). The line is read as soon as it is
+        printed (the kernel and Triton then stop with the container, which is removed in the background)."""
+        container, late = None, threading.Event()
+        try:
+            container = self._take()
+            container.put_archive("/tmp", _inbox_archive(submission))
+            timer = threading.Timer(self.limits.timeout_s, lambda: (late.set(), _remove(container)))
+            timer.start()
+            try:
+                logs = _until_result(container.logs(stream=True, follow=True))
+            finally:
+                timer.cancel()
         except docker.errors.ImageNotFound:
             return {}, f"the image {self.image} is missing; build it with `labkit room up`"
         except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            if late.is_set():
+                return {}, f"it took longer than {self.limits.timeout_s:.0f} s and was stopped"
             return {}, f"the Docker engine refused the container: {exc}"
         finally:
             if container is not None:
-                try:
-                    container.remove(force=True, v=True)
-                except (docker.errors.DockerException, requests.exceptions.RequestException):
-                    pass  # already gone; the room's sweep (by label) removes what is left
+                threading.Thread(target=_remove, args=(container,), name="grader-remove", daemon=True).start()
+        if late.is_set():
+            return {}, f"it took longer than {self.limits.timeout_s:.0f} s and was stopped"
         lines = [line for line in logs.splitlines() if line.startswith(RESULT_MARK)]
         if not lines:
             tail = " | ".join(logs.strip().splitlines()[-3:]) or "no output"
-            return {}, f"exit code {status.get('StatusCode')}, {tail}"
+            return {}, f"it ended without verdicts: {tail}"
         try:
             return json.loads(lines[-1][len(RESULT_MARK):]), ""
         except ValueError:
             return {}, "its result line was cut short"
 
 
-def _context_files() -> dict[str, bytes]:
-    """labkit's package (solutions included, links followed) and the pristine notebooks, by path in the image."""
-    import labkit
-
-    package = Path(labkit.__file__).resolve().parent
-    notebooks = package.parent / "notebooks"
-    if not notebooks.is_dir():
-        raise SetupError(f"The grader image needs labkit's notebooks beside the package ({notebooks}); build it "
-                         "from a checkout of labkit.", missing=str(notebooks), reason="not a checkout")
-    files = {}
-    for path in sorted(package.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            files[f"labkit/{path.relative_to(package)}"] = path.read_bytes()
-    for path in sorted(notebooks.glob(NOTEBOOKS)):
-        files[f"notebooks/{path.name}"] = path.read_bytes()
-    return files
+def _until_result(stream: Any) -> str:
+    """The container's output up to its result line (all of it when it ends without one)."""
+    text = ""
+    for chunk in stream:
+        text += chunk.decode(errors="replace")
+        if RESULT_MARK in text and text.endswith("\n"):
+            break
+    return text
 
 
-def build_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GRADER_IMAGE) -> str:
-    """Build the grader image FROM the participant image ``base``, unless one of this recipe exists. Returns its id."""
-    try:
-        base_id = client.images.get(base).id
-    except docker.errors.ImageNotFound:
-        raise SetupError(f"The grader is built from the participant image {base}, which is missing; build "
-                         "it first (`labkit room up` does).", missing=base, reason="not built") from None
-    files = _context_files()
-    digest = hashlib.sha256(base_id.encode())
-    for name, data in files.items():
-        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    recipe = digest.hexdigest()
-    try:
-        current = client.images.get(tag)
-        if current.labels.get(RECIPE_LABEL) == recipe:
-            return current.id
-    except docker.errors.ImageNotFound:
-        pass
-    for same in client.images.list(filters={"label": f"{RECIPE_LABEL}={recipe}"}):
-        same.tag(tag)  # built before under another name: the same image
-        return same.id
-    dockerfile = (f"FROM {base}\nCOPY labkit {HOME_IN_IMAGE}/labkit\nCOPY notebooks {HOME_IN_IMAGE}/notebooks\n"
-                  f"ENV PYTHONPATH={HOME_IN_IMAGE} PYTHONDONTWRITEBYTECODE=1\n")
-    files["Dockerfile"] = dockerfile.encode()
+def _inbox_archive(submission: str) -> bytes:
+    """A tar of INBOX holding the submission, then the file that says it is whole."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
+        for name, data in ((SUBMISSION_FILE, submission.encode()), (READY_FILE, b"")):
+            info = tarfile.TarInfo(f"{Path(INBOX).name}/{name}")
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
-    buffer.seek(0)
+    return buffer.getvalue()
+
+
+def _remove(container: Any) -> None:
     try:
-        image, _ = client.images.build(fileobj=buffer, custom_context=True, tag=tag, rm=True,
-                                       labels={RECIPE_LABEL: recipe})
-    except (docker.errors.BuildError, docker.errors.APIError) as exc:
-        raise EngineError(f"Building the grader image {tag} failed: {exc}. Check that {base} runs python3 "
-                          "with labkit's requirements.", status_code=getattr(exc, "status_code", 0) or 0) from None
-    return image.id
+        container.remove(force=True, v=True)
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        pass  # already gone; the room's sweep (by label) removes what is left
 
 
 # The inside half: runs in the grader container, on a participant's notebook.
 
-def judge_inside(notebook: Path, pristine: Path | None = None) -> dict[str, Any]:
-    """Judge a saved notebook file: its exercise cells, as ``judge_cells`` does."""
-    try:
-        cells = exercise_cells(json.loads(notebook.read_text()))
-    except (OSError, ValueError) as exc:
-        return {"notebook": notebook.name, "results": [], "error": f"cannot read {notebook} ({exc})",
-                "network": _interfaces()}
-    return judge_cells(notebook.name, cells, pristine)
-
-
-def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None) -> dict[str, Any]:
+def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None, judge: tuple[str, ...] = (),
+                kernel: Any = None, work: Path | None = None) -> dict[str, Any]:
     """Run the participant's exercise ``cells`` in the pristine notebook ``name`` (labkit's own, from
-    ``pristine``) and return the verdicts, each saying whether its cell was started."""
+    ``pristine``) and return the verdicts, each saying whether its cell was started. Only the cells that
+    judge an exercise run (labkit.room.slices): those of ``judge``, else every started exercise; a cell
+    still as shipped is "not started" without running. ``kernel``: a kernel already started in ``work``."""
     import nbformat
 
     from ..workshop import exercise_of, run_notebook
@@ -273,25 +288,31 @@ def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None) 
         return {"notebook": name, "results": [], "error": f"no notebook {Path(name).name} ships with labkit",
                 "network": _interfaces()}
     refused = {e: why for e, source in cells.items() if (why := refusal(e, source))}
-    work = Path(tempfile.mkdtemp(prefix="labkit-grader-"))
+    nb = nbformat.read(template, as_version=4)
+    for cell in nb.cells:
+        exercise = exercise_of(cell)
+        if exercise in refused and exercise in REGISTRY:  # run the starter instead: the rest still runs
+            cell.source = REGISTRY[exercise].starter()
+        elif exercise in cells:
+            cell.source = cells[exercise]
+    started = {e: is_started(e, cells.get(e, "")) for e in (exercise_of(c) for c in nb.cells) if e is not None}
+    chosen = [e for e in (judge or started) if started.get(e)]
+    results = [r for r in untouched_results(name) if not started.get(r["exercise"], True)]
+    if not chosen:
+        return {"notebook": name, "results": results, "stopped": "", "skipped": "", "network": _interfaces()}
+    folder = work or Path(tempfile.mkdtemp(prefix="labkit-grader-"))
     try:
-        nb = nbformat.read(template, as_version=4)
-        for cell in nb.cells:
-            exercise = exercise_of(cell)
-            if exercise in refused and exercise in REGISTRY:  # run the starter instead: the rest still runs
-                cell.source = REGISTRY[exercise].starter()
-            elif exercise in cells:
-                cell.source = cells[exercise]
-        started = {e: is_started(e, cells.get(e, "")) for e in (exercise_of(c) for c in nb.cells) if e is not None}
-        target = work / Path(name).name
-        nbformat.write(nb, target)
-        run = run_notebook(target, from_outputs=True)
+        target = folder / Path(name).name
+        nbformat.write(slices.sliced(nb, chosen), target)
+        run = run_notebook(target, from_outputs=True, kernel=kernel)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-    results = [{**asdict(v), "started": started.get(v.exercise, True)} for v in run.verdicts]
+        shutil.rmtree(folder, ignore_errors=True)
+    results += [{**asdict(v), "started": True} for v in run.verdicts if v.exercise in chosen]
     for result in results:
         if result["exercise"] in refused:
             result.update(passed=False, problem=refused[result["exercise"]], rule="grader-cell")
+    order = list(started)  # the notebook's order
+    results.sort(key=lambda r: order.index(r["exercise"]) if r["exercise"] in order else len(order))
     return {"notebook": name, "results": results, "stopped": run.stopped, "skipped": run.skipped,
             "network": _interfaces()}
 
@@ -315,24 +336,48 @@ def fit(result: dict[str, Any], limit: int) -> str:
         keep //= 2
 
 
+def wait_for_submission(inbox: Path, kernel: Any) -> Submission:
+    """Start-up done (the kernel has imported labkit), wait for the board to put a submission in ``inbox``:
+    SUBMISSION_FILE, then READY_FILE once it is whole (the engine unpacks the archive in order)."""
+    client = kernel.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=120)
+        client.execute_interactive("import labkit", timeout=120,
+                                   store_history=False, output_hook=lambda msg: None)
+    finally:
+        client.stop_channels()
+    print(WARM_MARK, flush=True)
+    wait_until(lambda: (inbox / READY_FILE).exists(), 10**9, "a submission", interval_s=0.05)
+    return Submission.decode((inbox / SUBMISSION_FILE).read_text())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labkit.room.grader",
-                                     description="Judge a saved notebook, or the submission in $" + ENV)
-    parser.add_argument("notebook", nargs="?", type=Path, help="a saved notebook file")
-    parser.add_argument("--submission", action="store_true", help=f"judge the exercise cells in ${ENV}")
+                                     description="Judge the submission in $" + ENV + " or, with --warm, in a folder")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--submission", action="store_true", help=f"judge the exercise cells in ${ENV}")
+    mode.add_argument("--warm", type=Path, metavar="DIR", help="start a kernel, then wait for a submission in DIR")
     parser.add_argument("--result-file", type=Path, help="also write the result there, cut to --result-limit bytes")
     parser.add_argument("--result-limit", type=int, default=4096)
     args = parser.parse_args(argv)
-    if args.submission == (args.notebook is not None):
-        parser.error("give a NOTEBOOK or --submission")
-    if args.submission:
-        submission = Submission.decode(os.environ.get(ENV, ""))
-        result = judge_cells(submission.notebook, submission.cells)
+    kernel, work = None, None
+    if args.warm:
+        from jupyter_client.manager import KernelManager
+
+        work = Path(tempfile.mkdtemp(prefix="labkit-grader-"))
+        # ipc: the kernel talks over local sockets (the grader has no network)
+        kernel = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(work / "kernel.json"))
+        kernel.start_kernel(cwd=str(work))
+        submission = wait_for_submission(args.warm, kernel)
     else:
-        result = judge_inside(args.notebook)
+        submission = Submission.decode(os.environ.get(ENV, ""))
+    result = judge_cells(submission.notebook, submission.cells, judge=submission.judge, kernel=kernel, work=work)
     print(RESULT_MARK + json.dumps(result), flush=True)
     if args.result_file is not None:
         args.result_file.write_text(fit(result, args.result_limit))
+    if kernel is not None and kernel.has_kernel:  # after the answer: the board stops the container anyway
+        kernel.shutdown_kernel(now=True)
     return 0
 
 

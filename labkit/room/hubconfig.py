@@ -84,6 +84,37 @@ def cull_every(settings: RoomSettings) -> int:
     return max(10, min(60, settings.cull_idle_s // 3))
 
 
+def teacher_code(settings: RoomSettings) -> str:
+    """Python for the hub's configuration (`room up`'s and the Kubernetes values' extraConfig): where a user
+    lands (the teacher: on the board; a participant: in their lab, JupyterHub's default) and, unless
+    ``settings.teacher_lab``, a ``pre_spawn_hook`` that refuses the teacher a lab of their own."""
+    if settings.board:
+        landing = "handler.base_url + 'services/board/'"
+    elif settings.teacher_lab:
+        landing = "''"  # no board: the teacher's own lab, as for anyone
+    else:
+        landing = "handler.base_url + 'hub/admin'"
+    code = [
+        "def labkit_landing(handler):",
+        '    """c.JupyterHub.default_url: the teacher lands on the board, everyone else on their lab ("")."""',
+        "    user = handler.current_user",
+        f"    return {landing} if user is not None and user.name == {settings.teacher!r} else ''",
+    ]
+    if not settings.teacher_lab:
+        code += [
+            "",
+            "",
+            "def labkit_no_teacher_lab(spawner):",
+            '    """c.Spawner.pre_spawn_hook: the teacher has no lab of their own (`labkit room up --teacher-lab` gives one)."""',
+            f"    if spawner.user.name == {settings.teacher!r}:",
+            "        from tornado import web",
+            "",
+            "        raise web.HTTPError(403, 'The teacher has no lab in this room: the board is at /services/board/. '",
+            "                            'Start the room with `labkit room up --teacher-lab` for a lab of your own.')",
+        ]
+    return "\n".join(code) + "\n"
+
+
 def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str, object]]:
     """The room's JupyterHub configuration as {configurable class: {trait: value}}."""
     directory = settings.directory.absolute()
@@ -115,6 +146,7 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             # Labs outlive a hub restart; `room down` removes them itself (faster than the hub stopping each).
             "cleanup_servers": False,
             "authenticator_class": "shared-password",
+            "default_url": _Expr("labkit_landing"),  # defined by teacher_code(), above it in the file
             "spawner_class": "docker",
             # The teacher's token, written into room.json for scripts and the tests (pending deprecation
             # in JupyterHub, still the one way to give a user a token known before the hub starts).
@@ -144,6 +176,7 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             "start_timeout": settings.start_timeout_s,
             "http_timeout": settings.start_timeout_s,
             "default_url": "/lab",
+            **({} if settings.teacher_lab else {"pre_spawn_hook": _Expr("labkit_no_teacher_lab")}),
         },
         "DockerSpawner": {
             "image": settings.image,
@@ -183,6 +216,9 @@ def render_config(settings: RoomSettings, plumbing: Plumbing) -> str:
         "import os",
         "",
         "c = get_config()  # noqa: F821",
+        "",
+        "",
+        *teacher_code(settings).splitlines(),
     ]
     for section, traits in hub_config(settings, plumbing).items():
         lines.append("")

@@ -12,8 +12,13 @@ The recipe:
 2. Run the CPU image once with the wheelhouse mounted read-only: ``pip install --no-index`` from it,
    add the user ``jovyan`` (uid 1000), the notebooks (``/opt/labkit/notebooks``) and the start script,
    which copies them into the participant's volume at the lab's first start, never over their work.
-3. ``docker commit`` that container with a ``labkit.recipe`` label (a hash of every input); an image
-   whose label matches is reused. The wheelhouse is mounted, not copied: it stays out of the image.
+3. ``docker commit`` that container with a ``labkit.recipe`` label (a hash of every input) and a
+   ``labkit.recipe.parts`` label (the hash of each input: labkit's package files, the notebooks, the recipe
+   and the base image); an image whose label matches the tree is reused, any other is rebuilt, saying which
+   input changed. The wheelhouse is mounted, not copied: it stays out of the image.
+
+The image's JupyterLab never asks to fetch Jupyter's news or to check for updates (an ``overrides.json``
+of its settings), and ``python`` runs ``python3`` in a lab's terminal.
 """
 
 from __future__ import annotations
@@ -38,13 +43,21 @@ from ..errors import EngineError, SetupError
 from .hubconfig import HOME, START_COMMAND, WORK
 from .settings import PARTICIPANT_IMAGE
 
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
+RECIPE_LABEL, PARTS_LABEL = "labkit.recipe", "labkit.recipe.parts"
+#: What each input of the recipe is called when `room up` says why it rebuilds the image.
+PART_NAMES = {"labkit": "labkit's package files", "notebooks": "the notebooks", "recipe": "the image's recipe",
+              "base": "the base image"}
 IMAGE_PYTHON = "3.11.2"  # Debian 12's python3 in the CPU image: wheels must suit it, not the host's Python
 HUB_JUPYTERHUB = "6.1"  # `room up`'s hub; the Zero to JupyterHub chart 4.4.0 runs 5.5 (`room image --jupyterhub 5.5`)
 EXTRA = (f"jupyterhub=={HUB_JUPYTERHUB}.*", "ipykernel", "pip")  # the hub's major version in each lab; a kernel
 KUBERNETES_CLIENT = "kubernetes==37.*"  # in the images for Kubernetes: the board there starts grader Pods
 TRITON_WHEEL = "nvidia-pytriton==0.5.0"  # installed without its requirements (they pin JupyterLab 3)
 EXCLUDED = ("*.solution", "__pycache__", "*.pyc")  # never in the image: reference solutions, byte code
+# JupyterLab's settings for every lab: no "Would you like to get notified about official Jupyter news?"
+# prompt, no update check (a participant's lab has no business with either, and may have no internet).
+LAB_OVERRIDES = json.dumps({"@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
+                                                                           "checkForUpdates": False}})
 
 START_SCRIPT = f"""#!/bin/sh
 # The lab's entry point: the notebooks go into the participant's volume at its first start only
@@ -65,6 +78,12 @@ python3 "$(ls pip-*.whl)/pip" install --no-index --find-links /wheels --break-sy
     --root-user-action=ignore --no-cache-dir -q /build/labkit-*.whl {' '.join(repr(e) for e in EXTRA)}
 python3 -m pip install --no-index --find-links /wheels --break-system-packages --no-compile --no-deps \\
     --root-user-action=ignore --no-cache-dir -q nvidia_pytriton-*.whl
+ln -sf /usr/bin/python3 /usr/local/bin/python
+settings="$(python3 -c 'from jupyterlab.commands import get_app_dir; print(get_app_dir())')/settings"
+mkdir -p "$settings"
+cat > "$settings/overrides.json" <<'JSON'
+{LAB_OVERRIDES}
+JSON
 useradd --create-home --uid 1000 --shell /bin/bash jovyan
 mkdir -p {WORK} /opt/labkit/notebooks
 cp /build/notebooks/*.ipynb /opt/labkit/notebooks/
@@ -111,14 +130,55 @@ def for_jupyterhub(jupyterhub: str, tag: str = PARTICIPANT_IMAGE) -> tuple[str, 
     return f"{tag}-hub{jupyterhub}", extra, setup
 
 
+def recipe_parts(base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA,
+                 setup: str = SETUP_SCRIPT) -> dict[str, str]:
+    """A hash of each input (keys of PART_NAMES): labkit's sources (as copied), the notebooks, the recipe
+    (scripts, pinned packages, the image's Python) and the base image's id."""
+    labkit, shipped = hashlib.sha256(), hashlib.sha256()
+    _tree_hash(labkit, sources)
+    _tree_hash(shipped, notebooks)
+    recipe = hashlib.sha256(json.dumps([RECIPE_VERSION, IMAGE_PYTHON, extra, TRITON_WHEEL, START_SCRIPT,
+                                        setup]).encode())
+    return {"labkit": labkit.hexdigest(), "notebooks": shipped.hexdigest(), "recipe": recipe.hexdigest(),
+            "base": base_id}
+
+
+def tree_parts(base_id: str, jupyterhub: str = HUB_JUPYTERHUB, *, root: Path | None = None,
+               notebooks: Path | None = None) -> dict[str, str]:
+    """recipe_parts of this checkout (``root``; its ``notebooks`` unless given) for a lab image on the base
+    image ``base_id``: what an image built now would record."""
+    root = root or _checkout()
+    _, extra, setup = for_jupyterhub(jupyterhub)
+    with tempfile.TemporaryDirectory(prefix="labkit-room-image-") as tmp:
+        _sources(root, Path(tmp))
+        return recipe_parts(base_id, Path(tmp), notebooks or root / "notebooks", extra, setup)
+
+
 def recipe_hash(base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA,
                 setup: str = SETUP_SCRIPT) -> str:
-    """A hash of every input: the base image, labkit's sources (as copied), the notebooks, the scripts."""
-    h = hashlib.sha256(json.dumps([RECIPE_VERSION, IMAGE_PYTHON, extra, TRITON_WHEEL, START_SCRIPT,
-                                   setup, base_id]).encode())
-    _tree_hash(h, sources)
-    _tree_hash(h, notebooks)
-    return h.hexdigest()
+    """A hash of every input (the image's ``labkit.recipe`` label): see recipe_parts."""
+    return _combined(recipe_parts(base_id, sources, notebooks, extra, setup))
+
+
+def _combined(parts: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def rebuild_reason(tag: str, labels: dict[str, str] | None, parts: dict[str, str]) -> str:
+    """Why the image ``tag`` (whose labels are ``labels``; None when it is missing) must be built for the
+    inputs ``parts``, as a sentence; "" when it matches them."""
+    if labels is None:
+        return f"{tag} is not on this Docker engine: building it"
+    if labels.get(RECIPE_LABEL) == _combined(parts):
+        return ""
+    try:
+        old = json.loads(labels.get(PARTS_LABEL) or "")
+    except ValueError:
+        old = None
+    if not isinstance(old, dict):
+        return f"{tag} was built by an older labkit that did not record its inputs: rebuilding it"
+    changed = [PART_NAMES.get(key, key) for key in parts if old.get(key) != parts[key]]
+    return f"{', '.join(changed) or 'its inputs'} changed since {tag} was built: rebuilding it"
 
 
 def _pip(args: list[str], what: str) -> None:
@@ -220,11 +280,14 @@ def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str 
             sources, build = Path(tmp) / "src", Path(tmp) / "build"
             sources.mkdir()
             _sources(root, sources)
-            recipe = recipe_hash(base_id, sources, root / "notebooks", extra, setup)
-            if not force and image_state(tag, client) == recipe:
+            parts = recipe_parts(base_id, sources, root / "notebooks", extra, setup)
+            recipe = _combined(parts)
+            why = rebuild_reason(tag, _labels(client, tag), parts)
+            if not force and not why:
                 image = client.images.get(tag)
                 return cpu_image.ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6,
                                             time.perf_counter() - t0, True)
+            say(f"room image: {why or 'rebuilding it, as asked (--force)'}")
             shutil.copytree(root / "notebooks", build / "notebooks",
                             ignore=shutil.ignore_patterns("*.py", "*.cfg", "__pycache__", ".ipynb_checkpoints"))
             house = _wheelhouse(_labkit_wheel(sources, build), extra)
@@ -232,7 +295,7 @@ def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str 
             (build / "labkit-lab-start").write_text(START_SCRIPT)
             say(f"room image: installing into {base} (a minute or two) ...")
             container = _run_setup(client, base, house, build)
-        return _commit(client, container, tag, recipe, t0)
+        return _commit(client, container, tag, parts, t0)
     except docker.errors.APIError as exc:
         raise EngineError(f"The Docker engine refused a step of building {tag}: {exc.explanation or exc}. "
                           "Check its free disk space (`docker system df`).", status_code=exc.status_code or 0) from None
@@ -240,15 +303,24 @@ def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str 
         client.close()
 
 
-def _commit(client: docker.DockerClient, container: docker.models.containers.Container, tag: str, recipe: str,
-            t0: float) -> cpu_image.ImageBuild:
+def _labels(client: docker.DockerClient, tag: str) -> dict[str, str] | None:
+    """The labels of the local image ``tag``; None when it is missing."""
+    try:
+        return dict(client.images.get(tag).labels or {})
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _commit(client: docker.DockerClient, container: docker.models.containers.Container, tag: str,
+            parts: dict[str, str], t0: float) -> cpu_image.ImageBuild:
+    recipe = _combined(parts)
     repository, _, version = tag.rpartition(":")
     old = None
     try:
         old = client.images.get(tag).id
     except docker.errors.ImageNotFound:  # a first build
         pass
-    labels = {"labkit.recipe": recipe, "labkit.release": "23.12",
+    labels = {RECIPE_LABEL: recipe, PARTS_LABEL: json.dumps(parts, sort_keys=True), "labkit.release": "23.12",
               "org.opencontainers.image.title": "labkit participant lab (JupyterLab, Triton 23.12 CPU, g++)"}
     changes = ["USER jovyan", f"WORKDIR {WORK}", f"ENV HOME={HOME}", f'CMD ["{START_COMMAND}"]', "EXPOSE 8888",
                "LABEL " + " ".join(f"{k}={json.dumps(v)}" for k, v in labels.items())]

@@ -20,8 +20,9 @@ import yaml
 
 from ..errors import RoomSettingsError
 from . import k8s_board
-from .hubconfig import START_COMMAND, WORK, cull_every
-from .pods import memory_quantity, network_policy
+from .hubconfig import START_COMMAND, WORK, cull_every, teacher_code
+from .pods import network_policy
+from .sandbox import memory_quantity
 from .settings import RoomSettings
 
 CHART_VERSION = "4.4.0"
@@ -103,8 +104,12 @@ def values(settings: RoomSettings, credentials: Credentials | None, *, site_conf
     hub: dict[str, Any] = {"config": _auth(settings, credentials)}
     if settings.board:
         hub.update(k8s_board.hub_values(settings, grader_image(settings)))
+    # the teacher lands on the board and (unless teacher_lab) has no lab, as in `room up`'s hub
+    teacher = teacher_code(settings) + ("\nc.JupyterHub.default_url = labkit_landing\n" + (
+        "" if settings.teacher_lab else "c.KubeSpawner.pre_spawn_hook = labkit_no_teacher_lab\n"))
+    hub["extraConfig"] = {"10-labkit-teacher.py": teacher}
     if site_config:
-        hub["extraConfig"] = {"90-site.py": site_config}
+        hub["extraConfig"]["90-site.py"] = site_config
     return {
         "hub": hub,
         "singleuser": {

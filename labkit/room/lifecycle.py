@@ -6,7 +6,8 @@
 
 The room directory holds ``room.json`` (url, teacher_token, ...), ``participants.csv`` (login,password),
 ``jupyterhub_config.py``, ``hub.pid`` and ``hub.log``. Containers and the network carry the label
-``labkit.room=<room id>``; the participants' volumes ``labkit.room.work=<room id>`` (kept by `room down`).
+``labkit.room=<room id>``; the work volumes (participants', and the teacher's with --teacher-lab)
+``labkit.room.work=<room id>`` (kept by `room down`; `room down --delete-work` removes every volume of the room).
 """
 
 from __future__ import annotations
@@ -106,22 +107,45 @@ def _network(client: docker.DockerClient, settings: RoomSettings) -> str:
 
 
 def _volumes(client: docker.DockerClient, settings: RoomSettings) -> None:
-    """One work volume per participant, created up front so that it carries the room's work label."""
-    have = {v.name for v in client.volumes.list(filters={"label": f"{WORK_LABEL}={settings.room_id}"})}
-    for login in settings.participants:
+    """One work volume per participant (and the teacher, with a lab of their own), created up front so that
+    it carries the room's work label: a volume DockerSpawner made itself would carry none."""
+    have = {v.name for v in _room_volumes(client, settings.room_id)}  # an unlabelled older one is kept as it is
+    logins = [*settings.participants, *([settings.teacher] if settings.teacher_lab else [])]
+    for login in logins:
         name = settings.volume(login)
         if name not in have:
             client.volumes.create(name, labels={WORK_LABEL: settings.room_id, f"{ROOM_LABEL}.user": login})
 
 
+def _room_volumes(client: docker.DockerClient, room_id: str) -> list[docker.models.volumes.Volume]:
+    """Every volume of the room: by its labels, and by its name (``labkit-room-<id>-<login>``), which also
+    finds one DockerSpawner made itself (a user the teacher added on the hub's admin page, an older teacher's lab)."""
+    found = {}
+    for filters in ({"label": f"{WORK_LABEL}={room_id}"}, {"label": f"{ROOM_LABEL}={room_id}"},
+                    {"name": f"labkit-room-{room_id}-"}):
+        for volume in client.volumes.list(filters=filters):
+            if "name" not in filters or volume.name.startswith(f"labkit-room-{room_id}-"):
+                found[volume.name] = volume
+    return [found[name] for name in sorted(found)]
+
+
 def _ensure_image(client: docker.DockerClient, settings: RoomSettings) -> None:
-    if image_state(settings.image, client) is not None:
-        return
+    """The labs' image: labkit's own is built when missing, and rebuilt (saying why) when labkit's package
+    files, the notebooks or the recipe differ from the ones it was built from; a site's own must exist."""
+    exists = image_state(settings.image, client) is not None
     if settings.image != PARTICIPANT_IMAGE:
+        if exists:
+            return
         raise SetupError(f"The image {settings.image} is not on this Docker engine: build or load it, or leave "
                          f"--image out to use labkit's own {PARTICIPANT_IMAGE}.", missing=settings.image,
                          reason="not built")
-    build_image(tag=settings.image)
+    try:
+        build_image(tag=settings.image)  # seconds when its recipe label matches this checkout
+    except SetupError as exc:
+        if not exists:
+            raise
+        print(f"labkit: cannot tell whether {settings.image} is current ({exc}); the room uses it as it is",
+              file=sys.stderr)
 
 
 def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
@@ -159,6 +183,7 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
         "teacher_password": keys["admin_password"], "participant_password": keys["user_password"],
         "room_id": settings.room_id, "image": settings.image, "grader_image": settings.grader_image,
         "network": settings.network, "participants": list(settings.participants), "port": settings.port,
+        "teacher_lab": settings.teacher_lab,
     }
     _write_private(directory / ROOM_FILE, json.dumps(record, indent=2) + "\n")  # the board reads it at its start
     pid = hub_process.start_hub(settings, plumbing, keys, timeout_s=timeout_s)
@@ -264,7 +289,7 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
             things = [(f"container {c.name}", c) for c in client.containers.list(all=True, filters=label)]
             things += [(f"network {n.name}", n) for n in client.networks.list(filters=label)]
             if delete_work:
-                things += [(f"volume {v.name}", v) for v in client.volumes.list(filters={"label": f"{WORK_LABEL}={room_id}"})]
+                things += [(f"volume {v.name}", v) for v in _room_volumes(client, room_id)]
             if not things and round_ > 0:
                 break
             for what, thing in things:

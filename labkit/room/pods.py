@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RoomSettingsError, SetupError, SubmissionError
-from .grader import Judgement, Limits, unjudged
+from .grader import Judgement, judgement_of
+from .sandbox import GraderRun, Limits
 from .settings import GRADER_IMAGE, ROOM_LABEL
 from .submission import ENV, Submission
 
@@ -38,33 +39,11 @@ NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 RESULT_LIMIT = 4096  # Kubernetes keeps at most this many bytes of a termination message
 START_MARGIN_S = 120.0  # scheduling and an image pull, before the pod's own deadline starts counting
 REQUEST_TIMEOUT_S = 30.0
-SHM_SIZE = "256Mi"  # Triton's Python backend stub keeps its tensors in /dev/shm
 COMMAND = ["python3", "-m", "labkit.room.grader", "--submission", "--result-file", "/dev/termination-log",
            "--result-limit", str(RESULT_LIMIT)]
 _STUCK = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
           "CreateContainerConfigError", "CreateContainerError"}  # waiting reasons that do not pass by waiting
-_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([bkmgt]?)$", re.IGNORECASE)
 _NAME_ROOM = 40  # of a pod name's 63 characters, for the login
-
-
-def memory_quantity(size: str, setting: str = "grader_memory") -> str:
-    """A Docker-style size (``2g``, ``512m``, ``1024k``, bytes; powers of 1024) as a Kubernetes quantity
-    (``2Gi``); RoomSettingsError naming ``setting`` when it is none."""
-    match = _MEMORY.match(str(size).strip())
-    if match is None or float(match.group(1)) <= 0 or (match.group(2).lower() in ("", "b") and "." in match.group(1)):
-        raise RoomSettingsError(f"{setting}={size!r} is not a size: write a number and one of k, m, g, t "
-                                "(powers of 1024, as Docker reads it: '2g' is Kubernetes' 2Gi).",
-                                setting=setting, value=str(size))
-    number, unit = match.groups()
-    return number if unit.lower() in ("", "b") else f"{number}{unit.upper()}i"
-
-
-def cpu_quantity(cpu: float) -> str:
-    """Cores as Kubernetes millicores (``1.5`` is ``1500m``)."""
-    if isinstance(cpu, bool) or not isinstance(cpu, (int, float)) or not cpu >= 0.001:
-        raise RoomSettingsError(f"grader cpu={cpu!r} is not a number of cores: give a positive number (0.5, 2).",
-                                setting="grader_cpu", value=str(cpu))
-    return f"{round(cpu * 1000)}m"
 
 
 def pod_name(user: str) -> str:
@@ -85,8 +64,11 @@ def pod_manifest(submission: Submission, *, room_id: str, image: str = GRADER_IM
     services, an ordinary user with no capabilities, requests equal to ``limits``, stopped by Kubernetes
     after ``limits.timeout_s``. It passes the "restricted" Pod Security Standard. SubmissionError
     "too-large" when the cells do not fit an environment variable; RoomSettingsError for bad limits."""
-    security = {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
-    resources = {"cpu": cpu_quantity(limits.cpu), "memory": memory_quantity(limits.memory)}
+    run = GraderRun(image, COMMAND, limits, {ENV: submission.encode()}, selector(room_id))
+    container = {**run.pod_container(ROLE),
+                 "terminationMessagePath": "/dev/termination-log",
+                 # a crash before the result is written: the log's tail becomes the message (no pods/log needed)
+                 "terminationMessagePolicy": "FallbackToLogsOnError"}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -97,24 +79,9 @@ def pod_manifest(submission: Submission, *, room_id: str, image: str = GRADER_IM
             "activeDeadlineSeconds": max(1, math.ceil(limits.timeout_s)),
             "automountServiceAccountToken": False,
             "enableServiceLinks": False,
-            "securityContext": security,
-            "containers": [{
-                "name": ROLE,
-                "image": image,
-                "imagePullPolicy": "IfNotPresent",
-                "command": COMMAND,
-                "workingDir": "/tmp",
-                "env": [{"name": ENV, "value": submission.encode()},
-                        {"name": "HOME", "value": "/tmp/grader-home"},
-                        {"name": "PYTHONUNBUFFERED", "value": "1"}],
-                "resources": {"requests": resources, "limits": dict(resources)},
-                "securityContext": {**security, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-                "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
-                "terminationMessagePath": "/dev/termination-log",
-                # a crash before the result is written: the log's tail becomes the message (no pods/log needed)
-                "terminationMessagePolicy": "FallbackToLogsOnError",
-            }],
-            "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}],
+            "securityContext": run.pod_security(),
+            "containers": [container],
+            "volumes": run.pod_volumes(),
         },
     }
 
@@ -282,8 +249,7 @@ class PodGrader:
         t0 = time.monotonic()
 
         def failed(why: str) -> Judgement:
-            return unjudged(submission.user, submission.notebook, f"the grader could not judge this notebook "
-                            f"({why})", time.monotonic() - t0)
+            return judgement_of(submission, {}, why, time.monotonic() - t0)
 
         try:
             body = pod_manifest(submission, room_id=self.room_id, image=self.image, limits=self.limits,
@@ -302,10 +268,7 @@ class PodGrader:
             self._delete(api, name)
         if isinstance(outcome, Stopped):
             return failed(outcome.why)
-        if outcome.get("error") and not outcome["results"]:
-            return failed(str(outcome["error"]))
-        return Judgement(submission.user, submission.notebook, outcome["results"], time.monotonic() - t0,
-                         network=list(outcome.get("network") or []))
+        return judgement_of(submission, outcome, "", time.monotonic() - t0)
 
     def _wait(self, api: Any, name: str) -> dict[str, Any] | Stopped:
         """Poll the pod until ``read_pod`` has an outcome, or the run's time and a start margin are spent."""

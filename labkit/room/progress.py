@@ -7,6 +7,7 @@ board's grader runs and read by the board's page, its API and ``labkit room grad
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..errors import BoardError, LabkitError
 from ..exercises import REGISTRY
+from .submission import is_started
 
 PASSED, NOT_YET, NOT_STARTED = "passed", "not yet", "not started"
 STATES = (PASSED, NOT_YET, NOT_STARTED)
@@ -27,12 +29,18 @@ FILE_NAME = "progress.json"
 @dataclass(frozen=True)
 class Mark:
     """One participant's state on one exercise: ``problem`` and ``hint`` say what to do when not passed;
-    ``checked`` is when the grader judged it (Unix time), 0 when never."""
+    ``checked`` is when the grader judged it (Unix time), 0 when never; ``digest``: of the cell it judged
+    (a save that leaves the cell as it was is not judged again)."""
 
     state: str = NOT_STARTED
     problem: str = ""
     hint: str = ""
     checked: float = 0.0
+    digest: str = ""
+
+
+def digest_of(source: str) -> str:
+    return hashlib.sha256(source.strip().encode()).hexdigest()[:16]
 
 
 def exercise_ids() -> list[str]:
@@ -47,9 +55,10 @@ def mark_of(result: dict[str, Any], checked: float) -> Mark:
     hint = str(result.get("hint") or (known.hint if known else ""))
     if not result.get("started", True):
         return Mark(NOT_STARTED, "", hint, checked)
+    digest = str(result.get("digest", ""))
     if result.get("passed"):
-        return Mark(PASSED, "", "", checked)
-    return Mark(NOT_YET, str(result.get("problem", "")), hint, checked)
+        return Mark(PASSED, "", "", checked, digest)
+    return Mark(NOT_YET, str(result.get("problem", "")), hint, checked, digest)
 
 
 @dataclass
@@ -66,6 +75,12 @@ class Progress:
     def needs_check(self, user: str, notebook: str, mtime: float) -> bool:
         """Whether this saved version of the notebook has not been judged yet."""
         return self.judged.get(user, {}).get(notebook) != mtime
+
+    def changed(self, user: str, cells: dict[str, str]) -> dict[str, str]:
+        """``{exercise: digest}`` of the started exercise ``cells`` whose source differs from the one their
+        mark was judged on."""
+        digests = {e: digest_of(source) for e, source in cells.items() if is_started(e, source)}
+        return {e: d for e, d in digests.items() if self.mark(user, e).digest != d}
 
     def record(self, user: str, notebook: str, mtime: float, results: list[dict[str, Any]],
                checked: float | None = None) -> None:

@@ -32,6 +32,7 @@ class RoomSettings:
     shm_size: str = "512M"  # /dev/shm of each lab: the Python backend stub's shared memory lives there
     start_timeout_s: int = 600  # many labs starting at once on a slow engine (vfs copies each image)
     board: bool = True  # serve the teacher's board (labkit.room.board) as a hub service
+    teacher_lab: bool = False  # the teacher may start a lab of their own (else they land on the board, and only there)
 
     @property
     def room_id(self) -> str:

@@ -1,8 +1,8 @@
 """Where the board finds participants' saved notebooks: a NotebookSource lists them with their mtimes
 and reads one as a Submission (its exercise cells, parsed as JSON, never run).
 
-- ``VolumeSource``: the Docker volumes of a room on one engine (`labkit room up`), read by one
-  long-lived container of the room (no network, volumes read-only).
+- ``VolumeSource``: the Docker volumes of a room on one engine (`labkit room up`), watched by one
+  long-lived container of the room (labkit.room.scanner; no network, volumes read-only).
 - ``JupyterSource``: through JupyterHub, wherever the labs run (Kubernetes): the hub's REST API says
   whose lab is ready, each lab's Jupyter contents API lists and reads the notebooks. Its token needs
   ``BOARD_SCOPES`` (labkit.room.settings).
@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import tarfile
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from fnmatch import fnmatch
@@ -23,14 +24,15 @@ from urllib.parse import quote
 import docker.errors
 import requests
 
-from ..errors import EngineError, SubmissionError
-from .grader import NOTEBOOKS, RESULT_MARK, ROLE_LABEL, remove_containers
+from ..errors import EngineError, SubmissionError, WaitTimeoutError
+from ..server.polling import wait_until
+from .grader import RESULT_MARK, ROLE_LABEL, remove_containers
+from .grader_image import NOTEBOOKS
 from .settings import BOARD_SCOPES, ROOM_LABEL
 from .submission import Submission, exercise_cells
 
 log = logging.getLogger("labkit.room.sources")
 VOLUMES_AT = "/in"  # each participant's volume at /in/<user>, read-only, in the scanning container
-SHIPPED_NOTEBOOKS = "/opt/labkit/notebooks"  # the notebooks as the participant image copies them into a volume
 
 
 @dataclass(frozen=True)
@@ -54,32 +56,15 @@ class NotebookSource(Protocol):
         """Stop what the source runs (a scanning container)."""
 
 
-# Runs in the scanning container: each saved notebook's mtime, and whether any exercise cell differs
-# from the notebook as shipped (read as JSON, never executed), so that an untouched copy costs no grader run.
-_SCAN = """
-import glob, json, os
-def exercises(path):
-    try:
-        cells = json.load(open(path)).get('cells', [])
-    except (OSError, ValueError):
-        return None
-    source = lambda c: ''.join(c.get('source', '')) if isinstance(c.get('source'), list) else c.get('source', '')
-    return {t: source(c).strip() for c in cells for t in c.get('metadata', {}).get('tags', []) if t.startswith('exercise:')}
-found = {}
-for user in sorted(os.listdir(%r)):
-    top = os.path.join(%r, user)
-    paths = glob.glob(os.path.join(top, %r)) + glob.glob(os.path.join(top, '*', %r))
-    found[user] = {os.path.relpath(p, top): [os.stat(p).st_mtime,
-                   exercises(p) is not None and exercises(p) == exercises(os.path.join(%r, os.path.basename(p)))]
-                   for p in paths}
-print(%r + json.dumps(found))
-""" % (VOLUMES_AT, VOLUMES_AT, NOTEBOOKS, NOTEBOOKS, SHIPPED_NOTEBOOKS, RESULT_MARK)
 _ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
+FIRST_SCAN_S = 120.0  # the scanning container's start: python and labkit's imports
 
 
 class VolumeSource:
-    """The saved notebooks in ``volumes`` (``{user: Docker volume}``) of room ``room_id``, read by a
-    container of ``image`` (the grader image) on the engine ``client``."""
+    """The saved notebooks in ``volumes`` (``{user: Docker volume}``) of room ``room_id``, watched by one
+    long-lived container of ``image`` (the grader image: ``python -m labkit.room.scanner``) on the engine
+    ``client``. The container prints the notebooks each time one changes; a thread here follows its output,
+    so a scan costs no container run and sees a save within a second."""
 
     def __init__(self, client: Any, room_id: str, image: str, volumes: dict[str, str]) -> None:
         self.client = client
@@ -87,29 +72,37 @@ class VolumeSource:
         self.image = image
         self.volumes = dict(volumes)
         self._scanner: tuple[Any, dict[str, dict[str, str]]] | None = None
+        self._latest: dict[str, Any] | None = None  # the scanner's last line, parsed
+        self._ended = ""  # why the scanner's output ended, when it did
+        self._lock = threading.Lock()
 
     def scan(self) -> dict[str, dict[str, Saved]]:
-        """Volumes that do not exist yet are skipped, never created. One long-lived container answers each
-        scan through ``exec``: a container start per scan would cost seconds (a whole image copy on a vfs
-        engine); it is made again when volumes appear."""
-        existing = {v.name for v in self.client.volumes.list()}
-        mounts = {v: {"bind": f"{VOLUMES_AT}/{u}", "mode": "ro"} for u, v in self.volumes.items() if v in existing}
-        if not mounts:
-            return {}
+        """Volumes that do not exist yet are skipped, never created; the scanner is made again when
+        volumes appear (its mounts are fixed when it starts)."""
         try:
-            scanner = self._container(mounts)
-            code, output = scanner.exec_run(["python3", "-c", _SCAN], user="1000")
-            text = output.decode(errors="replace")
-            lines = [line for line in text.splitlines() if line.startswith(RESULT_MARK)]
-            if code != 0 or not lines:
-                raise EngineError(f"The room's notebook scan failed (exit code {code}: {text.strip()[-300:]}); "
-                                  f"check the grader image {self.image}.", status_code=0)
+            existing = {v.name for v in self.client.volumes.list()}
+            mounts = {v: {"bind": f"{VOLUMES_AT}/{u}", "mode": "ro"} for u, v in self.volumes.items() if v in existing}
+            if not mounts:
+                return {}
+            self._container(mounts)
         except _ENGINE_ERRORS as exc:
             self.close()
             raise EngineError(f"The room's notebook scan failed: {exc}. Check the engine (`docker ps -a "
                               f"--filter label={ROOM_LABEL}={self.room_id}`) and the image {self.image}.") from None
-        found = json.loads(lines[-1][len(RESULT_MARK):])
+        try:
+            found = wait_until(lambda: self._latest if self._latest is not None else self._failed(), FIRST_SCAN_S,
+                               "the room's first notebook scan", interval_s=0.05)
+        except WaitTimeoutError:
+            found = {"": None}
+        if not isinstance(found, dict) or "" in found:
+            ended, self._ended = self._ended, ""
+            self.close()
+            raise EngineError(f"The room's notebook scanner stopped ({ended or 'no scan in time'}); check the grader "
+                              f"image {self.image}.", status_code=0)
         return {u: {p: Saved(float(t), bool(same)) for p, (t, same) in paths.items()} for u, paths in found.items()}
+
+    def _failed(self) -> dict[str, Any] | None:
+        return {"": None} if self._ended else None
 
     def read(self, user: str, notebook: str) -> Submission:
         """Copied out of the scanning container (the Docker API's archive call: nothing runs)."""
@@ -130,16 +123,39 @@ class VolumeSource:
     def _container(self, mounts: dict[str, dict[str, str]]) -> Any:
         if self._scanner is None or self._scanner[1] != mounts:
             self.close()
-            self._scanner = (self.client.containers.run(
-                self.image, ["python3", "-c", "import time; time.sleep(10**9)"], detach=True,
+            container = self.client.containers.run(
+                self.image, ["python3", "-m", "labkit.room.scanner", "--root", VOLUMES_AT], detach=True,
                 network_mode="none", user="1000", volumes=mounts, mem_limit="256m", pids_limit=64,
-                cap_drop=["ALL"], security_opt=["no-new-privileges"],
-                labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "scan"}), mounts)
+                cap_drop=["ALL"], security_opt=["no-new-privileges"], environment={"PYTHONUNBUFFERED": "1"},
+                labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "scan"})
+            self._scanner = (container, mounts)
+            threading.Thread(target=self._follow, args=(container,), name="room-scanner", daemon=True).start()
         return self._scanner[0]
+
+    def _follow(self, container: Any) -> None:
+        """Keep the scanner's last complete line; say why its output ended (it never ends while it is the
+        room's scanner)."""
+        text = ""
+        try:
+            for chunk in container.logs(stream=True, follow=True):
+                text += chunk.decode(errors="replace")
+                *lines, text = text.split("\n")
+                for line in (x for x in lines if x.startswith(RESULT_MARK)):
+                    found = json.loads(line[len(RESULT_MARK):])
+                    with self._lock:
+                        if self._scanner is not None and self._scanner[0] is container:
+                            self._latest = found
+            why = f"its output ended: {text.strip()[-300:] or 'no output'}"
+        except (*_ENGINE_ERRORS, ValueError) as exc:
+            why = str(exc)
+        with self._lock:
+            if self._scanner is not None and self._scanner[0] is container:
+                self._ended = why
 
     def close(self) -> None:
         """Remove the scanning container, and any other of the room's (one the engine finished creating late)."""
-        self._scanner = None  # the scanner is one of them
+        with self._lock:
+            self._scanner, self._latest, self._ended = None, None, ""  # the scanner is one of them
         remove_containers(self.client, self.room_id, "scan")
 
 

@@ -40,11 +40,13 @@ def is_started(exercise: str, source: str) -> bool:
 
 @dataclass(frozen=True)
 class Submission:
-    """``user``'s ``notebook`` (its path in their work folder) as saved: its exercise cells."""
+    """``user``'s ``notebook`` (its path in their work folder) as saved: its exercise cells. ``judge``: the
+    exercises to judge (their cells changed since their last verdict); empty: every started one."""
 
     user: str
     notebook: str
     cells: dict[str, str] = field(default_factory=dict)
+    judge: tuple[str, ...] = ()
 
     @property
     def untouched(self) -> bool:
@@ -53,7 +55,8 @@ class Submission:
 
     def encode(self) -> str:
         """One environment-safe string (compressed JSON, base64); SubmissionError "too-large" past MAX_ENCODED."""
-        data = json.dumps({"user": self.user, "notebook": self.notebook, "cells": self.cells}).encode()
+        data = json.dumps({"user": self.user, "notebook": self.notebook, "cells": self.cells,
+                           "judge": list(self.judge)}).encode()
         text = base64.b64encode(zlib.compress(data, 9)).decode()
         if len(text) > MAX_ENCODED:
             raise SubmissionError(
@@ -66,7 +69,8 @@ class Submission:
     def decode(cls, text: str) -> "Submission":
         try:
             data = json.loads(zlib.decompress(base64.b64decode(text.encode(), validate=True)))
-            return cls(str(data["user"]), str(data["notebook"]), {str(k): str(v) for k, v in data["cells"].items()})
+            return cls(str(data["user"]), str(data["notebook"]), {str(k): str(v) for k, v in data["cells"].items()},
+                       tuple(str(e) for e in data.get("judge", [])))
         except (ValueError, KeyError, TypeError, AttributeError, zlib.error) as exc:
             raise SubmissionError(f"The grader's {ENV} is not a submission ({exc}); the board writes it, so "
                                   "check that the board and the grader image run the same labkit.",

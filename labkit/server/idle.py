@@ -16,8 +16,10 @@ unload or a reload.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+from ..errors import WaitTimeoutError
+from .polling import wait_until
 
 #: Process states of a thread that is in the middle of something (running or runnable, or in
 #: uninterruptible I/O); an idle backend thread waits on a condition variable (S).
@@ -40,9 +42,8 @@ def busy_threads(tasks: Path) -> list[int]:
 def wait_idle(tasks: Path, limit_s: float = 2.0) -> bool:
     """Wait until no thread under ``tasks`` is runnable; False if one still was after ``limit_s``
     (a server serving other clients all the while: the unload then goes ahead)."""
-    deadline = time.monotonic() + limit_s
-    while busy_threads(tasks):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.002)
-    return True
+    try:
+        return wait_until(lambda: not busy_threads(tasks), limit_s, "the server's threads to be idle",
+                          interval_s=0.002)
+    except WaitTimeoutError:
+        return False

@@ -10,6 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from ..errors import WaitTimeoutError
+from .polling import wait_until
+
 # Triton prints these on every CPU-only start; they are noise, not problems.
 _CPU_ONLY_NOISE = ("Failed to initialize NVML", "DCGM unable to start", "CUDA driver", "Unable to allocate pinned system memory")
 
@@ -40,15 +43,20 @@ class LogView:
     def settle(self, quiet_s: float = 0.15, limit_s: float = 2.0) -> None:
         """Wait until the log stops growing (quiet for ``quiet_s``, at most ``limit_s``): what a process
         prints about a failure can arrive just after the failure's answer."""
-        deadline = time.monotonic() + limit_s
         size, since = self.mark(), time.monotonic()
-        while time.monotonic() < deadline:
-            time.sleep(0.02)
+
+        def quiet() -> bool:
+            nonlocal size, since
             now = self.mark()
             if now != size:
                 size, since = now, time.monotonic()
-            elif time.monotonic() - since >= quiet_s:
-                return
+                return False
+            return time.monotonic() - since >= quiet_s
+
+        try:
+            wait_until(quiet, limit_s, f"{self.path.name} to stop growing")
+        except WaitTimeoutError:
+            pass  # still growing: what it holds now is what there is
 
     def since(self, mark: int) -> str:
         try:

@@ -14,6 +14,11 @@ PACKAGE = Path(labkit.__file__).resolve().parent
 ROOT = PACKAGE.parent
 MAX_LINES = 400
 SOURCE_SUFFIXES = {".py", ".cc", ".cpp", ".h", ".hpp"}
+#: Triton r23.12's own C API headers (core's include/triton/core). labkit's declarations of them keep
+#: Triton's file names and scope, so that a build switches to Triton's headers by the -I folder alone; a
+#: header that stands for one of these is as long as Triton's API and is exempt from MAX_LINES.
+#: tests/test_header_abi.py checks each against Triton's (names, and every type and value).
+TRITON_HEADERS = {"tritonbackend.h", "tritoncache.h", "tritonrepoagent.h", "tritonserver.h"}
 #: Names that stand for one thing each by Triton's own convention, not labkit's classes.
 SHARED_NAMES = {"TritonPythonModel"}
 
@@ -103,10 +108,16 @@ def _sources() -> list[Path]:
             if p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts]
 
 
+def _mirrors_triton(path: Path) -> bool:
+    """A header that stands for one of Triton's: its name and folder (triton/core) are Triton's."""
+    return path.name in TRITON_HEADERS and path.parent.parts[-2:] == ("triton", "core")
+
+
 def test_files_stay_small():
     sources = _sources()
     assert any(p.suffix == ".hpp" for p in sources) and any(p.parent.name == "tests" for p in sources)
-    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in sources}
+    assert any(_mirrors_triton(p) for p in sources)  # the exemption names files that exist
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in sources if not _mirrors_triton(p)}
     assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
 
 

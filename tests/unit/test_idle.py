@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from labkit.server import idle
+from waiting_support import within
 
 # The main thread spins while a second one sleeps (S) throughout: once `spinning` exists, one thread is
 # runnable until `done`, with no hand-over of the GIL between them (a thread waiting for the GIL sleeps).
@@ -29,9 +29,7 @@ def test_wait_idle_returns_once_no_thread_is_runnable(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", SPINNER, str(done), str(spinning)])
     try:
         # before `spinning`, the interpreter's start-up may sleep (S) on a busy machine: idle, rightly
-        deadline = time.monotonic() + 60
-        while not spinning.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.001)
+        within(lambda: spinning.exists() or proc.poll() is not None, 60, "the spinner to start", interval_s=0.001)
         assert spinning.exists()
         assert idle.wait_idle(Path(f"/proc/{proc.pid}/task"), limit_s=60.0)
         assert done.exists()  # the spinning thread had finished: until then one thread was runnable

@@ -45,3 +45,5 @@ def test_the_report_gives_percentiles_per_check_and_says_what_is_missing():
     summary = result.to_json()["checks"]["01_python_backend.ipynb"]
     assert summary == {"n": 3, "p50_s": 20.0, "p95_s": 29.0, "max_s": 30.0}
     assert "no verdict" not in report(RoomBench(participants=1))  # nothing measured: dashes, no error
+    assert "one save alone: save -> verdict      4.5 s" in report(RoomBench(participants=1, single_s=4.5))
+    assert "one save alone: no verdict" in report(RoomBench(participants=1, single_missing=True))

@@ -79,14 +79,15 @@ def test_values_carry_the_rooms_settings():
     hub = values["hub"]
     assert hub["config"]["Authenticator"] == {"allowed_users": ["ana", "bo", "kim"], "admin_users": ["kim"]}
     # the board's parts (tests/unit/test_room_k8s_board.py), no site config
-    assert set(hub) == {"config", "services", "loadRoles", "service", "networkPolicy", "extraContainers"}
+    assert set(hub) == {"config", "services", "loadRoles", "service", "networkPolicy", "extraContainers",
+                         "extraConfig"}  # extraConfig: the teacher lands on the board (10-labkit-teacher.py)
     assert k8s.values(settings.with_(cull_idle_s=0), CREDS)["cull"]["enabled"] is False
 
 
 def test_a_site_authenticator_replaces_the_shared_password():
     values = k8s.values(RoomSettings(), None, site_config="c.JupyterHub.authenticator_class = 'github'\n")
     assert values["hub"]["config"] == {"Authenticator": {"admin_users": ["teacher"]}}
-    assert values["hub"]["extraConfig"] == {"90-site.py": "c.JupyterHub.authenticator_class = 'github'\n"}
+    assert values["hub"]["extraConfig"]["90-site.py"] == "c.JupyterHub.authenticator_class = 'github'\n"
     assert "90-site.py: |" in k8s.dump(values)  # a block scalar, readable in the file
 
 

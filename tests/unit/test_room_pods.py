@@ -15,7 +15,7 @@ import pytest
 
 from labkit.errors import RoomSettingsError, SetupError
 from labkit.exercises import REGISTRY
-from labkit.room import pods
+from labkit.room import pods, sandbox
 from labkit.room.grader import Limits, exercises_of, fit
 from labkit.room.submission import ENV, Submission
 
@@ -126,13 +126,13 @@ def test_pod_names_are_dns_labels_for_any_login(user):
                                              ("1.5g", "1.5Gi"), ("1t", "1Ti"), ("1073741824", "1073741824"),
                                              ("4096b", "4096")])
 def test_memory_sizes_become_kubernetes_quantities(docker, quantity):
-    assert pods.memory_quantity(docker) == quantity
+    assert sandbox.memory_quantity(docker) == quantity
 
 
 @pytest.mark.parametrize("bad", ["2Gi", "lots", "0g", "-1g", "1.5", "g", ""])
 def test_a_size_docker_would_not_read_is_refused(bad):
     with pytest.raises(RoomSettingsError) as raised:
-        pods.memory_quantity(bad)
+        sandbox.memory_quantity(bad)
     assert raised.value.setting == "grader_memory" and raised.value.value == bad
 
 

@@ -1,0 +1,83 @@
+"""The grader image: the participant image plus labkit's whole package (the checks and the reference
+solutions) and the pristine notebooks, built when missing or when any of that changed (a recipe label)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+
+from ..errors import EngineError, SetupError
+from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE
+
+HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
+RECIPE_LABEL = "labkit.grader.recipe"
+NOTEBOOKS = "[0-9][0-9]_*.ipynb"  # the workshop's notebooks, by name
+
+
+def _context_files() -> dict[str, bytes]:
+    """labkit's package (solutions included, links followed) and the pristine notebooks, by path in the image."""
+    import labkit
+
+    package = Path(labkit.__file__).resolve().parent
+    notebooks = package.parent / "notebooks"
+    if not notebooks.is_dir():
+        raise SetupError(f"The grader image needs labkit's notebooks beside the package ({notebooks}); build it "
+                         "from a checkout of labkit.", missing=str(notebooks), reason="not a checkout")
+    files = {}
+    # os.walk, not rglob: labkit/model_repository is a link in a checkout, and rglob does not enter it
+    for top, folders, names in os.walk(package, followlinks=True):
+        folders[:] = sorted(f for f in folders if f != "__pycache__")
+        for name in sorted(names):
+            path = Path(top, name)
+            files[f"labkit/{path.relative_to(package)}"] = path.read_bytes()
+    for path in sorted(notebooks.glob(NOTEBOOKS)):
+        files[f"notebooks/{path.name}"] = path.read_bytes()
+    return files
+
+
+def build_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GRADER_IMAGE) -> str:
+    """Build the grader image FROM the participant image ``base``, unless one of this recipe exists. Returns its id."""
+    try:
+        base_id = client.images.get(base).id
+    except docker.errors.ImageNotFound:
+        raise SetupError(f"The grader is built from the participant image {base}, which is missing; build "
+                         "it first (`labkit room up` does).", missing=base, reason="not built") from None
+    files = _context_files()
+    # compiled once here: labkit's folder is read-only to the grader's user, and each grader run would
+    # otherwise compile every module it imports, twice (the grader and its kernel)
+    files["Dockerfile"] = (f"FROM {base}\nCOPY labkit {HOME_IN_IMAGE}/labkit\nCOPY notebooks {HOME_IN_IMAGE}/notebooks\n"
+                           f"USER root\nRUN python3 -m compileall -q {HOME_IN_IMAGE}/labkit\nUSER 1000\n"
+                           f"ENV PYTHONPATH={HOME_IN_IMAGE} PYTHONDONTWRITEBYTECODE=1\n").encode()
+    digest = hashlib.sha256(base_id.encode())
+    for name, data in files.items():
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    recipe = digest.hexdigest()
+    try:
+        current = client.images.get(tag)
+        if current.labels.get(RECIPE_LABEL) == recipe:
+            return current.id
+    except docker.errors.ImageNotFound:
+        pass
+    for same in client.images.list(filters={"label": f"{RECIPE_LABEL}={recipe}"}):
+        same.tag(tag)  # built before under another name: the same image
+        return same.id
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    try:
+        image, _ = client.images.build(fileobj=buffer, custom_context=True, tag=tag, rm=True,
+                                       labels={RECIPE_LABEL: recipe})
+    except (docker.errors.BuildError, docker.errors.APIError) as exc:
+        raise EngineError(f"Building the grader image {tag} failed: {exc}. Check that {base} runs python3 "
+                          "with labkit's requirements.", status_code=getattr(exc, "status_code", 0) or 0) from None
+    return image.id

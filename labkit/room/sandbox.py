@@ -1,0 +1,106 @@
+"""The grader's sandbox, written once: what a grader run is (image, command, environment, an ordinary
+user, /tmp as its work folder, a shared-memory size for Triton's Python stubs, limits, no network), rendered
+to docker-py's ``containers.run`` arguments (labkit.room.grader) and to a Pod's container and volumes
+(labkit.room.pods)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RoomSettingsError
+
+USER = 1000  # the participant image's ordinary user
+HOME = "/tmp/grader-home"
+WORK = "/tmp"
+SHM_MIB = 256  # Triton's Python backend stub keeps its tensors in /dev/shm
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([bkmgt]?)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one grader run may use; ``timeout_s`` ends a run that takes longer."""
+
+    cpu: float = 1.0
+    memory: str = "2g"
+    pids: int = 512
+    timeout_s: float = 600.0
+
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def _size(size: str, setting: str) -> tuple[str, str]:
+    match = _SIZE.match(str(size).strip())
+    if match is None or float(match.group(1)) <= 0 or (match.group(2).lower() in ("", "b") and "." in match.group(1)):
+        raise RoomSettingsError(f"{setting}={size!r} is not a size: write a number and one of k, m, g, t "
+                                "(powers of 1024, as Docker reads it: '2g' is Kubernetes' 2Gi).",
+                                setting=setting, value=str(size))
+    return match.group(1), match.group(2).lower()
+
+
+def size_bytes(size: str, setting: str = "grader_memory") -> int:
+    """A Docker-style size (``2g``, ``512m``, ``1024k``, bytes; powers of 1024) in bytes; RoomSettingsError
+    naming ``setting`` when it is none. The room's one parser of sizes."""
+    number, unit = _size(size, setting)
+    return int(float(number) * _UNITS[unit])
+
+
+def memory_quantity(size: str, setting: str = "grader_memory") -> str:
+    """A Docker-style size as a Kubernetes quantity (``2g`` is ``2Gi``)."""
+    number, unit = _size(size, setting)
+    return number if unit in ("", "b") else f"{number}{unit.upper()}i"
+
+
+def cpu_quantity(cpu: float) -> str:
+    """Cores as Kubernetes millicores (``1.5`` is ``1500m``)."""
+    if isinstance(cpu, bool) or not isinstance(cpu, (int, float)) or not cpu >= 0.001:
+        raise RoomSettingsError(f"grader cpu={cpu!r} is not a number of cores: give a positive number (0.5, 2).",
+                                setting="grader_cpu", value=str(cpu))
+    return f"{round(cpu * 1000)}m"
+
+
+@dataclass(frozen=True)
+class GraderRun:
+    """One grader run of ``image``: ``command`` with ``env`` added to the sandbox's own, under ``limits``."""
+
+    image: str
+    command: list[str]
+    limits: Limits = Limits()
+    env: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def environment(self) -> dict[str, str]:
+        return {"HOME": HOME, "PYTHONUNBUFFERED": "1", **self.env}
+
+    def docker_arguments(self) -> dict[str, Any]:
+        """docker-py's ``containers.run`` keyword arguments (detached): no network, no capabilities."""
+        return {
+            "image": self.image, "command": list(self.command), "detach": True, "network_mode": "none",
+            "user": str(USER), "environment": self.environment, "working_dir": WORK,
+            "nano_cpus": int(self.limits.cpu * 1e9), "mem_limit": self.limits.memory, "pids_limit": self.limits.pids,
+            "shm_size": f"{SHM_MIB}m", "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"],
+            "labels": dict(self.labels),
+        }
+
+    def pod_security(self) -> dict[str, Any]:
+        return {"runAsNonRoot": True, "runAsUser": USER, "seccompProfile": {"type": "RuntimeDefault"}}
+
+    def pod_container(self, name: str) -> dict[str, Any]:
+        """The Pod's container (API shape): the same command, user and environment; requests equal to the
+        limits. A Pod has no process limit (``Limits.pids``: the kubelet's ``podPidsLimit`` is a node setting),
+        and its network is cut by a NetworkPolicy (labkit.room.pods.network_policy)."""
+        resources = {"cpu": cpu_quantity(self.limits.cpu), "memory": memory_quantity(self.limits.memory)}
+        return {
+            "name": name, "image": self.image, "imagePullPolicy": "IfNotPresent", "command": list(self.command),
+            "workingDir": WORK, "env": [{"name": k, "value": v} for k, v in self.environment.items()],
+            "resources": {"requests": resources, "limits": dict(resources)},
+            "securityContext": {**self.pod_security(), "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]}},
+            "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+        }
+
+    def pod_volumes(self) -> list[dict[str, Any]]:
+        return [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_MIB}Mi"}}]
