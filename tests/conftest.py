@@ -118,7 +118,7 @@ def lab_image(cpu_image):
 def grader_image(request, engine):
     """The grader image, built on the participant image (or on LABKIT_ROOM_TEST_BASE, a development
     stand-in, which must exist) if missing or outdated, else reused."""
-    from labkit.room import grader
+    from labkit.room.grader_image import build_grader_image
     from labkit.room.settings import PARTICIPANT_IMAGE
     from room_board_support import BASE, TAG
 
@@ -128,7 +128,7 @@ def grader_image(request, engine):
         skip_or_fail(f"LABKIT_ROOM_TEST_BASE names {BASE}, which is not built")
     client = lk_engine.connect(timeout=600)  # a grader build copies labkit into an image: slow on vfs
     try:
-        grader.build_image(client, base=BASE, tag=TAG)
+        build_grader_image(client, base=BASE, tag=TAG)
     finally:
         client.close()
     return TAG

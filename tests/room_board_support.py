@@ -17,19 +17,21 @@ import nbformat
 import pytest
 import requests
 from ci_rules import skip_or_fail
+from waiting_support import within
 
 from labkit.docker import engine as lk_engine
 from labkit.errors import SetupError
 from labkit.exercises import REGISTRY
-from labkit.room import grader
-from labkit.room.hub import free_port, proxy_command
+from labkit.room.hub import proxy_command
 from labkit.room.k8s_board import service_environment
 from labkit.room.settings import (
     BOARD_SCOPES,
     GRADER_IMAGE,
     PARTICIPANT_IMAGE,
     ROOM_LABEL,
+    volume_name,
 )
+from labkit.server._ports import free_ports
 
 NOTEBOOK = "01_python_backend.ipynb"
 NOTEBOOKS_DIR = os.path.join(os.path.dirname(__file__), "..", "notebooks")
@@ -89,7 +91,7 @@ def board_hub(folder: Path, room_id: str, participants: list[str], tokens: dict[
     room_dir = folder / "room"
     room_dir.mkdir(exist_ok=True)
     board_token = "board-token-" + os.urandom(8).hex()
-    port, hub_port, proxy_api, board_port = (free_port() for _ in range(4))
+    port, hub_port, proxy_api, board_port = free_ports(4)
     command = [sys.executable, "-m", "labkit.room.board", "--room-dir", str(room_dir), "--room-id", room_id,
                "--participants", ",".join(participants), "--grader-image", grader_image, "--poll-s", str(poll_s)]
     environment = {k: os.environ[k] for k in ("PATH", "HOME", "DOCKER_HOST") if k in os.environ}
@@ -106,16 +108,16 @@ def board_hub(folder: Path, room_id: str, participants: list[str], tokens: dict[
     board = subprocess.Popen(command, env=environment, cwd=folder, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and process.poll() is None and board.poll() is None:
+        def up() -> bool:
+            if process.poll() is not None or board.poll() is not None:
+                pytest.fail(f"the hub or its board exited:\n{(folder / 'hub.log').read_text()[-3000:]}")
             try:
-                if requests.get(f"{url}/services/board/api/progress", timeout=5,
-                                headers={"Authorization": f"token {tokens['teacher']}"}).status_code == 200:
-                    break
+                return requests.get(f"{url}/services/board/api/progress", timeout=5,
+                                    headers={"Authorization": f"token {tokens['teacher']}"}).status_code == 200
             except requests.ConnectionError:
-                pass
-            time.sleep(0.5)
-        else:
+                return False
+
+        if not within(up, 120, "the hub and its board", interval_s=0.5):
             pytest.fail(f"the hub and its board did not come up:\n{(folder / 'hub.log').read_text()[-3000:]}")
         yield url, room_dir
     finally:
@@ -162,7 +164,7 @@ class RoomVolumes:
         self._lab = None  # a created (never started) container standing in for the participants' labs
 
     def volume(self, user: str) -> str:
-        return grader.participant_volume(self.id, user)
+        return volume_name(self.id, user)
 
     def save(self, user: str, nb: nbformat.NotebookNode, name: str = NOTEBOOK, folder: str = "") -> None:
         """Write a notebook into ``user``'s volume, owned by uid 1000, as their JupyterLab would save it."""

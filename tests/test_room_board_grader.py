@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import docker.errors
 import pytest
+from room_board_support import (
+    NOTEBOOK,
+    WRONG_BAD_REQUEST,
+    RoomVolumes,
+    notebook,
+    room_engine,
+    solution,
+)
 
 from labkit import SubmissionError
 from labkit.room import grader
+from labkit.room.progress import NOT_STARTED, NOT_YET, PASSED, Progress
+from labkit.room.settings import ROOM_LABEL
 from labkit.room.sources import VolumeSource
 from labkit.room.submission import Submission
-from labkit.room.settings import ROOM_LABEL
-from labkit.room.progress import NOT_STARTED, NOT_YET, PASSED, Progress
-from room_board_support import NOTEBOOK, WRONG_BAD_REQUEST, RoomVolumes, notebook, room_engine, solution
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -48,7 +55,7 @@ def graded(room):
 
 
 def _by_exercise(judgement: grader.Judgement) -> dict[str, dict]:
-    return {r["exercise"]: r for r in judgement.results}
+    return {r.exercise: r for r in judgement.results}
 
 
 def test_scan_lists_saved_notebooks_and_creates_no_volume(room, graded):
@@ -58,7 +65,7 @@ def test_scan_lists_saved_notebooks_and_creates_no_volume(room, graded):
     # p04's exercise cells are as shipped (so are p02's: only a check cell changed); p01 wrote two
     assert [found[u][n].untouched for u, n in (("p01", NOTEBOOK), ("p02", f"notebooks/{NOTEBOOK}"), ("p04", NOTEBOOK))] \
         == [False, True, True]
-    assert {r["exercise"]: r["started"] for r in grader.untouched_results(NOTEBOOK)} == {"01-bad-request": False, "01-output2": False}
+    assert {r.exercise: r.started for r in grader.untouched_results(NOTEBOOK)} == {"01-bad-request": False, "01-output2": False}
     with pytest.raises(docker.errors.NotFound):
         room.client.volumes.get(room.volume("p03"))
     assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=scan"]})
@@ -69,9 +76,9 @@ def test_a_solved_exercise_passes_and_a_wrong_one_is_not_yet_with_its_hint(grade
     run = judged["p01"]
     assert not run.error and run.network == ["lo"]  # the notebook ran with no network interface but loopback
     verdicts = _by_exercise(run)
-    assert verdicts["01-output2"]["passed"] and verdicts["01-output2"]["started"]
-    assert not verdicts["01-bad-request"]["passed"] and verdicts["01-bad-request"]["started"]
-    assert verdicts["01-bad-request"]["problem"] and verdicts["01-bad-request"]["hint"]
+    assert verdicts["01-output2"].passed and verdicts["01-output2"].started
+    assert not verdicts["01-bad-request"].passed and verdicts["01-bad-request"].started
+    assert verdicts["01-bad-request"].problem and verdicts["01-bad-request"].hint
     table = Progress(["p01"])
     table.record("p01", NOTEBOOK, 1.0, run.results)
     assert table.table()["participants"]["p01"]["01-output2"] == PASSED
@@ -82,7 +89,7 @@ def test_the_graders_own_checks_run_not_the_participants_check_cells(graded):
     _, judged = graded
     verdicts = _by_exercise(judged["p02"])
     assert set(verdicts) == {"01-output2", "01-bad-request"}
-    assert not any(v["passed"] or v["started"] for v in verdicts.values())
+    assert not any(v.passed or v.started for v in verdicts.values())
     table = Progress(["p02"])
     table.record("p02", f"notebooks/{NOTEBOOK}", 1.0, judged["p02"].results)
     assert set(table.table()["participants"]["p02"].values()) == {NOT_STARTED}
@@ -97,15 +104,15 @@ def test_a_run_past_its_time_limit_is_stopped_and_says_so(room):
         run = slow.judge(source.read("p04", NOTEBOOK))
     finally:
         source.close()
-    assert run.error and {r["exercise"] for r in run.results} == {"01-output2", "01-bad-request"}
-    assert not any(r["passed"] for r in run.results)
+    assert run.error and {r.exercise for r in run.results} == {"01-output2", "01-bad-request"}
+    assert not any(r.passed for r in run.results)
     assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=grader"]})
 
 
 def test_a_missing_grader_image_is_an_error_verdict_not_a_crash(room):
     submission = Submission("p01", NOTEBOOK, {"01-output2": solution("01-output2")})
     run = grader.Grader(room.client, room.id, "labkit-test/no-such-grader:0").judge(submission)
-    assert run.error and not any(r["passed"] for r in run.results)
+    assert run.error and not any(r.passed for r in run.results)
 
 
 def test_the_grader_sees_no_participant_files_and_a_missing_notebook_is_an_error(room):

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 
 import pytest
 
 from labkit import BoardError, cli
 from labkit.room import RoomSettings, progress
-from labkit.room.grader import participant_volume
 from labkit.room.progress import board_table
+from labkit.room.settings import volume_name
+from labkit.room.verdicts import RoomVerdict
 
-SOLVED = {"exercise": "01-output2", "passed": True, "problem": "", "hint": "", "started": True}
-WRONG = {"exercise": "01-bad-request", "passed": False, "problem": "OUTPUT0 is wrong for row 1.",
-         "hint": "add row by row.", "started": True}
-UNTOUCHED = {"exercise": "01-bad-request", "passed": False, "problem": "x", "hint": "", "started": False}
+SOLVED = RoomVerdict("01-output2", passed=True)
+WRONG = RoomVerdict("01-bad-request", passed=False, problem="OUTPUT0 is wrong for row 1.", hint="add row by row.")
+UNTOUCHED = RoomVerdict("01-bad-request", passed=False, problem="x", started=False)
 
 
 def _room(tmp_path, participants=("p01", "p02")):
@@ -53,9 +54,9 @@ def test_a_started_cell_that_fails_is_not_yet_and_an_untouched_one_not_started(t
     assert table.mark("p01", "01-bad-request") == progress.Mark("not yet", WRONG["problem"], WRONG["hint"],
                                                           table.mark("p01", "01-bad-request").checked)
     # a second mistake replaces the first; a later pass clears problem and hint
-    table.record("p01", "01_python_backend.ipynb", 3.0, [{**WRONG, "problem": "OUTPUT1 is wrong."}])
+    table.record("p01", "01_python_backend.ipynb", 3.0, [replace(WRONG, problem="OUTPUT1 is wrong.")])
     assert table.mark("p01", "01-bad-request").problem == "OUTPUT1 is wrong."
-    table.record("p01", "01_python_backend.ipynb", 4.0, [{**WRONG, "passed": True}])
+    table.record("p01", "01_python_backend.ipynb", 4.0, [replace(WRONG, passed=True)])
     assert table.mark("p01", "01-bad-request").state == "passed" and not table.mark("p01", "01-bad-request").hint
     assert not table.needs_check("p01", "01_python_backend.ipynb", 4.0)
     assert table.needs_check("p01", "01_python_backend.ipynb", 5.0)
@@ -92,13 +93,13 @@ def test_grades_needs_a_subcommand():
 
 def test_the_board_looks_for_the_volumes_the_hub_mounts(tmp_path):
     settings = RoomSettings(directory=tmp_path / "room")
-    assert participant_volume(settings.room_id, "p07") == settings.volume("p07")
+    assert volume_name(settings.room_id, "p07") == settings.volume("p07")
 
 
 def test_grades_from_a_board_that_does_not_answer_say_so(tmp_path, capsys):
-    from labkit.room.hub import free_port
+    from labkit.server._ports import free_ports
 
-    nowhere = f"http://127.0.0.1:{free_port()}"
+    nowhere = f"http://127.0.0.1:{free_ports(1)[0]}"
     with pytest.raises(BoardError) as exc:
         board_table(nowhere, "some-token", timeout_s=5)
     assert exc.value.status_code == 0 and exc.value.url.startswith(nowhere)

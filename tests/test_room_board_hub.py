@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 import requests
 from room_board_support import RoomVolumes, board_hub, notebook, room_engine, solution
+from waiting_support import eventually
 
 from labkit import BoardError, cli
 from labkit.room.progress import board_table
@@ -62,12 +62,11 @@ def test_a_saved_solution_shows_passed_on_the_board(hub, tmp_path):
     refresh = requests.post(f"{url}/services/board/api/refresh", timeout=120,
                             headers={"Authorization": f"token {TOKENS['teacher']}"})
     assert refresh.status_code == 200
-    deadline = time.monotonic() + 900
-    while time.monotonic() < deadline:
+    def judged() -> dict | None:
         table = _get(url, "api/progress", "teacher").json()["participants"]
-        if table["p01"]["01-output2"] != "not started":
-            break
-        time.sleep(2)
+        return table if table["p01"]["01-output2"] != "not started" else None
+
+    table = eventually(judged, "the board's verdict on p01's save", 900, interval_s=1)
     assert table["p01"]["01-output2"] == "passed", table["p01"]
     assert table["p01"]["01-bad-request"] == "not started" and set(table["p02"].values()) == {"not started"}
     page = _get(url, "", "teacher")

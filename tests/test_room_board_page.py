@@ -15,6 +15,7 @@ from room_board_support import board_hub, room_engine
 
 from labkit.exercises import REGISTRY
 from labkit.room import progress as progress_store
+from labkit.room.verdicts import RoomVerdict
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 CHROMIUM = "/usr/bin/chromium"
@@ -29,11 +30,11 @@ def _verdicts(index: int) -> dict[str, dict]:
     the first k % 18 exercises, is stuck on the next one and has not started the rest."""
     ids = progress_store.exercise_ids()
     solved = index % (len(ids) + 1)
-    by_notebook: dict[str, list[dict]] = {}
+    by_notebook: dict[str, list[RoomVerdict]] = {}
     for position, exercise in enumerate(ids):
-        result = {"exercise": exercise, "passed": position < solved, "started": position <= solved,
-                  "problem": "" if position < solved else f"{exercise} answered the wrong outputs",
-                  "hint": REGISTRY[exercise].hint}
+        result = RoomVerdict(exercise, passed=position < solved, started=position <= solved,
+                             problem="" if position < solved else f"{exercise} answered the wrong outputs",
+                             hint=REGISTRY[exercise].hint)
         by_notebook.setdefault(REGISTRY[exercise].notebook + ".ipynb", []).append(result)
     return by_notebook
 

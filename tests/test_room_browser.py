@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 import requests
 from ci_rules import in_ci
+from room_board_support import leftovers
 
 from labkit.errors import WaitTimeoutError
 from labkit.exercises import REGISTRY
 from labkit.room import hub as hub_process
 from labkit.room.lifecycle import down, up
 from labkit.room.settings import RoomSettings
+from labkit.server._ports import free_ports
 from labkit.server.polling import wait_until
-from room_board_support import leftovers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 CHROMIUM = "/usr/bin/chromium"
@@ -39,7 +40,7 @@ def room(lab_image, grader_image, engine, tmp_path_factory):
             pytest.fail(f"{CHROMIUM} is missing; .ci/run installs Debian's chromium")
         pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
     directory = tmp_path_factory.mktemp("browser-room") / "room"
-    settings = RoomSettings(participants=RoomSettings.numbered(2), port=hub_process.free_port(), directory=directory,
+    settings = RoomSettings(participants=RoomSettings.numbered(2), port=free_ports(1)[0], directory=directory,
                             memory="2G", cpu=1.0, shm_size="256M", image=lab_image, grader_image=grader_image)
     info = up(settings)
     try:

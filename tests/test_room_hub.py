@@ -11,15 +11,23 @@ from pathlib import Path
 
 import pytest
 import requests
+from room_board_support import NOTEBOOK, leftovers, room_engine, solution
+from waiting_support import eventually, within
 
-from labkit.errors import RoomPortTakenError, ServerNotRunningError, ServerStartError, SetupError, SubmissionError
+from labkit.errors import (
+    PortTakenError,
+    ServerNotRunningError,
+    ServerStartError,
+    SetupError,
+    SubmissionError,
+)
 from labkit.room import hub as hub_process
-from labkit.room.lifecycle import down, status_rows, up
 from labkit.room.grader import Grader
+from labkit.room.hubconfig import WORK_LABEL
+from labkit.room.lifecycle import down, status_rows, up
 from labkit.room.settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
 from labkit.room.sources import JupyterSource
-from labkit.room.hubconfig import WORK_LABEL
-from room_board_support import NOTEBOOK, leftovers, room_engine, solution
+from labkit.server._ports import free_ports
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 PARTICIPANTS = RoomSettings.numbered(3)
@@ -54,19 +62,17 @@ def _container(engine, room: Room, login: str):
 
 
 def _wait_ready(room: Room, logins, limit_s: float = 900) -> None:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         users = {u["name"]: u for u in room.api("GET", "users").json()}
-        if all((users[name].get("servers") or {}).get("", {}).get("ready") for name in logins):
-            return
-        time.sleep(1)
-    pytest.fail(f"labs {logins} were not ready after {limit_s} s; see {room.settings.directory / 'hub.log'}")
+        return all((users[name].get("servers") or {}).get("", {}).get("ready") for name in logins)
+
+    eventually(ready, f"labs {logins} to be ready (see {room.settings.directory / 'hub.log'})", limit_s, interval_s=1)
 
 
 @pytest.fixture(scope="module")
 def room(lab_image, engine, tmp_path_factory):
     directory = tmp_path_factory.mktemp("room") / "room"
-    settings = RoomSettings(participants=PARTICIPANTS, port=hub_process.free_port(), directory=directory,
+    settings = RoomSettings(participants=PARTICIPANTS, port=free_ports(1)[0], directory=directory,
                             memory="1G", cpu=1.0, shm_size="256M", image=lab_image)
     info = up(settings)
     try:
@@ -172,9 +178,7 @@ def test_a_restarted_lab_keeps_the_participants_work(labs, engine):
     assert labs.contents("p01", token, "01_python_backend.ipynb", "PUT", json=changed).status_code in (200, 201)
     assert labs.contents("p01", token, "03_dynamic_batching.ipynb", "DELETE").status_code == 204
     assert labs.api("DELETE", "users/p01/server").status_code in (202, 204)
-    deadline = time.monotonic() + 300
-    while labs.api("GET", "users/p01").json().get("servers") and time.monotonic() < deadline:
-        time.sleep(1)
+    within(lambda: not labs.api("GET", "users/p01").json().get("servers"), 300, "p01's lab to stop", interval_s=1)
     assert engine.containers.get(f"{labs.settings.prefix}-p01").status == "exited"  # kept, for a fast restart
     assert labs.api("POST", "users/p01/server").status_code in (201, 202)
     _wait_ready(labs, ["p01"])
@@ -186,13 +190,13 @@ def test_a_restarted_lab_keeps_the_participants_work(labs, engine):
 
 def test_refusals(room, lab_image, tmp_path):
     taken = RoomSettings(participants=("a1",), port=room.settings.port, directory=tmp_path / "other")
-    with pytest.raises(RoomPortTakenError) as exc:
+    with pytest.raises(PortTakenError) as exc:
         up(taken)
-    assert exc.value.port == room.settings.port
+    assert exc.value.port == room.settings.port and exc.value.service == "room"
     assert not (tmp_path / "other").exists()  # refused before anything was made
     with pytest.raises(ServerStartError):
         up(room.settings)  # this room's hub already runs
-    missing = taken.with_(port=hub_process.free_port(), image="labkit/no-such-image:0")
+    missing = taken.with_(port=free_ports(1)[0], image="labkit/no-such-image:0")
     try:
         with pytest.raises(SetupError) as no_image:
             up(missing)
@@ -210,16 +214,15 @@ def _copy_room_file(room: Room, directory: Path) -> Path:
 
 
 def test_idle_labs_are_culled_and_down_keeps_work_volumes_unless_asked(lab_image, engine, tmp_path):
-    settings = RoomSettings(participants=("k1",), port=hub_process.free_port(), directory=tmp_path / "keep",
+    settings = RoomSettings(participants=("k1",), port=free_ports(1)[0], directory=tmp_path / "keep",
                             image=lab_image, cull_idle_s=20)
     info = up(settings)
     room = Room(settings, json.loads((settings.directory / "room.json").read_text()))
     try:
         assert room.api("POST", "users/k1/server").status_code in (201, 202)
         _wait_ready(room, ["k1"])
-        deadline = time.monotonic() + 600  # nobody uses it: the idle culler stops it (checks every 10 s)
-        while room.api("GET", "users/k1").json().get("servers") and time.monotonic() < deadline:
-            time.sleep(2)
+        # nobody uses it: the idle culler stops it (checks every 10 s)
+        within(lambda: not room.api("GET", "users/k1").json().get("servers"), 600, "the culler", interval_s=2)
         assert room.api("GET", "users/k1").json().get("servers") == {}
     finally:
         removed = down(settings.directory)
@@ -236,7 +239,7 @@ def test_a_teacher_lab_is_labelled_and_delete_work_leaves_nothing(lab_image, eng
     """`room up --teacher-lab`: the teacher's lab works on a volume carrying the room's work label, and
     `room down --delete-work` removes it with every other volume of the room (an unlabelled one that
     DockerSpawner made itself, for a user added on the hub's admin page, is found by its name)."""
-    settings = RoomSettings(participants=("w1",), port=hub_process.free_port(), directory=tmp_path / "work",
+    settings = RoomSettings(participants=("w1",), port=free_ports(1)[0], directory=tmp_path / "work",
                             image=lab_image, teacher_lab=True, board=False)
     info = up(settings)
     room = Room(settings, json.loads((settings.directory / "room.json").read_text()))
@@ -255,11 +258,12 @@ def test_a_teacher_lab_is_labelled_and_delete_work_leaves_nothing(lab_image, eng
 def _hub_only(tmp_path: Path, site: str) -> tuple[RoomSettings, hub_process.Plumbing]:
     """A hub with no lab started (the spawner is never used): its process, its site config, its stop."""
     (tmp_path / "site.py").write_text(site)
-    settings = RoomSettings(participants=("s1",), port=hub_process.free_port(), directory=tmp_path / "hub",
+    settings = RoomSettings(participants=("s1",), port=free_ports(1)[0], directory=tmp_path / "hub",
                             config_file=tmp_path / "site.py", board=False)
     settings.directory.mkdir()
-    plumbing = hub_process.Plumbing(hub_ip="127.0.0.1", hub_port=hub_process.free_port(),
-                                    proxy_api_port=hub_process.free_port(), board_port=hub_process.free_port(),
+    hub_port, proxy_api_port, board_port = free_ports(3)
+    plumbing = hub_process.Plumbing(hub_ip="127.0.0.1", hub_port=hub_port,
+                                    proxy_api_port=proxy_api_port, board_port=board_port,
                                     proxy_command=hub_process.proxy_command(), python=sys.executable)
     return settings, plumbing
 
@@ -343,18 +347,16 @@ def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(la
     finally:
         client.close()
     assert not run.error and run.network == ["lo"]
-    assert {r["exercise"]: r["passed"] for r in run.results} == {"01-output2": True, "01-bad-request": False}
+    assert {r.exercise: r.passed for r in run.results} == {"01-output2": True, "01-bad-request": False}
 
     # the room's own board (`room up`'s, reading the volumes) shows the same save passed
     board = f"{labs.url}/services/board/api/"
     teacher = {"Authorization": f"token {labs.record['teacher_token']}"}
-    deadline = time.monotonic() + 900
-    while time.monotonic() < deadline:
-        requests.post(board + "refresh", headers=teacher, timeout=120)
+    def judged() -> dict | None:
         row = requests.get(board + "progress", headers=teacher, timeout=30).json()["participants"]["p02"]
-        if row["01-output2"] != "not started":
-            break
-        time.sleep(5)
+        return row if row["01-output2"] != "not started" else None
+
+    row = eventually(judged, "the room's board to judge p02's save", 900, interval_s=1)
     assert (row["01-output2"], row["01-bad-request"]) == ("passed", "not started"), row
 
 

@@ -10,7 +10,6 @@ reads its fields, never its text.
     ├── ServerError                 .log_tail .exit_summary
     │   ├── ServerStartError
     │   │   ├── PortTakenError      .port .service .host: a port asked for is held by another process
-    │   │   │   └── RoomPortTakenError     the port of `labkit room up`
     │   │   └── BackendClashError   .backend .directory: a user backend has the name of one labkit serves
     │   ├── ServerNotRunningError  .crash .doing .stopped
     │   └── WaitTimeoutError        .what .timeout_s: the server never reached a state labkit waited for
@@ -39,15 +38,16 @@ reads its fields, never its text.
     ├── CourseError                 .notebook .field .problem: a lesson lacks the metadata the day's plan reads
     ├── RoomSettingsError           .setting .value: a room setting the hub, the chart or KubeSpawner refuses (also a ValueError)
     ├── SubmissionError             .user .notebook .problem .status_code: a saved notebook not read for, or handed to, the grader
-    ├── BoardError                  .url .status_code: the teacher's board did not give its table
+    ├── HubError                    .url .status_code: the room's hub (or a lab, the board) refused or did not answer
+    │   └── BoardError              the teacher's board did not give its table
     └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
 """
 
 from .base import LabkitError, SetupError, GpuUnavailableError, EngineError
-from .server import ServerError, ServerStartError, PortTakenError, RoomPortTakenError, BackendClashError, ServerNotRunningError, WaitTimeoutError
+from .server import ServerError, ServerStartError, PortTakenError, BackendClashError, ServerNotRunningError, WaitTimeoutError
 from .models import RepositoryError, InvalidNameError, RepositoryWriteError, ConfigError, ModelLoadError, LoadTimeoutError, EnsembleStepError, MetricKindError, BuildError
 from .requests import InferenceError, ModelNotFoundError, RequestError, InputSizeError, OutputNameError, RequestTimeoutError, RequestInterruptedError, SequenceError, AnswerMismatchError
-from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, CourseError, UnknownProtocolError, RoomSettingsError, SubmissionError, BoardError
+from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, CourseError, UnknownProtocolError, RoomSettingsError, SubmissionError, HubError, BoardError
 
 __all__ = [
     "LabkitError",
@@ -57,7 +57,6 @@ __all__ = [
     "ServerError",
     "ServerStartError",
     "PortTakenError",
-    "RoomPortTakenError",
     "BackendClashError",
     "ServerNotRunningError",
     "RepositoryError",
@@ -87,5 +86,6 @@ __all__ = [
     "UnknownProtocolError",
     "RoomSettingsError",
     "SubmissionError",
+    "HubError",
     "BoardError",
 ]

@@ -22,27 +22,22 @@ class ServerStartError(ServerError):
 
 
 class PortTakenError(ServerStartError):
-    """Triton was asked to listen on ``port`` (its ``service``: "http", "grpc" or "metrics") on ``host``,
-    and another process holds it; nothing was started, and no other port was tried."""
+    """A server was asked to listen on ``port`` (its ``service``: Triton's "http", "grpc" or "metrics", or
+    "room": the hub of `labkit room up`) on ``host``, and another process holds it; nothing was started,
+    and no other port was tried."""
 
     def __init__(self, *, port: int, service: str, host: str = "127.0.0.1") -> None:
         self.port = port
         self.service = service
         self.host = host
+        if service == "room":
+            super().__init__(f"Port {port} on {host} is taken by another process (another room's hub?). Stop it "
+                             "(`labkit room down --dir DIR`), or choose another port: `labkit room up --port N`.")
+            return
         super().__init__(
             f"Port {port} ({service}) on {host} is taken by another process (another tritonserver or labkit "
             f"serve?). Stop that process, choose another port (--{service}-port, or {service}_port= in "
             f"labkit.start()), or let labkit pick free ports (--any-ports, or {service}_port=0).")
-
-
-class RoomPortTakenError(PortTakenError):
-    """`labkit room up` was asked to serve the room on ``port``, and another process holds it."""
-
-    def __init__(self, *, port: int, host: str = "0.0.0.0") -> None:
-        ServerStartError.__init__(self, f"Port {port} on {host} is taken by another process (another room's hub?). "
-                                  f"Stop it (`labkit room down --dir DIR`), or choose another port: "
-                                  f"`labkit room up --port N`.")
-        self.port, self.service, self.host = port, "room", host
 
 
 class BackendClashError(ServerStartError):

@@ -80,10 +80,15 @@ class SubmissionError(LabkitError):
         super().__init__(message)
 
 
-class BoardError(LabkitError):
-    """The teacher's board at ``url`` did not give its table: ``status_code`` 401/403 (the token is not the
-    teacher's), another status, or 0 (no answer)."""
+class HubError(LabkitError):
+    """The room's hub, or a lab or the board behind its proxy, at ``url`` refused a request (``status_code``:
+    401/403 when the token lacks a scope) or gave no usable answer (0)."""
 
     def __init__(self, message: str, *, url: str, status_code: int = 0) -> None:
         self.url, self.status_code = url, status_code
         super().__init__(message)
+
+
+class BoardError(HubError):
+    """The teacher's board at ``url`` did not give its table: ``status_code`` 401/403 (the token is not the
+    teacher's), another status, or 0 (no answer)."""

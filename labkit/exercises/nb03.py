@@ -27,15 +27,18 @@ import numbers
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from .. import reference
+from ..errors import WaitTimeoutError
 from ..load import run_load
 from ..native import deploy
 from ..native.build import reference_source
 from ..repository import ModelRepository
 from ..server.base import TritonServer
+from ..server.polling import wait_until
 from ..stats import model_stats
 from . import stub_side
 from .core import NotYet, exercise
@@ -131,27 +134,36 @@ def _stamped(index: int) -> dict[str, np.ndarray]:
             "INPUT1": np.ones((1, 4), np.float32)}
 
 
+def _reported(report: Path, skip: int, requests: int) -> list[dict]:
+    """The executions the model reported after its first ``skip`` lines, once they account for ``requests``
+    (the last execute's line may land a moment after its responses), or all there are after 5 s."""
+    lines: list[str] = []
+
+    def complete() -> bool:
+        lines[:] = report.read_text().splitlines()[skip:] if report.exists() else []
+        return sum(json.loads(line)["requests"] for line in lines) >= requests
+
+    try:
+        wait_until(complete, 5, "the model's report of every request", interval_s=0.05)
+    except WaitTimeoutError:
+        pass  # judged on the lines there are: the check says what is missing
+    return [json.loads(line) for line in lines]
+
+
 def _round(server: TritonServer, model: str) -> list[dict]:
     """Load ``model`` afresh, warm it up, put the lesson's load on it; the executions it reported."""
     report = server.repository.model_dir(model) / "report.jsonl"
     server.repository.mark_changed(model)
     server.load(model)
-    run_load(server, model, _stamped, requests=2 * PREFERRED_CLIENTS, concurrency=PREFERRED_CLIENTS)  # warm-up
-    time.sleep(0.05)
     skip = len(report.read_text().splitlines()) if report.exists() else 0
+    run_load(server, model, _stamped, requests=2 * PREFERRED_CLIENTS, concurrency=PREFERRED_CLIENTS)  # warm-up
+    skip += len(_reported(report, skip, 2 * PREFERRED_CLIENTS))
     result = run_load(server, model, _stamped, requests=PREFERRED_REQUESTS, concurrency=PREFERRED_CLIENTS,
                       timeout_s=PREFERRED_TIMEOUT_S)
     if result.errors:
         raise NotYet(f"{len(result.errors)} of {PREFERRED_REQUESTS} requests failed: {result.errors[0].message}",
                      rule="failed")
-    lines: list[str] = []
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:  # the last execute's line may land a moment after its responses
-        lines = report.read_text().splitlines()[skip:]
-        if sum(json.loads(line)["requests"] for line in lines) >= PREFERRED_REQUESTS:
-            break
-        time.sleep(0.05)
-    return [json.loads(line) for line in lines]
+    return _reported(report, skip, PREFERRED_REQUESTS)
 
 
 def _sizes(sizes: object) -> list[int]:

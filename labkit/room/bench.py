@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,7 +21,10 @@ from typing import Any
 import numpy as np
 
 from .._downloads import say
-from ..errors import LabkitError, SetupError, WaitTimeoutError
+from ..errors import LabkitError, WaitTimeoutError
+from ..server.polling import wait_until
+from . import record as room_record
+from .hubclient import HubClient
 from .settings import RoomSettings
 
 START_CODE = "import labkit\nlab = labkit.start()"
@@ -84,47 +85,29 @@ def _pcts(values: list[float]) -> str:
     return f"{s['p50_s']:.1f} s / {s['p95_s']:.1f} s" if s["n"] else "-"
 
 
-class _Room:
-    """The hub's REST API and the labs' Jupyter APIs, with the teacher's token (an admin's)."""
-
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.url = str(record["url"]).rstrip("/")
-        self.headers = {"Authorization": f"token {record['teacher_token']}"}
-
-    def call(self, path: str, method: str = "GET", body: object = None, timeout_s: float = 60) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.url}/{path.lstrip('/')}", data=data, method=method,
-                                         headers={**self.headers, "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as reply:
-                text = reply.read()
-        except urllib.error.HTTPError as exc:
-            raise LabkitError(f"The room refused {method} /{path.lstrip('/')} ({exc.code}: "
-                              f"{exc.read()[:300].decode(errors='replace')}); read the hub's log, room/hub.log.") from None
-        except OSError as exc:
-            raise SetupError(f"The room at {self.url} does not answer ({exc}).", missing="room hub",
-                             reason="unreachable") from None
-        return json.loads(text) if text else None
-
-
-def start_labs(room: _Room, users: tuple[str, ...], timeout_s: float) -> dict[str, float]:
+def start_labs(room: HubClient, users: tuple[str, ...], timeout_s: float) -> dict[str, float]:
     """Ask the hub to start every lab at once; seconds until each one was ready."""
     t0 = time.monotonic()
     with ThreadPoolExecutor(min(16, len(users))) as pool:
         list(pool.map(lambda u: room.call(f"hub/api/users/{u}/server", "POST", timeout_s=timeout_s), users))
     ready: dict[str, float] = {}
-    while len(ready) < len(users):
-        if time.monotonic() - t0 > timeout_s:
-            raise WaitTimeoutError(what=f"labs of {sorted(set(users) - set(ready))} to be ready", timeout_s=timeout_s)
+
+    def all_ready() -> bool:
         for user in room.call("hub/api/users"):
             server = (user.get("servers") or {}).get("") or {}
             if user["name"] in users and user["name"] not in ready and server.get("ready"):
                 ready[user["name"]] = time.monotonic() - t0
-        time.sleep(0.25)
+        return len(ready) == len(users)
+
+    try:
+        wait_until(all_ready, timeout_s - (time.monotonic() - t0), "every lab to be ready", interval_s=0.25)
+    except WaitTimeoutError:
+        raise WaitTimeoutError(what=f"labs of {sorted(set(users) - set(ready))} to be ready",
+                               timeout_s=timeout_s) from None
     return ready
 
 
-def run_in_lab(room: _Room, user: str, code: str, timeout_s: float = 300) -> tuple[str, float]:
+def run_in_lab(room: HubClient, user: str, code: str, timeout_s: float = 300) -> tuple[str, float]:
     """Run ``code`` in a new kernel of ``user``'s lab over the kernel websocket (Jupyter's messaging
     protocol, messages made by jupyter_client's Session); its kernel id and how long the cell took.
     The kernel stays (Triton with it) until ``shutdown_kernel``."""
@@ -138,7 +121,7 @@ def run_in_lab(room: _Room, user: str, code: str, timeout_s: float = 300) -> tup
     msg = session.msg("execute_request", {"code": code, "silent": False, "store_history": False,
                                           "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
     msg["channel"] = "shell"
-    socket = websocket.create_connection(ws_url, header=[f"{k}: {v}" for k, v in room.headers.items()], timeout=timeout_s)
+    socket = websocket.create_connection(ws_url, header=[f"Authorization: {room.session.headers['Authorization']}"], timeout=timeout_s)
     try:
         t0 = time.monotonic()
         socket.send(json.dumps(msg, default=json_default))
@@ -175,7 +158,7 @@ def lab_memory(container_name: str) -> int:
     return int(stats["usage"] - detail.get("inactive_file", detail.get("total_inactive_file", 0)))
 
 
-def save_notebooks(room: _Room, users: tuple[str, ...], name: str, which: int = 0) -> dict[str, float]:
+def save_notebooks(room: HubClient, users: tuple[str, ...], name: str, which: int = 0) -> dict[str, float]:
     """Save ``name`` in each lab with its exercise number ``which`` solved (as the participant would: the
     contents API; the board learns of it as of any save); when each was saved."""
     from ..exercises import REGISTRY
@@ -199,16 +182,21 @@ def wait_for_verdicts(room_dir: Path, saved: dict[str, float], name: str, timeou
     from .grader import exercises_of
 
     exercises = exercises_of(name)
-    deadline = time.monotonic() + timeout_s
     done: dict[str, float] = {}
-    while len(done) < len(saved) and time.monotonic() < deadline:
+
+    def all_judged() -> bool:
         table = progress.load(room_dir)
         for user, t_save in saved.items():
             marks = table.marks.get(user, {})
             checked = [marks[e].checked for e in exercises if e in marks and marks[e].checked > t_save]
             if checked and user not in done:
-                done[user] = min(checked) - t_save
-        time.sleep(1)
+                done[user] = min(checked) - t_save  # the board's own clock: exact whatever the poll's step
+        return len(done) == len(saved)
+
+    try:
+        wait_until(all_judged, timeout_s, "the board's verdicts", interval_s=0.5)
+    except WaitTimeoutError:
+        pass  # reported as saves without a verdict
     return list(done.values()), len(saved) - len(done)
 
 
@@ -222,17 +210,18 @@ def run(settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: flo
         say(f"room bench: room up with {len(settings.participants)} participant(s) in {settings.directory} ...")
         info = lifecycle.up(settings)
         result.up_s = info.seconds
-        room = _Room(lifecycle.read_room(settings.directory))
+        record = room_record.read(settings.directory)
+        room = HubClient(record.url, record.teacher_token)
         say(f"room bench: the hub answered in {info.seconds:.1f} s; starting every lab ...")
         result.ready_s = start_labs(room, settings.participants, timeout_s)
         result.all_ready_s = max(result.ready_s.values())
         say(f"room bench: all labs ready in {result.all_ready_s:.1f} s; labkit.start() in {settings.participants[0]}'s lab ...")
         first = settings.participants[0]
         container = f"{settings.prefix}-{first}"
-        time.sleep(5)  # the lab's JupyterLab settles after its first answer
+        time.sleep(5)  # a measurement's pause, not a wait: the lab's JupyterLab settles after its first answer
         result.lab_memory_idle = lab_memory(container)
         kernel, result.triton_start_s = run_in_lab(room, first, START_CODE, timeout_s)
-        time.sleep(5)
+        time.sleep(5)  # the same pause before the second reading
         result.lab_memory_triton = lab_memory(container)
         room.call(f"user/{first}/api/kernels/{kernel}", "DELETE")
         saved = save_notebooks(room, settings.participants, notebook)

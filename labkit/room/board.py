@@ -1,14 +1,15 @@
 """The teacher's board: a JupyterHub service at ``/services/board/`` showing participants × exercises.
 
-    python -m labkit.room.board --room-dir room [--room-id ID] [--participants p01,p02] [--poll-s 20]
+    python -m labkit.room.board --room-dir room [--room-id ID] [--participants p01,p02] [--poll-s 1]
 
 The hub starts it as a managed service (it passes JUPYTERHUB_API_TOKEN, JUPYTERHUB_SERVICE_URL,
 JUPYTERHUB_SERVICE_PREFIX, ...). JupyterHub's own OAuth (``HubOAuthenticated``) guards every page: only
 holders of ``access:services!service=board`` (the room's teacher role) get in; anyone else gets 403, or
 the hub's login page first. Every ``poll_s`` seconds (and on ``POST api/refresh``) the board lists the
-saved notebooks (``labkit.room.sources``: the room's Docker volumes, or each lab's Jupyter API through
-the hub) and queues each new save for a grader run (``labkit.room.grader``: a container with no network;
-``labkit.room.pods`` on Kubernetes); ``graders`` run at a time. Marks go to ``<room dir>/progress.json``.
+saved notebooks (``labkit.room.sources``: the room's Docker volumes, which a scanner watches, or each lab's
+Jupyter API through the hub) and queues each new save; the exercise cells that changed go to a grader
+(``labkit.room.grader``: a warm container with no network; ``labkit.room.pods`` on Kubernetes), ``graders``
+at a time. Marks go to ``<room dir>/progress.json``.
 
     GET  /services/board/               the grid (refreshes itself; ?sort=name|solved, ?user=LOGIN: one's detail)
     GET  /services/board/api/progress   {"participants": {"p01": {"01-bad-request": "passed", ...}, ...}}
@@ -37,13 +38,21 @@ from tornado import web
 from ..errors import LabkitError
 from ..exercises import REGISTRY
 from . import progress as progress_store
-from .grader import Grader, Limits, Runner, participant_volume, untouched_results
-from .settings import GRADER_IMAGE
-from .submission import is_started
+from . import record as room_record
+from .grader import Grader, Limits, Runner, untouched_results
+from .record import RoomRecord
+from .settings import GRADER_IMAGE, volume_name
 from .sources import JupyterSource, NotebookSource, VolumeSource
+from .submission import is_started
+from .verdicts import RoomVerdict
 
 log = logging.getLogger("labkit.room.board")
-REFRESH_PAGE_S = 10
+REFRESH_PAGE_S = 30  # the page reloads itself (the engine's and the scan's state) ...
+CHANGES_S = 2  # ... and at once when a mark changed: it asks api/progress every CHANGES_S
+# Reload only when a mark changed, so that a hover or a detail being read is not lost every few seconds.
+WATCH = ("<script>let seen=null;setInterval(async()=>{try{const r=await fetch('api/progress',"
+         "{credentials:'same-origin'});if(!r.ok)return;const t=await r.text();if(seen!==null&&t!==seen)"
+         "location.reload();seen=t;}catch(e){}},%d);</script>" % (CHANGES_S * 1000))
 
 
 class Board:
@@ -111,37 +120,37 @@ class Board:
             await asyncio.sleep(self.poll_s)
 
     async def judge_forever(self) -> None:
-        loop = asyncio.get_running_loop()
         await self.prepared.wait()
         while True:
             user, notebook, mtime = await self.queue.get()
             try:
-                submission = await loop.run_in_executor(self.pool, self.source.read, user, notebook)
-                if submission.untouched:
-                    self._record(user, notebook, mtime, untouched_results(notebook))
-                    continue
-                # cells put back to their starters are "not started" without a run
-                starters = [r for r in untouched_results(notebook)
-                            if not is_started(r["exercise"], submission.cells.get(r["exercise"], "\0"))]
-                changed = self.progress.changed(user, submission.cells)
-                if not changed:  # saved again with the same exercise cells: their marks stand
-                    self._record(user, notebook, mtime, starters)
-                    continue
-                submission = replace(submission, judge=tuple(changed))
-                judgement = await loop.run_in_executor(self.pool, self.runner.judge, submission)
-                log.info("%s %s (%s) judged in %.1f s%s", user, notebook, ", ".join(changed), judgement.seconds,
-                         f" ({judgement.error})" if judgement.error else "")
-                # a run that could not judge leaves no digest: the same cells are judged at the next save
-                digests = {} if judgement.error else changed
-                self._record(user, notebook, mtime, starters + [{**r, "digest": digests.get(r["exercise"], "")}
-                                                                for r in judgement.results if r["exercise"] in changed
-                                                                or not judgement.error])
+                await self._judge(user, notebook, mtime)
             except LabkitError as exc:  # unreadable now: queued again at the next scan
                 log.warning("%s %s: %s", user, notebook, exc)
             finally:
                 self.pending.discard((user, notebook))
 
-    def _record(self, user: str, notebook: str, mtime: float, results: list[dict[str, Any]]) -> None:
+    async def _judge(self, user: str, notebook: str, mtime: float) -> None:
+        """Judge the exercise cells of one save that changed since their verdicts; a cell put back to its
+        starter is "not started" without a run, and a save that changed nothing keeps its marks."""
+        loop = asyncio.get_running_loop()
+        submission = await loop.run_in_executor(self.pool, self.source.read, user, notebook)
+        starters = [r for r in untouched_results(notebook)
+                    if not is_started(r.exercise, submission.cells.get(r.exercise, "\0"))]
+        changed = self.progress.changed(user, submission.cells)
+        if not changed:
+            self._record(user, notebook, mtime, starters)
+            return
+        judgement = await loop.run_in_executor(self.pool, self.runner.judge, replace(submission, judge=tuple(changed)))
+        log.info("%s %s (%s) judged in %.1f s%s", user, notebook, ", ".join(changed), judgement.seconds,
+                 f" ({judgement.error})" if judgement.error else "")
+        if judgement.error:  # no digest: the same cells are judged again at the next save
+            verdicts = [r for r in judgement.results if r.exercise in changed]
+        else:
+            verdicts = [replace(r, digest=changed.get(r.exercise, "")) for r in judgement.results]
+        self._record(user, notebook, mtime, starters + verdicts)
+
+    def _record(self, user: str, notebook: str, mtime: float, results: list[RoomVerdict]) -> None:
         self.progress.record(user, notebook, mtime, results)
         try:
             progress_store.save(self.room_dir, self.progress)
@@ -198,7 +207,7 @@ def render_page(board: Board, xsrf_form: str = "", sort: str = "name", user: str
     status, error = _status(board)
     title = f"labkit room {html.escape(board.room_id)}"
     head = (f"<!doctype html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='{REFRESH_PAGE_S}'>"
-            f"<title>{title}</title><style>{STYLE}</style></head><body>")
+            f"<title>{title}</title><style>{STYLE}</style>{WATCH}</head><body>")
     if user in marks:
         rows = "".join(
             f"<tr><th>{html.escape(e)}</th><td>{html.escape(REGISTRY[e].title)}</td>"
@@ -225,7 +234,7 @@ def render_page(board: Board, xsrf_form: str = "", sort: str = "name", user: str
               "<span class='not-started'>\u00b7 not started</span> hover a cell for its problem and hint; "
               "click a name for its detail")
     return (f"{head}<div class='top'><h1>Room {html.escape(board.room_id)}</h1><span>{len(participants)} participants, "
-            f"{sum(passed)} passed of {len(participants) * len(ids)}; {status}; refreshes every {REFRESH_PAGE_S} s</span>"
+            f"{sum(passed)} passed of {len(participants) * len(ids)}; {status}; a new mark shows within {CHANGES_S} s</span>"
             f"<form method='post' action='api/refresh'>{xsrf_form}<button>look for saved notebooks now</button></form>"
             f"<span class='legend'>{legend}</span></div>{error}"
             f"<table id='grid'><thead><tr><th class='who'>{by_name}</th>{columns}<th class='n'>{by_solved}</th></tr></thead>"
@@ -271,16 +280,6 @@ def make_app(board: Board, prefix: str) -> web.Application:
     ], board=board, prefix=prefix, cookie_secret=os.urandom(32), xsrf_cookies=False)
 
 
-def _room_record(room_dir: Path) -> dict[str, Any]:
-    """What ``labkit room up`` wrote into ``room.json``, if anything (keys used: id, participants, grader_image)."""
-    try:
-        return json.loads((room_dir / "room.json").read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise LabkitError(f"Cannot read {room_dir / 'room.json'} ({exc}); pass --room-id and --participants.") from None
-
-
 def parser() -> argparse.ArgumentParser:
     """The board's command line (`room up` and the Kubernetes values write one)."""
     parser = argparse.ArgumentParser(prog="python -m labkit.room.board", description=__doc__.split("\n\n")[0])
@@ -310,9 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     options = parser()
     args = options.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[board %(asctime)s] %(message)s")
-    record = _room_record(args.room_dir)
-    room_id = args.room_id or record.get("id") or record.get("room_id")
-    participants = args.participants.split(",") if args.participants else list(record.get("participants", []))
+    record = room_record.read_if_any(args.room_dir) or RoomRecord()
+    room_id = args.room_id or record.room_id
+    participants = args.participants.split(",") if args.participants else list(record.participants)
     url, prefix = os.environ.get("JUPYTERHUB_SERVICE_URL"), os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
     if not room_id or not url or not prefix:
         options.error("needs --room-id (or room.json) and the hub's JUPYTERHUB_SERVICE_URL and "
@@ -326,9 +325,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parts(args: argparse.Namespace, room_id: str, participants: list[str],
-           record: dict[str, Any]) -> tuple[NotebookSource, Runner]:
+           record: RoomRecord) -> tuple[NotebookSource, Runner]:
     """The board's source of notebooks and its grader runner, as the options name them."""
-    image = args.grader_image or record.get("grader_image") or GRADER_IMAGE
+    image = args.grader_image or record.grader_image or GRADER_IMAGE
     limits = Limits(args.grader_cpu, args.grader_memory, timeout_s=args.grader_timeout_s)
     client = None
     if args.notebooks == "volumes" or args.grader == "docker":
@@ -337,13 +336,13 @@ def _parts(args: argparse.Namespace, room_id: str, participants: list[str],
         client = connect(timeout=600)
     source: NotebookSource
     if args.notebooks == "volumes":
-        source = VolumeSource(client, room_id, image, {u: participant_volume(room_id, u) for u in participants})
+        source = VolumeSource(client, room_id, image, {u: volume_name(room_id, u) for u in participants})
     else:
         source = JupyterSource(os.environ["JUPYTERHUB_API_URL"], args.labs_url,
                                os.environ.get("JUPYTERHUB_API_TOKEN", ""), participants)
     runner: Runner
     if args.grader == "docker":
-        runner = Grader(client, room_id, image, limits, base=args.participant_image or str(record.get("image", "")),
+        runner = Grader(client, room_id, image, limits, base=args.participant_image or record.image,
                         warm=max(1, args.graders))
     else:
         from .pods import PodGrader

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
+from ..errors import RoomSettingsError
 from .image import HUB_JUPYTERHUB
-from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, RoomSettings
+from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, RoomSettings, parse_size
 
 
 def _memory(text: str) -> str:
-    if not re.fullmatch(r"\d+(\.\d+)?[KMGT]?", text.upper()):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a size such as 512M or 2G")
+    try:
+        parse_size(text.upper(), "--memory", spawner=True)
+    except RoomSettingsError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a size such as 512M or 2G") from None
     return text.upper()
 
 
@@ -91,7 +93,7 @@ def _image(args: argparse.Namespace) -> int:
     print(built)
     if args.grader:
         from ..docker.engine import connect
-        from .grader import build_image as build_grader
+        from .grader_image import build_grader_image as build_grader
         from .k8s import chart_image
 
         tag = args.grader_tag

@@ -27,7 +27,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,10 +38,11 @@ from ..errors import SubmissionError
 from ..exercises import REGISTRY
 from ..server.polling import wait_until
 from . import slices
-from .grader_image import HOME_IN_IMAGE, build_image
+from .grader_image import HOME_IN_IMAGE, build_grader_image
 from .sandbox import GraderRun, Limits
 from .settings import GRADER_IMAGE, ROOM_LABEL
 from .submission import ENV, Submission, is_started
+from .verdicts import RoomVerdict
 from .vetting import refusal
 
 RESULT_MARK = "LABKIT-GRADER-RESULT "
@@ -52,19 +53,14 @@ ROLE_LABEL = "labkit.room.role"
 log = logging.getLogger("labkit.room.grader")
 
 
-def participant_volume(room_id: str, user: str) -> str:
-    """The Docker volume holding ``user``'s work in room ``room_id`` (mounted in their lab container)."""
-    return f"labkit-room-{room_id}-{user}"
-
-
 @dataclass(frozen=True)
 class Judgement:
-    """One grader run: per exercise ``{"exercise", "passed", "problem", "hint", "started"}``; ``error`` says
+    """One grader run: a verdict per exercise judged (and per exercise still as shipped); ``error`` says
     why the run gave no verdicts of its own (then every exercise of the notebook is "not yet" with it)."""
 
     user: str
     notebook: str
-    results: list[dict[str, Any]]
+    results: list[RoomVerdict]
     seconds: float
     error: str = ""
     network: list[str] = field(default_factory=list)  # the interfaces the run saw (only "lo": no network)
@@ -76,28 +72,28 @@ def exercises_of(notebook: str) -> list[str]:
     return sorted(e for e, x in REGISTRY.items() if x.notebook == stem)
 
 
-def untouched_results(notebook: str) -> list[dict[str, Any]]:
+def untouched_results(notebook: str) -> list[RoomVerdict]:
     """The verdicts of a notebook whose exercise cells are all as shipped: every exercise not started."""
-    return [{"exercise": e, "passed": False, "problem": "", "hint": REGISTRY[e].hint, "started": False}
-            for e in exercises_of(notebook)]
+    return [RoomVerdict.not_started(e) for e in exercises_of(notebook)]
 
 
 def unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
     """A run that gave no verdicts of its own: every exercise of the notebook "not yet", saying ``why``."""
-    results = [{"exercise": e, "passed": False, "problem": why, "hint": REGISTRY[e].hint, "started": True}
-               for e in exercises_of(notebook)]
-    return Judgement(user, notebook, results, seconds, why)
+    return Judgement(user, notebook, [RoomVerdict.unjudged(e, why) for e in exercises_of(notebook)], seconds, why)
 
 
 def judgement_of(submission: Submission, result: dict[str, Any], why: str, seconds: float) -> Judgement:
     """A grader run's outcome, by one rule for every runner: its verdicts, unless the runner says ``why``
     there are none or the inside half's ``result`` holds an error (then every exercise is "not yet" with it)."""
     error = why or str(result.get("error") or "")
-    if error or not isinstance(result.get("results"), list):
-        return unjudged(submission.user, submission.notebook,
-                        f"the grader could not judge this notebook ({error or 'no verdicts'})", seconds)
-    return Judgement(submission.user, submission.notebook, result["results"], seconds,
-                     network=list(result.get("network") or []))
+    try:
+        verdicts = [RoomVerdict.from_json(r) for r in result["results"]] if not error else []
+    except (KeyError, TypeError, ValueError) as exc:
+        error = f"its result is not the grader's ({exc})"
+    if error:
+        return unjudged(submission.user, submission.notebook, f"the grader could not judge this notebook ({error})",
+                        seconds)
+    return Judgement(submission.user, submission.notebook, verdicts, seconds, network=list(result.get("network") or []))
 
 
 def remove_containers(client: Any, room_id: str, role: str) -> None:
@@ -150,7 +146,7 @@ class Grader:
 
     def prepare(self) -> None:
         if self.base:
-            build_image(self.client, self.base, self.image)
+            build_grader_image(self.client, self.base, self.image)
         for _ in range(self.warm):
             self._warm_one()
 
@@ -297,9 +293,10 @@ def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None, 
             cell.source = cells[exercise]
     started = {e: is_started(e, cells.get(e, "")) for e in (exercise_of(c) for c in nb.cells) if e is not None}
     chosen = [e for e in (judge or started) if started.get(e)]
-    results = [r for r in untouched_results(name) if not started.get(r["exercise"], True)]
+    results = [r for r in untouched_results(name) if not started.get(r.exercise, True)]
     if not chosen:
-        return {"notebook": name, "results": results, "stopped": "", "skipped": "", "network": _interfaces()}
+        return {"notebook": name, "results": [r.to_json() for r in results], "stopped": "", "skipped": "",
+                "network": _interfaces()}
     folder = work or Path(tempfile.mkdtemp(prefix="labkit-grader-"))
     try:
         target = folder / Path(name).name
@@ -307,14 +304,13 @@ def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None, 
         run = run_notebook(target, from_outputs=True, kernel=kernel)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    results += [{**asdict(v), "started": True} for v in run.verdicts if v.exercise in chosen]
-    for result in results:
-        if result["exercise"] in refused:
-            result.update(passed=False, problem=refused[result["exercise"]], rule="grader-cell")
+    results += [RoomVerdict.of(v) for v in run.verdicts if v.exercise in chosen]
+    results = [replace(r, passed=False, problem=refused[r.exercise], rule="grader-cell") if r.exercise in refused
+               else r for r in results]
     order = list(started)  # the notebook's order
-    results.sort(key=lambda r: order.index(r["exercise"]) if r["exercise"] in order else len(order))
-    return {"notebook": name, "results": results, "stopped": run.stopped, "skipped": run.skipped,
-            "network": _interfaces()}
+    results.sort(key=lambda r: order.index(r.exercise) if r.exercise in order else len(order))
+    return {"notebook": name, "results": [r.to_json() for r in results], "stopped": run.stopped,
+            "skipped": run.skipped, "network": _interfaces()}
 
 
 def _interfaces() -> list[str]:

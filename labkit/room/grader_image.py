@@ -41,7 +41,7 @@ def _context_files() -> dict[str, bytes]:
     return files
 
 
-def build_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GRADER_IMAGE) -> str:
+def build_grader_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GRADER_IMAGE) -> str:
     """Build the grader image FROM the participant image ``base``, unless one of this recipe exists. Returns its id."""
     try:
         base_id = client.images.get(base).id

@@ -9,20 +9,25 @@ installed once into labkit's cache unless one is on PATH.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 from .._downloads import cache_dir, fill_once, say
-from ..errors import RoomPortTakenError, ServerNotRunningError, ServerStartError, SetupError, WaitTimeoutError
+from ..errors import (
+    PortTakenError,
+    ServerNotRunningError,
+    ServerStartError,
+    SetupError,
+    WaitTimeoutError,
+)
+from ..server._ports import ports_taken
+from ..server.polling import wait_until
 from .hubconfig import SECRET_ENV, Plumbing, render_config
 from .settings import RoomSettings
 
@@ -56,23 +61,18 @@ def proxy_command() -> tuple[str, ...]:
     return (str(exe),)
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on now (for the hub's internal API, the proxy's API, the board)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def check_port(host: str, port: int) -> None:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host or "0.0.0.0", port))
-        except OSError as exc:
-            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-                raise RoomPortTakenError(port=port, host=host or "0.0.0.0") from None
-            raise SetupError(f"Cannot listen on {host or '0.0.0.0'}:{port} ({exc.strerror}); pick another "
-                             "--port.", missing=f"port {port}", reason="bind failed") from None
+    """PortTakenError (service "room") when another process holds the room's port."""
+    if ports_taken([port], host or "0.0.0.0"):
+        raise PortTakenError(port=port, service="room", host=host or "0.0.0.0")
+
+
+def _wait_gone(pids: list[int], timeout_s: float) -> None:
+    """Until every process of ``pids`` is gone, or ``timeout_s`` passed (the caller kills what is left)."""
+    try:
+        wait_until(lambda: all(_gone(pid) for pid in pids), timeout_s, "processes to end", interval_s=0.2)
+    except WaitTimeoutError:
+        pass
 
 
 def _log_tail(directory: Path, lines: int = 30) -> str:
@@ -108,18 +108,22 @@ def start_hub(settings: RoomSettings, plumbing: Plumbing, secrets: dict[str, str
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)  # Ctrl-C in the teacher's shell does not stop the room
     (directory / PID_FILE).write_text(f"{proc.pid}\n")
-    deadline = time.monotonic() + timeout_s
-    while not hub_answers(settings.port, host=settings.ip):
+
+    def answers() -> bool:
         code = proc.poll()
         if code is not None:
             (directory / PID_FILE).unlink(missing_ok=True)
             _stop_proxy(directory)
             raise ServerStartError(f"The hub exited (code {code}) before it answered; see {directory / LOG_FILE}.",
                                    _log_tail(directory), exit_summary=f"exit code {code}")
-        if time.monotonic() > deadline:
-            stop_hub(directory)
-            raise WaitTimeoutError(what="the room's hub to answer", timeout_s=timeout_s, log_tail=_log_tail(directory))
-        time.sleep(0.3)
+        return hub_answers(settings.port, host=settings.ip)
+
+    try:
+        wait_until(answers, timeout_s, "the room's hub to answer", interval_s=0.3)
+    except WaitTimeoutError:
+        stop_hub(directory)
+        raise WaitTimeoutError(what="the room's hub to answer", timeout_s=timeout_s,
+                               log_tail=_log_tail(directory)) from None
     proc.returncode = 0  # the hub outlives this process on purpose: no "still running" warning at exit
     return proc.pid
 
@@ -194,17 +198,13 @@ def stop_hub(directory: Path, timeout_s: float = 120) -> bool:
         return False
     children = _children(pid)
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    _wait_gone([pid], timeout_s)
     if not _gone(pid):
         print(f"labkit: the hub (pid {pid}) did not stop in {timeout_s:.0f} s; killing it", file=sys.stderr)
         os.kill(pid, signal.SIGKILL)
     _stop_proxy(directory)
     # the board removes its grader and scan containers when stopped: let it finish before any SIGKILL
-    deadline = time.monotonic() + 30
-    while not all(_gone(child) for child in children) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    _wait_gone(children, 30)
     for child in children:
         if not _gone(child):
             try:

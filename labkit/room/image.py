@@ -33,8 +33,9 @@ import time
 import zipfile
 from pathlib import Path
 
-import docker
 import docker.errors
+
+import docker
 
 from .._downloads import cache_dir, say
 from ..docker import cpu_image

@@ -29,7 +29,6 @@ CHART_VERSION = "4.4.0"
 CHART_JUPYTERHUB = "5.5"  # the JupyterHub in that chart's hub image; a lab image's must share its major version
 CPU_OVERCOMMIT = 2  # CPU is compressible: guarantee half the limit; memory is not: guarantee the limit
 POLICY_FILE = "grader-network-policy.yaml"  # beside values.yaml: what the chart's RBAC cannot create
-_MEMORY_UNITS = "KMGT"  # KubeSpawner's mem_limit is JupyterHub's ByteSpecification: these suffixes only
 
 
 @dataclass(frozen=True)
@@ -65,35 +64,9 @@ def grader_image(settings: RoomSettings) -> str:
 
 
 def check(settings: RoomSettings) -> None:
-    """Refuse settings the chart or KubeSpawner would refuse later (at `helm install` or at a spawn)."""
-    memory = settings.memory
-    if not _is_size(memory):
-        raise RoomSettingsError(
-            f"memory={memory!r} is not a size KubeSpawner reads: write a number and one of K, M, G, T "
-            "(powers of 1024, so '2G' is Kubernetes' 2Gi; 'Gi' and 'GB' are refused).",
-            setting="memory", value=str(memory))
-    if not _is_size(settings.shm_size):
-        raise RoomSettingsError(f"shm_size={settings.shm_size!r}: write a number and one of K, M, G, T (e.g. 512M).",
-                                setting="shm_size", value=str(settings.shm_size))
-    if isinstance(settings.cpu, bool) or not isinstance(settings.cpu, (int, float)) or not settings.cpu > 0:
-        raise RoomSettingsError(f"cpu={settings.cpu!r} is not a number of cores: give a positive number (0.5, 2).",
-                                setting="cpu", value=str(settings.cpu))
-    if isinstance(settings.cull_idle_s, bool) or not isinstance(settings.cull_idle_s, int) or settings.cull_idle_s < 0:
-        raise RoomSettingsError(f"cull_idle_s={settings.cull_idle_s!r}: give whole seconds (0 turns the culler off).",
-                                setting="cull_idle_s", value=str(settings.cull_idle_s))
-    if not settings.participants or settings.teacher in settings.participants:
-        raise RoomSettingsError("The room needs at least one participant, and the teacher's login must not be one "
-                                "of theirs.", setting="participants", value=",".join(settings.participants))
+    """Refuse settings the chart would refuse later: RoomSettings checks its own fields when it is made, the
+    chart adds a rule of its own for the image."""
     chart_image(settings.image)
-
-
-def _is_size(text: object) -> bool:
-    if not isinstance(text, str) or len(text) < 2 or text[-1] not in _MEMORY_UNITS:
-        return False
-    try:
-        return float(text[:-1]) > 0
-    except ValueError:
-        return False
 
 
 def values(settings: RoomSettings, credentials: Credentials | None, *, site_config: str = "") -> dict[str, Any]:

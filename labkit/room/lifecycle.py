@@ -13,29 +13,36 @@ The room directory holds ``room.json`` (url, teacher_token, ...), ``participants
 from __future__ import annotations
 
 import csv
-import importlib.util
-import json
 import os
 import re
 import secrets
 import sys
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import docker
 import docker.errors
 
+import docker
+
 from ..docker.engine import connect
-from ..errors import EngineError, InvalidNameError, ServerStartError, SetupError
+from ..errors import (
+    EngineError,
+    InvalidNameError,
+    ServerStartError,
+    SetupError,
+    WaitTimeoutError,
+)
+from ..server._ports import free_ports
+from ..server.polling import wait_until
 from . import hub as hub_process
+from . import record as room_record
+from .hubclient import HubClient
 from .hubconfig import WORK_LABEL, Plumbing
 from .image import build_image, image_state
+from .record import RoomRecord
 from .settings import PARTICIPANT_IMAGE, ROOM_LABEL, RoomSettings
 
-ROOM_FILE = "room.json"
 PARTICIPANTS_FILE = "participants.csv"
 _LOGIN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")  # JupyterHub names, and part of container and volume names
 
@@ -75,13 +82,13 @@ def read_participants(path: Path) -> tuple[str, ...]:
 def _secrets(directory: Path) -> dict[str, str]:
     """The room's secrets: kept from an earlier `room up` of this directory (logins stay valid), else new."""
     try:
-        old = json.loads((directory / ROOM_FILE).read_text())
-    except (OSError, ValueError):
-        old = {}
+        old = room_record.read_if_any(directory) or RoomRecord()
+    except SetupError:
+        old = RoomRecord()
     return {
-        "teacher_token": old.get("teacher_token") or secrets.token_hex(32),
-        "user_password": old.get("participant_password") or secrets.token_urlsafe(9),
-        "admin_password": old.get("teacher_password") or secrets.token_urlsafe(32),
+        "teacher_token": old.teacher_token or secrets.token_hex(32),
+        "user_password": old.participant_password or secrets.token_urlsafe(9),
+        "admin_password": old.teacher_password or secrets.token_urlsafe(32),
         "proxy_token": secrets.token_hex(32),
     }
 
@@ -151,10 +158,6 @@ def _ensure_image(client: docker.DockerClient, settings: RoomSettings) -> None:
 def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
     """Start the room (see the module's docstring); returns once the hub answers."""
     t0 = time.perf_counter()
-    if settings.board and importlib.util.find_spec("labkit.room.board") is None:
-        print("labkit: this labkit has no teacher's board (labkit.room.board); the room starts without it",
-              file=sys.stderr)
-        settings = settings.with_(board=False)
     directory = settings.directory.absolute()
     if hub_process.hub_pid(directory) is not None:
         raise ServerStartError(f"A hub of this room already runs (pid {hub_process.hub_pid(directory)}); "
@@ -172,60 +175,38 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
     finally:
         client.close()
     keys = _secrets(directory)
-    plumbing = Plumbing(hub_ip=gateway, hub_port=hub_process.free_port(), proxy_api_port=hub_process.free_port(),
-                        board_port=hub_process.free_port(), proxy_command=hub_process.proxy_command(),
+    hub_port, proxy_api_port, board_port = free_ports(3)
+    plumbing = Plumbing(hub_ip=gateway, hub_port=hub_port, proxy_api_port=proxy_api_port,
+                        board_port=board_port, proxy_command=hub_process.proxy_command(),
                         python=sys.executable)
     rows = ["login,password"] + [f"{login},{keys['user_password']}" for login in settings.participants]
     _write_private(directory / PARTICIPANTS_FILE, "\n".join(rows) + "\n")
     host = settings.ip if settings.ip not in ("", "0.0.0.0") else "127.0.0.1"
-    record = {
-        "url": f"http://{host}:{settings.port}/", "teacher_token": keys["teacher_token"], "teacher": settings.teacher,
-        "teacher_password": keys["admin_password"], "participant_password": keys["user_password"],
-        "room_id": settings.room_id, "image": settings.image, "grader_image": settings.grader_image,
-        "network": settings.network, "participants": list(settings.participants), "port": settings.port,
-        "teacher_lab": settings.teacher_lab,
-    }
-    _write_private(directory / ROOM_FILE, json.dumps(record, indent=2) + "\n")  # the board reads it at its start
+    record = RoomRecord(
+        url=f"http://{host}:{settings.port}/", teacher_token=keys["teacher_token"], teacher=settings.teacher,
+        teacher_password=keys["admin_password"], participant_password=keys["user_password"],
+        room_id=settings.room_id, image=settings.image, grader_image=settings.grader_image,
+        network=settings.network, participants=tuple(settings.participants), port=settings.port,
+        teacher_lab=settings.teacher_lab)
+    record.write(directory)  # the board reads it at its start
     pid = hub_process.start_hub(settings, plumbing, keys, timeout_s=timeout_s)
-    _write_private(directory / ROOM_FILE, json.dumps({**record, "hub_pid": pid}, indent=2) + "\n")
-    info = RoomInfo(str(record["url"]), keys["teacher_token"], settings.room_id, pid, time.perf_counter() - t0)
-    return info
-
-
-def read_room(directory: Path) -> dict[str, object]:
-    """room.json of a room that `room up` started, or SetupError saying how to start one."""
-    try:
-        return json.loads((directory / ROOM_FILE).read_text())
-    except (OSError, ValueError):
-        raise SetupError(f"{directory / ROOM_FILE} is missing or unreadable: start the room with "
-                         f"`labkit room up --dir {directory}`.", missing=str(directory / ROOM_FILE)) from None
-
-
-def hub_api(room: dict[str, object], path: str, method: str = "GET", body: object = None) -> object:
-    """A call to the hub's REST API with the teacher's token; its JSON answer (None when empty)."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"{str(room['url']).rstrip('/')}/hub/api/{path.lstrip('/')}", data=data,
-                                     method=method, headers={"Authorization": f"token {room['teacher_token']}"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            text = reply.read()
-    except urllib.error.HTTPError as exc:
-        raise EngineError(f"The hub refused {method} {path} ({exc.code}); is the room's hub the one in room.json? "
-                          "`labkit room down` and `labkit room up` again.", status_code=exc.code) from None
-    except OSError as exc:
-        raise SetupError(f"The hub at {room['url']} does not answer ({exc}); start it with `labkit room up`.",
-                         missing="room hub", reason="unreachable") from None
-    return json.loads(text) if text else None
+    record = replace(record, hub_pid=pid)
+    record.write(directory)
+    return RoomInfo(record.url, record.teacher_token, settings.room_id, pid, time.perf_counter() - t0)
 
 
 def status_rows(directory: Path) -> list[dict[str, str]]:
     """One row per participant: login, state (running, starting, stopping, stopped) and last activity."""
-    room = read_room(directory)
+    room = room_record.read(directory)
     hub_process.require_hub(directory)
-    users = hub_api(room, "users")
+    client = HubClient(room.url, room.teacher_token, timeout_s=30)
+    try:
+        users = client.call("hub/api/users")
+    finally:
+        client.close()
     rows = []
     for user in sorted(users, key=lambda u: u["name"]):  # type: ignore[union-attr]
-        if user["name"] == room.get("teacher"):
+        if user["name"] == room.teacher:
             continue
         server = (user.get("servers") or {}).get("") or {}
         state = "stopped"
@@ -237,17 +218,17 @@ def status_rows(directory: Path) -> list[dict[str, str]]:
 
 
 def status_text(directory: Path) -> str:
-    room = read_room(directory)
+    room = room_record.read(directory)
     rows = status_rows(directory)
     running = sum(r["state"] == "running" for r in rows)
-    lines = [f"room {room['room_id']} at {room['url']}: {running} of {len(rows)} labs running"]
+    lines = [f"room {room.room_id} at {room.url}: {running} of {len(rows)} labs running"]
     lines += [f"  {r['login']:<12} {r['state']:<9} {r['last_activity']}" for r in rows]
     return "\n".join(lines)
 
 
 def _remove(client: docker.DockerClient, thing: object, *, kind: str, wait_s: float = 300) -> bool:
-    """Remove a container, network or volume; a container the engine is already removing (the hub stopped
-    it: its labs run with auto-remove) is waited for. False when it was gone already."""
+    """Remove a container, network or volume; a container the engine is already removing (409: another
+    `room down`, or a vfs engine still deleting its copy of the image) is waited for. False when it was gone."""
     try:
         if kind == "network":
             thing.remove()  # type: ignore[attr-defined]
@@ -259,13 +240,18 @@ def _remove(client: docker.DockerClient, thing: object, *, kind: str, wait_s: fl
     except docker.errors.APIError as exc:
         if exc.status_code != 409 or kind != "container":
             raise
-    deadline = time.monotonic() + wait_s  # 409: removal in progress (vfs deletes a whole image copy)
-    while time.monotonic() < deadline:
+
+    def gone() -> bool:
         try:
             client.containers.get(thing.id)  # type: ignore[attr-defined]
         except docker.errors.NotFound:
             return True
-        time.sleep(0.5)
+        return False
+
+    try:  # 409: removal in progress (vfs deletes a whole image copy)
+        return wait_until(gone, wait_s, "a container's removal", interval_s=0.5)
+    except WaitTimeoutError:
+        pass
     raise EngineError(f"The Docker engine did not finish removing {thing.name} in {wait_s:.0f} s; "  # type: ignore[attr-defined]
                       "run `labkit room down` again.", status_code=409)
 
@@ -275,27 +261,34 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
     ``delete_work``); what was removed, one line each."""
     directory = directory.absolute()
     try:
-        room_id = str(json.loads((directory / ROOM_FILE).read_text())["room_id"])
-    except (OSError, ValueError, KeyError):
-        room_id = RoomSettings(directory=directory).room_id
+        room_id = (room_record.read_if_any(directory) or RoomRecord()).room_id
+    except SetupError:
+        room_id = ""
+    room_id = room_id or RoomSettings(directory=directory).room_id
     removed = []
     if hub_process.stop_hub(directory):
         removed.append("hub")
     client = connect(timeout=300)
     label = {"label": f"{ROOM_LABEL}={room_id}"}
+    rounds = []
+
+    def swept() -> bool:
+        """One sweep; true once a sweep after the first finds nothing (a container the engine was still
+        creating for a stopped service shows up late)."""
+        things = [(f"container {c.name}", c) for c in client.containers.list(all=True, filters=label)]
+        things += [(f"network {n.name}", n) for n in client.networks.list(filters=label)]
+        if delete_work:
+            things += [(f"volume {v.name}", v) for v in _room_volumes(client, room_id)]
+        for what, thing in things:
+            if _remove(client, thing, kind=what.split()[0]) and what not in removed:
+                removed.append(what)
+        rounds.append(len(things))
+        return len(rounds) > 1 and not things
+
     try:
-        # Twice at least: a container the engine was still creating for a stopped service shows up late.
-        for round_ in range(5):
-            things = [(f"container {c.name}", c) for c in client.containers.list(all=True, filters=label)]
-            things += [(f"network {n.name}", n) for n in client.networks.list(filters=label)]
-            if delete_work:
-                things += [(f"volume {v.name}", v) for v in _room_volumes(client, room_id)]
-            if not things and round_ > 0:
-                break
-            for what, thing in things:
-                if _remove(client, thing, kind=what.split()[0]) and what not in removed:
-                    removed.append(what)
-            time.sleep(1)
+        wait_until(swept, 5, "the room's containers, networks and volumes to be gone", interval_s=1.0)
+    except WaitTimeoutError:
+        pass  # what keeps appearing is listed by `labkit room status`; `room down` again removes it
     except docker.errors.APIError as exc:
         raise EngineError(f"The Docker engine refused to remove part of the room: {exc.explanation or exc}. "
                           f"Run `labkit room down --dir {directory}` again.", status_code=exc.status_code or 0) from None

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RoomSettingsError, SetupError, SubmissionError
+from ..errors import RoomSettingsError, SetupError, SubmissionError, WaitTimeoutError
+from ..server.polling import wait_until
 from .grader import Judgement, judgement_of
 from .sandbox import GraderRun, Limits
 from .settings import GRADER_IMAGE, ROOM_LABEL
@@ -39,6 +40,7 @@ NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 RESULT_LIMIT = 4096  # Kubernetes keeps at most this many bytes of a termination message
 START_MARGIN_S = 120.0  # scheduling and an image pull, before the pod's own deadline starts counting
 REQUEST_TIMEOUT_S = 30.0
+POLL_S = 1.0  # between two reads of a grader pod's status
 COMMAND = ["python3", "-m", "labkit.room.grader", "--submission", "--result-file", "/dev/termination-log",
            "--result-limit", str(RESULT_LIMIT)]
 _STUCK = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
@@ -272,19 +274,19 @@ class PodGrader:
 
     def _wait(self, api: Any, name: str) -> dict[str, Any] | Stopped:
         """Poll the pod until ``read_pod`` has an outcome, or the run's time and a start margin are spent."""
-        deadline = time.monotonic() + self.limits.timeout_s + START_MARGIN_S
-        pause = 0.5
-        while True:
+        last: list[dict[str, Any]] = [{}]
+
+        def outcome() -> dict[str, Any] | Stopped | None:
             response = api.read_namespaced_pod(name, self.namespace, _preload_content=False,
                                                _request_timeout=REQUEST_TIMEOUT_S)
-            pod = json.loads(response.data)
-            outcome = read_pod(pod, self.limits, self.image)
-            if outcome is not None:
-                return outcome
-            if time.monotonic() > deadline:
-                return _pending(pod, self.limits.timeout_s + START_MARGIN_S)
-            time.sleep(pause)
-            pause = min(pause * 1.5, 3.0)
+            last[0] = json.loads(response.data)
+            return read_pod(last[0], self.limits, self.image)
+
+        limit_s = self.limits.timeout_s + START_MARGIN_S
+        try:
+            return wait_until(outcome, limit_s, f"the grader pod {name}", interval_s=POLL_S)
+        except WaitTimeoutError:
+            return _pending(last[0], limit_s)
 
     def _delete(self, api: Any, name: str) -> None:
         try:

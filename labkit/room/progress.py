@@ -17,9 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BoardError, LabkitError
+from ..errors import BoardError, HubError, LabkitError
 from ..exercises import REGISTRY
+from . import record as room_record
+from .hubclient import HubClient
 from .submission import is_started
+from .verdicts import RoomVerdict
 
 PASSED, NOT_YET, NOT_STARTED = "passed", "not yet", "not started"
 STATES = (PASSED, NOT_YET, NOT_STARTED)
@@ -48,17 +51,16 @@ def exercise_ids() -> list[str]:
     return sorted(REGISTRY, key=lambda e: (REGISTRY[e].notebook, e))
 
 
-def mark_of(result: dict[str, Any], checked: float) -> Mark:
-    """A grader's verdict on one exercise (see ``labkit.room.grader``) as a Mark: an exercise whose cell
-    is still the starter is not started, whatever its check said about the starter."""
-    known = REGISTRY.get(str(result["exercise"]))
-    hint = str(result.get("hint") or (known.hint if known else ""))
-    if not result.get("started", True):
+def mark_of(verdict: RoomVerdict, checked: float) -> Mark:
+    """A grader's verdict on one exercise as a Mark: an exercise whose cell is still the starter is not
+    started, whatever its check said about the starter."""
+    known = REGISTRY.get(verdict.exercise)
+    hint = verdict.hint or (known.hint if known else "")
+    if not verdict.started:
         return Mark(NOT_STARTED, "", hint, checked)
-    digest = str(result.get("digest", ""))
-    if result.get("passed"):
-        return Mark(PASSED, "", "", checked, digest)
-    return Mark(NOT_YET, str(result.get("problem", "")), hint, checked, digest)
+    if verdict.passed:
+        return Mark(PASSED, "", "", checked, verdict.digest)
+    return Mark(NOT_YET, verdict.problem, hint, checked, verdict.digest)
 
 
 @dataclass
@@ -82,15 +84,15 @@ class Progress:
         digests = {e: digest_of(source) for e, source in cells.items() if is_started(e, source)}
         return {e: d for e, d in digests.items() if self.mark(user, e).digest != d}
 
-    def record(self, user: str, notebook: str, mtime: float, results: list[dict[str, Any]],
+    def record(self, user: str, notebook: str, mtime: float, results: list[RoomVerdict],
                checked: float | None = None) -> None:
         """Store a grader run's verdicts for ``user``'s ``notebook`` saved at ``mtime``."""
         now = time.time() if checked is None else checked
         if user not in self.participants:
             self.participants.append(user)
         row = self.marks.setdefault(user, {})
-        for result in results:
-            row[str(result["exercise"])] = mark_of(result, now)
+        for verdict in results:
+            row[verdict.exercise] = mark_of(verdict, now)
         self.judged.setdefault(user, {})[notebook] = mtime
 
     def table(self) -> dict[str, dict[str, dict[str, str]]]:
@@ -158,25 +160,21 @@ def to_csv(progress: Progress | dict[str, Any]) -> str:
 
 def board_table(url: str, token: str, timeout_s: float = 60) -> dict[str, Any]:
     """The board's ``api/progress`` of the room at ``url`` (the hub's address), asked with the teacher's token."""
-    import requests
-
-    api = f"{url.rstrip('/')}/services/board/api/progress"
+    client = HubClient(url, token, timeout_s)
+    api = f"{client.url}/services/board/api/progress"
     try:
-        reply = requests.get(api, headers={"Authorization": f"token {token}"}, timeout=timeout_s, allow_redirects=False)
-    except requests.RequestException as exc:
-        raise BoardError(f"No answer from {api} ({exc}); check --url (the room's address).", url=api) from None
-    if reply.status_code != 200:
-        why = "the token is not the teacher's" if reply.status_code in (302, 401, 403) else "is the board running?"
-        raise BoardError(f"{api} answered {reply.status_code}: {why}. Give the teacher's API token (--token).",
-                         url=api, status_code=reply.status_code)
-    try:
-        table = reply.json()
-        if not isinstance(table.get("participants"), dict):
-            raise ValueError("no participants")
-        return table
-    except (ValueError, AttributeError) as exc:
-        raise BoardError(f"{api} did not answer the board's table ({exc}); check --url.", url=api,
-                         status_code=reply.status_code) from None
+        table = client.call(api)
+    except HubError as exc:
+        why = {0: "no answer: check --url (the room's address)", 302: "the token is not the teacher's",
+               401: "the token is not the teacher's", 403: "the token is not the teacher's"}.get(
+                   exc.status_code, "is the board running?")
+        raise BoardError(f"{api} answered {exc.status_code or 'nothing'}: {why}. Give the teacher's API token "
+                         "(--token).", url=api, status_code=exc.status_code) from None
+    finally:
+        client.close()
+    if not isinstance(table, dict) or not isinstance(table.get("participants"), dict):
+        raise BoardError(f"{api} did not answer the board's table; check --url.", url=api, status_code=200)
+    return table
 
 
 def export_grades(room_dir: Path, csv_file: Path | None = None, *, url: str = "", token: str = "") -> int:
@@ -186,13 +184,8 @@ def export_grades(room_dir: Path, csv_file: Path | None = None, *, url: str = ""
         return _write(to_csv(board_table(url, token)), csv_file)
     if not Path(room_dir).is_dir():
         raise LabkitError(f"No room at {room_dir}; give the folder `labkit room up --dir` made (--dir).")
-    record = Path(room_dir) / "room.json"
-    participants = []
-    if record.exists():
-        try:
-            participants = list(json.loads(record.read_text()).get("participants", []))
-        except (OSError, ValueError) as exc:
-            raise LabkitError(f"Cannot read {record} ({exc}); `labkit room up` writes it again.") from None
+    record = room_record.read_if_any(Path(room_dir))
+    participants = list(record.participants) if record else []
     return _write(to_csv(load(room_dir, participants)), csv_file)
 
 

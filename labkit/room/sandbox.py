@@ -5,17 +5,16 @@ to docker-py's ``containers.run`` arguments (labkit.room.grader) and to a Pod's 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RoomSettingsError
+from .settings import parse_size
 
 USER = 1000  # the participant image's ordinary user
 HOME = "/tmp/grader-home"
 WORK = "/tmp"
 SHM_MIB = 256  # Triton's Python backend stub keeps its tensors in /dev/shm
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([bkmgt]?)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -28,28 +27,9 @@ class Limits:
     timeout_s: float = 600.0
 
 
-_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-
-
-def _size(size: str, setting: str) -> tuple[str, str]:
-    match = _SIZE.match(str(size).strip())
-    if match is None or float(match.group(1)) <= 0 or (match.group(2).lower() in ("", "b") and "." in match.group(1)):
-        raise RoomSettingsError(f"{setting}={size!r} is not a size: write a number and one of k, m, g, t "
-                                "(powers of 1024, as Docker reads it: '2g' is Kubernetes' 2Gi).",
-                                setting=setting, value=str(size))
-    return match.group(1), match.group(2).lower()
-
-
-def size_bytes(size: str, setting: str = "grader_memory") -> int:
-    """A Docker-style size (``2g``, ``512m``, ``1024k``, bytes; powers of 1024) in bytes; RoomSettingsError
-    naming ``setting`` when it is none. The room's one parser of sizes."""
-    number, unit = _size(size, setting)
-    return int(float(number) * _UNITS[unit])
-
-
 def memory_quantity(size: str, setting: str = "grader_memory") -> str:
     """A Docker-style size as a Kubernetes quantity (``2g`` is ``2Gi``)."""
-    number, unit = _size(size, setting)
+    number, unit = parse_size(size, setting)
     return number if unit in ("", "b") else f"{number}{unit.upper()}i"
 
 

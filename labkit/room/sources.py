@@ -24,10 +24,11 @@ from urllib.parse import quote
 import docker.errors
 import requests
 
-from ..errors import EngineError, SubmissionError, WaitTimeoutError
+from ..errors import EngineError, HubError, SubmissionError, WaitTimeoutError
 from ..server.polling import wait_until
 from .grader import RESULT_MARK, ROLE_LABEL, remove_containers
 from .grader_image import NOTEBOOKS
+from .hubclient import HubClient
 from .settings import BOARD_SCOPES, ROOM_LABEL
 from .submission import Submission, exercise_cells
 
@@ -168,9 +169,7 @@ class JupyterSource:
         self.hub_api = hub_api.rstrip("/")
         self.labs_url = labs_url.rstrip("/")
         self.participants = set(participants)
-        self.timeout_s = timeout_s
-        self.session = requests.Session()
-        self.session.headers["Authorization"] = f"token {token}"
+        self.client = HubClient(self.hub_api, token, timeout_s)
         self.servers: dict[str, str] = {}  # user -> their lab's URL path, from the last scan
 
     def scan(self) -> dict[str, dict[str, Saved]]:
@@ -196,7 +195,7 @@ class JupyterSource:
         return Submission(user, notebook, exercise_cells(content))
 
     def close(self) -> None:
-        self.session.close()
+        self.client.close()
 
     def _ready_labs(self) -> dict[str, str]:
         """``{user: lab URL path}`` of the participants whose default server is ready (the hub pages its
@@ -233,22 +232,14 @@ class JupyterSource:
     def _get(self, url: str, params: dict[str, str], user: str = "", notebook: str = "",
              headers: dict[str, str] | None = None) -> Any:
         try:
-            reply = self.session.get(url, params=params, headers=headers, timeout=self.timeout_s)
-        except requests.RequestException as exc:
-            raise SubmissionError(f"No answer from {url} ({exc}); check that the board reaches the hub and the "
-                                  "proxy.", user=user, notebook=notebook, problem="unreachable") from None
-        if reply.status_code in (401, 403):
-            raise SubmissionError(f"{url} refused the board's token ({reply.status_code}): give the board's "
-                                  f"service a role with the scopes {', '.join(BOARD_SCOPES)}.", user=user,
-                                  notebook=notebook, problem="refused", status_code=reply.status_code)
-        if reply.status_code != 200:
-            raise SubmissionError(f"{url} answered {reply.status_code}; it is tried again at the next scan.",
-                                  user=user, notebook=notebook, problem="unreachable", status_code=reply.status_code)
-        try:
-            return reply.json()
-        except ValueError:
-            raise SubmissionError(f"{url} did not answer JSON; check --labs-url (the proxy's address).",
-                                  user=user, notebook=notebook, problem="unreachable") from None
+            return self.client.call(url, params=params, headers=headers)
+        except HubError as exc:
+            if exc.status_code in (401, 403):  # a redirect is a lab stopping: the hub's spawn page
+                raise SubmissionError(f"{url} refused the board's token ({exc.status_code}): give the board's "
+                                      f"service a role with the scopes {', '.join(BOARD_SCOPES)}.", user=user,
+                                      notebook=notebook, problem="refused", status_code=exc.status_code) from None
+            raise SubmissionError(f"{exc} It is tried again at the next scan.", user=user, notebook=notebook,
+                                  problem="unreachable", status_code=exc.status_code) from None
 
 
 def _timestamp(text: str) -> float:

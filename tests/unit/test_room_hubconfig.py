@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from traitlets.config import Config
 
+from labkit.errors import InvalidNameError, SetupError
 from labkit.room import cli as room_cli
 from labkit.room.hubconfig import SECRET_ENV, WORK, Plumbing, render_config
 from labkit.room.lifecycle import read_participants
-from labkit.errors import InvalidNameError, SetupError
 from labkit.room.settings import ROOM_LABEL, RoomSettings
 
 PLUMBING = Plumbing(hub_ip="172.30.0.1", hub_port=41001, proxy_api_port=41002, board_port=41003,
@@ -130,7 +130,7 @@ def test_command_line_options():
 
 def test_status_of_a_folder_that_holds_no_room(tmp_path):
     from labkit.cli import EXIT_LABKIT_ERROR, main
-    from labkit.room.lifecycle import read_room
+    from labkit.room.record import read as read_room
 
     assert main(["room", "status", "--dir", str(tmp_path)]) == EXIT_LABKIT_ERROR
     with pytest.raises(SetupError) as exc:

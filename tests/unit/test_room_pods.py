@@ -204,8 +204,8 @@ def no_cluster(monkeypatch):
 
 def _assert_unjudged(judgement, submission):
     assert judgement.error and judgement.user == submission.user and judgement.notebook == submission.notebook
-    assert [r["exercise"] for r in judgement.results] == exercises_of(submission.notebook)
-    assert all(not r["passed"] and r["started"] and r["problem"] == judgement.error for r in judgement.results)
+    assert [r.exercise for r in judgement.results] == exercises_of(submission.notebook)
+    assert all(not r.passed and r.started and r.problem == judgement.error for r in judgement.results)
 
 
 @pytest.mark.parametrize("service", [None, ("127.0.0.1", "1")])

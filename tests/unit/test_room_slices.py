@@ -12,6 +12,7 @@ import pytest
 
 from labkit.exercises import REGISTRY
 from labkit.room import progress, scanner, slices
+from labkit.room.verdicts import RoomVerdict
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -88,7 +89,7 @@ def test_the_board_judges_again_only_the_cells_that_changed_since_their_verdict(
     changed = table.changed("p01", cells)
     assert list(changed) == ["01-output2"]  # a starter is never judged
     table.record("p01", "01_python_backend.ipynb", 1.0,
-                 [{"exercise": "01-output2", "passed": True, "digest": changed["01-output2"]}])
+                 [RoomVerdict("01-output2", passed=True, digest=changed["01-output2"])])
     assert table.changed("p01", cells) == {}
     assert table.changed("p01", {**cells, "01-output2": solved + "\n\n"}) == {}  # the same code, saved again
     assert list(table.changed("p01", {**cells, "01-output2": solved + "# edited"})) == ["01-output2"]

@@ -1,0 +1,49 @@
+"""The room's one HTTP client: the hub's REST API, and the board and the labs behind the hub's proxy, with
+one token. `room status`, the bench, `room grades --url` and the board's JupyterSource all call through it;
+each says what a refusal means where it is (a lab's 403 is a missing scope, the board's is not the teacher).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from ..errors import HubError
+
+
+class HubClient:
+    """Requests to ``url`` (the room's address, or a hub API's) with ``token``; a path may also be a whole URL
+    (a lab behind the proxy). Redirects are not followed: the hub answers a bad token with its login page."""
+
+    def __init__(self, url: str, token: str, timeout_s: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"token {token}"
+
+    def call(self, path: str, method: str = "GET", body: object = None, *, params: dict[str, str] | None = None,
+             headers: dict[str, str] | None = None, timeout_s: float | None = None) -> Any:
+        """The JSON answer (None when empty); HubError with the status (0: no answer, or not JSON)."""
+        url = path if path.startswith(("http://", "https://")) else f"{self.url}/{path.lstrip('/')}"
+        try:
+            reply = self.session.request(method, url, json=body, params=params, headers=headers,
+                                         timeout=timeout_s or self.timeout_s, allow_redirects=False)
+        except requests.RequestException as exc:
+            raise HubError(f"No answer from {url} ({exc}); check that the room runs (`labkit room status`) and "
+                           "its address.", url=url) from None
+        if not 200 <= reply.status_code < 300:
+            why = ("the token lacks a scope, or is not the teacher's" if reply.status_code in (302, 401, 403)
+                   else reply.text[:300].strip() or reply.reason)
+            raise HubError(f"{method} {url} answered {reply.status_code} ({why}); read the hub's log (room/hub.log).",
+                           url=url, status_code=reply.status_code)
+        if not reply.content:
+            return None
+        try:
+            return reply.json()
+        except ValueError:
+            raise HubError(f"{url} did not answer JSON; check the address (the hub's, or its proxy's).",
+                           url=url, status_code=reply.status_code) from None
+
+    def close(self) -> None:
+        self.session.close()
