@@ -4,7 +4,7 @@
 The stub side (``labkit/stub_side/labkit_stub.py``) listens on a unix socket in the server's
 ``backends/python/labkit-debug/`` only while a breakpoint waits, and writes ``<name>.json`` beside it
 (where, which requests). A labkit call marks its request with an id made by ``request_id()``; the
-wait for its answer (labkit.waiting) attaches when a stop names that id. ``labkit serve`` attaches to
+wait for its answer (labkit.client.waiting) attaches when a stop names that id. ``labkit serve`` attaches to
 any stop (``attach_any``). The socket path is a file in the work folder, so it also works across the
 Docker bind mount.
 """

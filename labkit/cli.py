@@ -17,18 +17,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import _perf_dist, _triton_dist, bench, breakpoints, doctor, reference, tour, workshop
+from . import _triton_dist, breakpoints, doctor
+from .client.transport import Transport
 from .docker import cpu_image
-from .docker.leftovers import cleanup
+from .docker.orphans import cleanup
 from .errors import ConfigError, LabkitError, SetupError
 from .native import build_backend, cmake_build, deploy, export_backend
-from .perf_analyzer import check_steps
-from .perf_analyzer import perf as sweep_with_perf_analyzer
-from .room import cli as room_cli
+from .observe import _perf_dist, benchmark as bench
+from .observe.perf_analyzer import check_steps, perf as sweep_with_perf_analyzer
 from .repository import ModelRepository
+from .room import commands as room_cli
 from .server import ServerConfig, create, kinds
 from .server.logs import LogFollower
-from .transport import Transport
+from .teach import reference, tour, workshop
 
 EXIT_OK = 0
 EXIT_NOT_PASSED = 1  # a verdict, not an error: `workshop check` not yet, `doctor` FAIL, a demo check
@@ -252,7 +253,9 @@ def _setup(args: argparse.Namespace) -> int:
     dist = _triton_dist.locate()
     print(f"tritonserver  {dist.binary}")
     print(f"perf_analyzer {_perf_dist.locate(check=True).binary}")
-    from .native.official import rapidjson_include  # official-mode C++ builds (Triton's triton_json.h)
+    from .native.official import (
+        rapidjson_include,  # official-mode C++ builds (Triton's triton_json.h)
+    )
 
     print(f"rapidjson     {rapidjson_include()}")
     if args.cuda:

@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from .client.inference import infer
 from .docker.cpu_image import IMAGE as CPU_IMAGE
-from . import reference
 from .errors import LabkitError
-from .inference import infer
 from .native import deploy
 from .server import create, kinds
 from .server.base import TritonServer
+from .teach import reference
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

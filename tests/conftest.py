@@ -8,12 +8,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from ci_rules import in_ci, skip_or_fail
 
 import labkit
-from labkit.docker import cpu_image as lk_image
-from labkit.docker import engine as lk_engine
+import labkit.errors
+import labkit.server
+from labkit.docker import cpu_image as lk_image, engine as lk_engine
 from labkit.native import triton_sources
-from ci_rules import in_ci, skip_or_fail
 
 pytest_plugins = ("pytester",)
 # A user's project that tests/test_pytest_plugin.py runs with its own pytest; not our tests.
@@ -32,7 +33,7 @@ if not os.environ.get("LABKIT_Z2JH_SCHEMA") and _SHARED_Z2JH.is_file():
 @pytest.fixture(scope="session")
 def server():
     """One server for the read-mostly tests, with add_sub and add_sub_batching loaded."""
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         for name in ("add_sub", "add_sub_batching"):
             srv.repository.copy_model_from(labkit.reference_repository(), name)
@@ -43,7 +44,7 @@ def server():
 @pytest.fixture()
 def fresh_server():
     """A server of the test's own, for tests that break things or stop it."""
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         srv.repository.copy_model_from(labkit.reference_repository(), "add_sub")
         srv.load("add_sub")
@@ -57,7 +58,7 @@ def backend_examples() -> Path:
     (LABKIT_TRITON_SOURCES, which .ci/run and this file set to ../shared/triton-r23.12 where it exists)."""
     try:
         return triton_sources.source("backend") / "examples"
-    except labkit.SetupError as exc:
+    except labkit.errors.SetupError as exc:
         skip_or_fail(f"Triton's r23.12 backend sources are not at hand: {exc}")
 
 
@@ -118,9 +119,10 @@ def lab_image(cpu_image):
 def grader_image(request, engine):
     """The grader image, built on the participant image (or on LABKIT_ROOM_TEST_BASE, a development
     stand-in, which must exist) if missing or outdated, else reused."""
+    from room_board_support import BASE, TAG
+
     from labkit.room.grader_image import build_grader_image
     from labkit.room.settings import PARTICIPANT_IMAGE
-    from room_board_support import BASE, TAG
 
     if BASE == PARTICIPANT_IMAGE:
         request.getfixturevalue("lab_image")
@@ -138,6 +140,7 @@ def grader_image(request, engine):
 def dserver(cpu_image):
     """A Triton container from the CPU image with add_sub loaded, one per test module; removed after."""
     from docker_support import engine_client, gone
+
     from labkit.server.launchers.docker import DockerServer
 
     with DockerServer(image=cpu_image) as srv:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import docker.errors
 
 import labkit
+import labkit.repository
 from labkit.docker import engine as lk_engine
-from labkit.reference import add_sub_source
+from labkit.teach.reference import add_sub_source
 
 ADD_SUB_SOURCE = add_sub_source()
 
@@ -28,7 +29,7 @@ def successes(server, model: str) -> int:
     return server.stats(model)["model_stats"][0]["inference_stats"]["success"]["count"]
 
 
-def config_named(name: str) -> labkit.ModelConfig:
-    cfg = labkit.ModelRepository(labkit.reference_repository()).read_config("add_sub")
+def config_named(name: str) -> labkit.repository.ModelConfig:
+    cfg = labkit.repository.ModelRepository(labkit.reference_repository()).read_config("add_sub")
     cfg.name = name
     return cfg

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.reference import add_sub_source
+import labkit.server
+from labkit.teach.reference import add_sub_source
 
 X = {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}
 
@@ -155,7 +156,7 @@ def test_unload_right_after_load_while_the_backend_thread_is_busy(tmp_path):
     flag, seen = tmp_path / "flag", tmp_path / "seen"
     env = {"LD_PRELOAD": str(shim), "PREEMPTED_FLAG": str(flag), "PREEMPTED_SEEN": str(seen),
            "PREEMPTED_RANGE": _payload_execute_range()}
-    with labkit.EmbeddedServer(env=env) as server:
+    with labkit.server.EmbeddedServer(env=env) as server:
         server.start()
         server.repository.write_config(labkit.model_config("m", "prompt", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])]))
         server.cpp_backend("prompt", FAILING_CPP, progress=False)

@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+from waiting_support import within
 
 import labkit
-from waiting_support import within
+import labkit.repository
+import labkit.server
 
 pytestmark = pytest.mark.slow
 
@@ -157,7 +159,7 @@ def test_a_load_run_skips_breakpoints_with_a_log_line(fresh_server):
 
 
 def test_a_breakpoint_nobody_attaches_to_is_skipped_after_the_wait():
-    with labkit.EmbeddedServer(env={"LABKIT_BREAKPOINT_WAIT_S": "2"}) as server:
+    with labkit.server.EmbeddedServer(env={"LABKIT_BREAKPOINT_WAIT_S": "2"}) as server:
         server.start()
         server.repository.write_config(CONFIG)
         server.python_model("dbg", MODEL)
@@ -187,8 +189,8 @@ def _plain_request(url: str, request_id: str = "") -> list[float]:
 
 def test_labkit_serve_opens_the_session_in_its_terminal(tmp_path):
     repo = tmp_path / "repo"
-    labkit.ModelRepository(repo).write_config(CONFIG)
-    labkit.ModelRepository(repo).write_python_model("dbg", MODEL)
+    labkit.repository.ModelRepository(repo).write_config(CONFIG)
+    labkit.repository.ModelRepository(repo).write_python_model("dbg", MODEL)
     term = Terminal([sys.executable, "-m", "labkit.cli", "serve", str(repo)], cwd=tmp_path)
     port = term.expect(r"http\s+http://127\.0\.0\.1:(\d+)").group(1)
     term.expect("Press Ctrl-C to stop")

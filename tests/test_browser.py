@@ -13,10 +13,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-from labkit.server._ports import free_ports
 from ci_rules import in_ci
 from waiting_support import within
+
+from labkit.server._ports import free_ports
 
 CHROMIUM = "/usr/bin/chromium"
 NOTEBOOK = "03_dynamic_batching.ipynb"

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import labkit
+import labkit.errors
 from labkit.native import build_backend
 from labkit.native.defines import compiler_flags, parse
 
@@ -47,10 +48,10 @@ def test_defines_are_parsed_and_checked_before_anything_runs():
     assert parse({"TRITON_ENABLE_METRICS": "OFF"}) == {"TRITON_ENABLE_METRICS": "OFF"}
     assert compiler_flags(["N=4", "NAME=a b"]) == ["-DN=4", "-DNAME=a b"]
     for bad, field_value in [(["=1"], "=1"), (["NOVALUE"], "NOVALUE")]:
-        with pytest.raises(labkit.ConfigError) as info:
+        with pytest.raises(labkit.errors.ConfigError) as info:
             parse(bad)
         assert (info.value.field, info.value.value) == ("define", field_value)
-    with pytest.raises(labkit.ConfigError) as info:  # a CMake name, but no macro name
+    with pytest.raises(labkit.errors.ConfigError) as info:  # a CMake name, but no macro name
         compiler_flags(["FETCHCONTENT_SOURCE_DIR_REPO-CORE=/x"])
     assert (info.value.field, info.value.value) == ("define", "FETCHCONTENT_SOURCE_DIR_REPO-CORE")
 
@@ -80,7 +81,7 @@ def test_the_magic_passes_defines_and_the_served_model_follows_them(fresh_server
     with pytest.raises(labkit.BuildError) as info:  # no FACTOR: the cell's own line (the magic is line 1)
         shell.run_cell_magic("triton_cpp", "scaled", SCALED)
     assert (info.value.file, info.value.line) == ("scaled.cc", ERROR_LINE + 1)
-    with pytest.raises(labkit.ConfigError) as bad:
+    with pytest.raises(labkit.errors.ConfigError) as bad:
         shell.run_cell_magic("triton_cpp", "scaled --define 5=FACTOR", SCALED)
     assert bad.value.field == "define"
     np.testing.assert_array_equal(labkit.infer(fresh_server, "scaled_model", {"IN0": X})["OUT0"], X * 5)

@@ -10,8 +10,10 @@ import sys
 import urllib.request
 from pathlib import Path
 
-import labkit
 from waiting_support import within
+
+import labkit
+import labkit.repository
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
@@ -38,7 +40,7 @@ def test_demo_writes_json(tmp_path):
 
 def test_serve_until_interrupted(tmp_path):
     for name in ("add_sub", "add_sub_batching"):
-        labkit.ModelRepository(tmp_path).copy_model_from(labkit.reference_repository(), name)
+        labkit.repository.ModelRepository(tmp_path).copy_model_from(labkit.reference_repository(), name)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.pbtxt").write_text('name: "broken"\nbackend: "python"\nmax_batch_sise: 1\n')
     proc = subprocess.Popen([*LABKIT, "serve", str(tmp_path), "--any-ports"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -93,7 +95,7 @@ def test_bench_reports_numbers(tmp_path):
     assert results.pop("server") == "embedded"
     assert set(results) == {"cold_start_s", "python_reload_s"}
     assert all(isinstance(v, float) and v > 0 for v in results.values())
-    assert "python_reload_s" in proc.stdout and "target < 0.5" in proc.stdout  # labkit.bench.TARGETS
+    assert "python_reload_s" in proc.stdout and "target < 0.5" in proc.stdout  # labkit.observe.benchmark.TARGETS
 
 
 def test_doctor_says_the_lab_can_run_and_names_what_is_missing():

@@ -13,7 +13,9 @@ import sys
 import pytest
 
 import labkit
-from labkit.reference import add_sub_source
+import labkit.repository
+import labkit.server
+from labkit.teach.reference import add_sub_source
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
@@ -57,13 +59,13 @@ def test_official_bls_from_a_backend_directory_passes_its_client(backend_example
     repository = tmp_path / "bls_models"
     shutil.copytree(backend_examples / "model_repos" / "bls_models", repository)
     shutil.rmtree(repository / "addsub_tf")
-    repo = labkit.ModelRepository(repository)
+    repo = labkit.repository.ModelRepository(repository)
     tensors = [(name, "FP32", [16]) for name in ("INPUT0", "INPUT1")]
     outputs = [(name, "FP32", [16]) for name in ("OUTPUT0", "OUTPUT1")]
     repo.write_config(labkit.model_config("addsub_tf", "python", tensors, outputs))
     (repository / "addsub_tf" / "1" / "model.py").write_text(ADDSUB)
     (repository / "bls_fp32" / "1").mkdir(exist_ok=True)  # the version folder git keeps no empty folder for
-    with labkit.EmbeddedServer(repository=repository, backend_directory=out) as srv:
+    with labkit.server.EmbeddedServer(repository=repository, backend_directory=out) as srv:
         srv.start()
         for model in ("addsub_python", "addsub_tf", "bls_fp32"):
             srv.load(model)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 import labkit
+import labkit.errors
+import labkit.repository
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
@@ -37,7 +39,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 
 
 def _repository(root: Path) -> Path:
-    repo = labkit.ModelRepository(root / "models")
+    repo = labkit.repository.ModelRepository(root / "models")
     repo.write_config(labkit.model_config("mine", "minimal", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])]))
     (root / "models" / "mine" / "1").mkdir(exist_ok=True)  # the version folder Triton serves
     return root / "models"
@@ -92,7 +94,7 @@ def test_the_check_is_a_setup_error_naming_the_missing_library(tmp_path):
     from labkit.cli import _check_own_library
 
     repository = _repository(tmp_path)
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         _check_own_library(repository, "mine", str(tmp_path / "backends"))
     assert info.value.missing == str(tmp_path / "backends" / "minimal" / "libtriton_minimal.so")
     assert info.value.reason == "no backend library"

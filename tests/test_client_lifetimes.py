@@ -79,7 +79,7 @@ def test_a_session_leaves_no_unraisable_client_errors(fresh_server, unraisable, 
     _session_in(fresh_server, kept)
     _in_threads(lambda: _session_in(fresh_server, kept), 3)
     for protocol in ("http", "grpc"):
-        answers = labkit.inference.infer_together(fresh_server, "add_sub", [GOOD] * 3, protocol=protocol)
+        answers = labkit.client.inference.infer_together(fresh_server, "add_sub", [GOOD] * 3, protocol=protocol)
         assert [a["OUTPUT1"].tolist() for a in answers] == [[0.0] * 4] * 3
         result = labkit.run_load(fresh_server, "add_sub", GOOD, requests=40, concurrency=4, protocol=protocol)
         assert result.count == 40 and not result.errors
@@ -113,9 +113,9 @@ def _open_descriptors() -> int:
 def test_threads_labkit_starts_for_requests_leave_no_descriptors_open(server, protocol):
     """Each thread of infer_together runs its HTTP client on a gevent hub of its own, which keeps two
     descriptors open after the thread ends unless the thread destroys it."""
-    labkit.inference.infer_together(server, "add_sub", [GOOD] * 3, protocol=protocol)  # first-use setup
+    labkit.client.inference.infer_together(server, "add_sub", [GOOD] * 3, protocol=protocol)  # first-use setup
     before = _open_descriptors()
     for _ in range(30):
         with pytest.raises(labkit.RequestError):  # a refusal also reads the model's config, on the thread's own client
-            labkit.inference.infer_together(server, "add_sub", [GOOD, WRONG_DTYPE, GOOD], protocol=protocol)
+            labkit.client.inference.infer_together(server, "add_sub", [GOOD, WRONG_DTYPE, GOOD], protocol=protocol)
     assert _open_descriptors() - before < 20  # 30 rounds of 3 threads left 180 open before

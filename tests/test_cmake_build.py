@@ -17,10 +17,12 @@ import pytest
 from tritonclient import http
 
 import labkit
+import labkit.errors
+import labkit.server
 from labkit.native import build_cmake, cmake_build
 from labkit.native.build import dynamic_symbols
 from labkit.native.deploy import into_backend_directory
-from labkit.stats import family_totals
+from labkit.observe.stats import family_totals
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 PROJECTS = Path(__file__).resolve().parent / "cmake_projects"
@@ -43,7 +45,7 @@ def _counting_answer(build: cmake_build.CMakeBuild, tmp_path: Path) -> tuple[dic
     into_backend_directory(build, out)
     repository = tmp_path / f"models-{build.digest[:8]}"
     shutil.copytree(PROJECTS / "counting" / "models", repository)
-    with labkit.EmbeddedServer(repository=repository, backend_directory=out) as srv:
+    with labkit.server.EmbeddedServer(repository=repository, backend_directory=out) as srv:
         srv.start()
         srv.load("counting")
         client = http.InferenceServerClient(srv.endpoints.http_url)
@@ -83,7 +85,7 @@ def _echoed(stdout: str) -> bool:
 def _serve_recommended(out: Path, examples: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess, int]:
     repository = tmp_path / f"recommended_models-{out.name}"
     shutil.copytree(examples / "model_repos" / "recommended_models", repository)
-    with labkit.EmbeddedServer(repository=repository, backend_directory=out) as srv:
+    with labkit.server.EmbeddedServer(repository=repository, backend_directory=out) as srv:
         srv.start()
         srv.load("batching")
         proc = subprocess.run([sys.executable, str(examples / "clients" / "recommended_client"), "-u",
@@ -122,7 +124,7 @@ def test_official_minimal_and_bls_build_unchanged_at_r23_12(backend_examples, tm
     out = tmp_path / "backends"
     into_backend_directory(build_cmake("minimal", backend_examples / "backends" / "minimal",
                                                             progress=False), out)
-    with labkit.EmbeddedServer(repository=repository, backend_directory=out) as srv:
+    with labkit.server.EmbeddedServer(repository=repository, backend_directory=out) as srv:
         srv.start()
         for model in ("batching", "nonbatching"):  # minimal checks the backend API version it was built for
             srv.load(model)
@@ -188,13 +190,13 @@ def test_a_library_of_another_name_and_forced_tags_are_refused(tmp_path):
     with pytest.raises(labkit.BuildError) as info:
         build_cmake("strictly", PROJECTS / "strict", cache=tmp_path, progress=False, defines=[NO_MISMATCH_ERROR])
     assert (info.value.backend, info.value.file) == ("strictly", "CMakeLists.txt")
-    with pytest.raises(labkit.ConfigError) as refused:
+    with pytest.raises(labkit.errors.ConfigError) as refused:
         build_cmake("strict", PROJECTS / "strict", cache=tmp_path, progress=False, defines=["TRITON_CORE_REPO_TAG=main"])
     assert (refused.value.field, refused.value.value, refused.value.valid) == ("define", "TRITON_CORE_REPO_TAG=main", ["r23.12"])
-    with pytest.raises(labkit.ConfigError) as refused:
+    with pytest.raises(labkit.errors.ConfigError) as refused:
         build_cmake("strict", PROJECTS / "strict", cache=tmp_path, progress=False, defines=["no equals sign"])
     assert (refused.value.field, refused.value.value) == ("define", "no equals sign")
-    with pytest.raises(labkit.SetupError) as missing:
+    with pytest.raises(labkit.errors.SetupError) as missing:
         build_cmake("strict", PROJECTS / "strict" / "src", cache=tmp_path, progress=False)
     assert missing.value.missing == str(PROJECTS / "strict" / "src" / "CMakeLists.txt")
 

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit import reference
+import labkit.errors
+import labkit.server
 from labkit.native import build_backend, reference_source
 from labkit.native.build import INCLUDE_DIR, exported_symbols
+from labkit.teach import reference
 
 MINIMAL = reference_source("minimal").read_text()
 
@@ -19,7 +21,7 @@ MINIMAL = reference_source("minimal").read_text()
 @pytest.fixture(scope="module")
 def cpp_server():
     """A server with the C++ reference models built and loaded."""
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         reference.serve(srv, ["minimal_nonbatching", "minimal_batching", "recommended_batching", "custom_passthrough", "add_sub"])
         yield srv
@@ -169,7 +171,7 @@ def test_cell_magic_builds_and_loads(cpp_server):
 
 
 def test_official_headers_option_needs_a_real_folder(tmp_path):
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         build_backend("minimal", MINIMAL, headers=tmp_path, cache=tmp_path, progress=False)
     assert info.value.missing == str(tmp_path / "triton" / "core" / "tritonbackend.h")
     # an include folder laid out like the NGC image's /opt/tritonserver/include is accepted

@@ -8,12 +8,13 @@ import threading
 import time
 
 import pytest
+from waiting_support import eventually
 
 import labkit
-from labkit import reference
+import labkit.errors
 from labkit.native import reference_source
-from labkit.stats import model_stats
-from waiting_support import eventually
+from labkit.observe.stats import model_stats
+from labkit.teach import reference
 
 SEGFAULT = """
 #include "labkit/backend.hpp"
@@ -50,8 +51,8 @@ def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
     assert time.monotonic() - killed < 2.0
     worker.join(timeout=10)
     assert not worker.is_alive(), "a request in flight hung instead of failing"
-    assert isinstance(failures[0], labkit.ServerNotRunningError) and failures[0].exit_summary == "killed by signal 9"
-    with pytest.raises(labkit.ServerNotRunningError) as info:
+    assert isinstance(failures[0], labkit.errors.ServerNotRunningError) and failures[0].exit_summary == "killed by signal 9"
+    with pytest.raises(labkit.errors.ServerNotRunningError) as info:
         labkit.check_add_sub(fresh_server)
     assert info.value.exit_summary == "killed by signal 9"
     assert "successfully loaded 'minimal_batching'" in info.value.log_tail
@@ -67,12 +68,12 @@ def _line_of(source: str, marker: str) -> int:
     return next(n for n, line in enumerate(source.splitlines(), 1) if marker in line)
 
 
-def _crash(server, source: str, **options) -> labkit.ServerNotRunningError:
+def _crash(server, source: str, **options) -> labkit.errors.ServerNotRunningError:
     """Build ``source`` as backend crashy for model crasher, send it a request, return the error."""
     cfg = labkit.model_config("crasher", "crashy", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
     server.repository.write_config(cfg)
     server.cpp_backend("crashy", source, ["crasher"], progress=False, **options)
-    with pytest.raises(labkit.ServerNotRunningError) as info:
+    with pytest.raises(labkit.errors.ServerNotRunningError) as info:
         labkit.infer(server, "crasher", {"IN0": reference.np.zeros(4, reference.np.int32)})
     return info.value
 
@@ -166,7 +167,7 @@ def test_crash_in_a_magic_cell_is_shown_at_the_editor_line(fresh_server):
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "labkit")
     shell.run_cell_magic("triton_cpp", "crashy --debug --models crasher", SEGFAULT)
-    with pytest.raises(labkit.ServerNotRunningError) as info:
+    with pytest.raises(labkit.errors.ServerNotRunningError) as info:
         labkit.infer(fresh_server, "crasher", {"IN0": reference.np.zeros(4, reference.np.int32)})
     editor_line = _line_of(SEGFAULT, "*nowhere = 1;") + 1
     assert f"SIGSEGV at crashy.cc:{editor_line}." in info.value.crash, info.value.crash

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 import labkit
+import labkit.errors
+import labkit.server
 from labkit.gpu import cuda_kit, detect, examples
 from labkit.native import build_backend
 
@@ -59,7 +61,7 @@ def test_kernel_config_is_one_kind_gpu_instance_on_gpu_0():
 
 def test_cuda_compile_error_names_the_cells_line(kit, tmp_path):
     broken = KERNEL.replace("sum[i] = a[i] + b[i];", "sum[i] = a[i] + undeclared[i];")
-    line = broken.splitlines().index(next(l for l in broken.splitlines() if "undeclared" in l)) + 2  # under the magic line
+    line = broken.splitlines().index(next(text for text in broken.splitlines() if "undeclared" in text)) + 2  # under the magic line
     with pytest.raises(labkit.BuildError) as info:
         build_backend("cuda_broken", broken, cuda=True, cache=tmp_path, progress=False, first_line=2)
     assert "undeclared" in info.value.compiler_output and f"({line})" in info.value.compiler_output
@@ -85,7 +87,7 @@ def test_cu_file_builds_and_is_staged(kit, tmp_path):
 
 
 def test_triton_loads_the_kernel_backend_on_kind_gpu_and_refuses_other_kinds(kit):
-    with labkit.EmbeddedServer() as lab:
+    with labkit.server.EmbeddedServer() as lab:
         lab.start()
         cmdline = Path(f"/proc/{lab.runtime.triton_pid}/cmdline").read_text().split("\0")
         flag = f"--allow-gpu-metrics={'true' if detect.visible() else 'false'}"
@@ -111,13 +113,13 @@ def test_triton_loads_the_kernel_backend_on_kind_gpu_and_refuses_other_kinds(kit
         assert "instance cuda_add_sub_on_cpu_0_0 is KIND_CPU" in info.value.reason and "KIND_GPU" in info.value.reason
         assert lab.alive  # a refused load leaves the server running
         if not detect.visible():  # CUDA shared memory: the clear labkit error, nothing left registered
-            with pytest.raises(labkit.GpuUnavailableError) as info:
+            with pytest.raises(labkit.errors.GpuUnavailableError) as info:
                 labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b}, shared_memory="cuda")
             assert info.value.wanted == "CUDA shared memory"
-        with pytest.raises(labkit.ConfigError) as bad:
+        with pytest.raises(labkit.errors.ConfigError) as bad:
             labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b}, shared_memory="system")
         assert bad.value.field == "shared_memory"
-        with pytest.raises(labkit.ConfigError) as bad:
+        with pytest.raises(labkit.errors.ConfigError) as bad:
             labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b}, shared_memory="cuda", protocol="grpc")
         assert bad.value.field == "shared_memory"
 
@@ -125,12 +127,12 @@ def test_triton_loads_the_kernel_backend_on_kind_gpu_and_refuses_other_kinds(kit
 def test_cuda_built_helpers_serve_cpu_memory_as_before(kit):
     """The helper layer compiled with LABKIT_CUDA reads and writes CPU tensors as a CPU build does
     (memcpy, no driver asked), so a CUDA build of a passthrough answers here."""
-    with labkit.EmbeddedServer() as lab:
+    with labkit.server.EmbeddedServer() as lab:
         lab.start()
-        lab.repository.copy_model_from(labkit.reference.repository(), "minimal_nonbatching")
+        lab.repository.copy_model_from(labkit.teach.reference.repository(), "minimal_nonbatching")
         passthrough = labkit.native.reference_source("minimal").read_text()
         lab.cpp_backend("minimal", passthrough, ["minimal_nonbatching"], cuda=True)
-        inputs = labkit.reference.sample_inputs("minimal_nonbatching")
+        inputs = labkit.teach.reference.sample_inputs("minimal_nonbatching")
         out = labkit.infer(lab, "minimal_nonbatching", inputs)
         np.testing.assert_array_equal(out["OUT0"], inputs["IN0"])
         with pytest.raises(labkit.RequestError):  # a wrong request is still refused as before
@@ -142,11 +144,11 @@ def test_cuda_shared_memory_fails_as_labkit_error_when_the_driver_is_missing(kit
     if detect.visible():
         pytest.skip("a GPU is visible: the driver is there, this failure path cannot happen")
     monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], None))  # claim a GPU; none answers
-    with labkit.EmbeddedServer() as lab:
+    with labkit.server.EmbeddedServer() as lab:
         lab.start()
-        labkit.reference.serve(lab, ["add_sub"])
-        inputs = labkit.reference.sample_inputs("add_sub", server=lab)
-        with pytest.raises(labkit.GpuUnavailableError) as info:
+        labkit.teach.reference.serve(lab, ["add_sub"])
+        inputs = labkit.teach.reference.sample_inputs("add_sub", server=lab)
+        with pytest.raises(labkit.errors.GpuUnavailableError) as info:
             labkit.infer(lab, "add_sub", inputs, shared_memory="cuda")
         assert info.value.missing == "CUDA device" and info.value.wanted == "CUDA shared memory"
         status = lab.client().get_cuda_shared_memory_status()

@@ -9,14 +9,16 @@ import struct
 import pytest
 
 import labkit
+import labkit.errors
+import labkit.server
 from labkit.lessons import custom_metrics as cm
+from labkit.observe.stats import family_totals
 from labkit.server.refusals import metric_families
-from labkit.stats import family_totals
 
 
 @pytest.fixture(scope="module")
 def lab():
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         cm.setup(srv)
         yield srv
@@ -62,7 +64,7 @@ def test_the_dashboard_draws_the_families_beside_tritons_and_keeps_the_png(lab):
     plain.start()
     plain.stop()
     assert _png_height(bytes(dash._image.value)) > _png_height(bytes(plain._image.value))
-    series = {s.name: s for s in labkit.plots.DashboardData.collect(dash.collector, cm.MODEL).metrics}
+    series = {s.name: s for s in labkit.observe.plots.DashboardData.collect(dash.collector, cm.MODEL).metrics}
     assert series["lesson_requests"].label == "lesson_requests /s"
     assert series["nv_inference_request_success"].triton and max(series["lesson_requests"].values) > 0
 
@@ -84,7 +86,7 @@ def test_a_model_redefining_its_own_family_with_another_kind_is_refused_and_keep
                                 'name="lesson_rows", description="batch rows seen by model.py", '
                                 'kind=pb_utils.MetricFamily.GAUGE')
     assert changed != cm.SOURCE
-    with pytest.raises(labkit.MetricKindError) as info:
+    with pytest.raises(labkit.errors.MetricKindError) as info:
         lab.python_model(cm.MODEL, changed)
     assert (info.value.metric, info.value.kind, info.value.registered_kind) == ("lesson_rows", "gauge", "counter")
     assert info.value.registered_by == ""  # the version serving now: only /metrics knows its kind
@@ -98,7 +100,7 @@ def test_one_model_py_defining_a_name_twice_with_two_kinds_is_refused(lab):
         "    def execute", "        self.other = pb_utils.MetricFamily(name=\"twice_defined\", description=\"d\", "
         "kind=pb_utils.MetricFamily.COUNTER)\n\n    def execute")
     config = labkit.model_config("twice", "python", [("X", "FP32", [4])], [("X", "FP32", [4])])
-    with pytest.raises(labkit.MetricKindError) as info:
+    with pytest.raises(labkit.errors.MetricKindError) as info:
         lab.python_model("twice", twice, config)
     assert (info.value.metric, info.value.kind, info.value.registered_kind, info.value.registered_by) == (
         "twice_defined", "counter", "gauge", "twice")
@@ -117,13 +119,13 @@ def test_a_family_outlives_its_model_until_the_server_restarts(fresh_server):
     cm.send(fresh_server, requests=1)
     fresh_server.unload(cm.MODEL)
     # Triton 23.12 keeps the family on /metrics after its model unloaded, and would still refuse the gauge
-    with pytest.raises(labkit.MetricKindError) as info:
+    with pytest.raises(labkit.errors.MetricKindError) as info:
         fresh_server.python_model(cm.CLASH_MODEL, cm.CLASH_SOURCE, cm.CLASH_CONFIG)
     assert (info.value.registered_kind, info.value.registered_by) == ("counter", "")
     fresh_server.restart()  # a new Triton without metered: the name is free
     fresh_server.python_model(cm.CLASH_MODEL, cm.CLASH_SOURCE, cm.CLASH_CONFIG)
     assert cm.CLASH_MODEL in fresh_server.loaded_models()
-    with pytest.raises(labkit.MetricKindError) as info:  # now the counter is the one refused
+    with pytest.raises(labkit.errors.MetricKindError) as info:  # now the counter is the one refused
         fresh_server.load(cm.MODEL)
     assert (info.value.kind, info.value.registered_kind, info.value.registered_by) == ("counter", "gauge", cm.CLASH_MODEL)
 

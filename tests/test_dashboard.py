@@ -7,10 +7,10 @@ from __future__ import annotations
 import nbformat
 import numpy as np
 from nbclient import NotebookClient
+from waiting_support import eventually
 
 import labkit
-from labkit import reference
-from waiting_support import eventually
+from labkit.teach import reference
 
 
 def test_controls_change_the_load_and_the_config_while_it_runs(fresh_server, capfd):

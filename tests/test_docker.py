@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from docker_support import ADD_SUB_SOURCE, config_named, gone, successes
+from waiting_support import within
 
 import labkit
-from labkit.docker import cpu_image as lk_image
-from labkit.docker import engine as lk_engine
-from labkit.docker import leftovers as lk_leftovers
+import labkit.errors
+import labkit.server
+from labkit.docker import cpu_image as lk_image, engine as lk_engine, orphans as lk_leftovers
 from labkit.server.launchers.docker import CONTAINER_PORTS, DockerServer
-from waiting_support import within
 
 pytestmark = pytest.mark.slow
 
@@ -93,11 +93,11 @@ def test_container_killed_from_outside(cpu_image, tmp_path):
         client.containers.get(server.runtime.container.id).kill()  # as `docker kill` would
         within(lambda: not server.alive, 15, "the server to be seen dead", interval_s=0.05)
         assert not server.alive and not server.ready()
-        with pytest.raises(labkit.ServerNotRunningError) as info:
+        with pytest.raises(labkit.errors.ServerNotRunningError) as info:
             server.models.index()
         assert info.value.exit_summary and not info.value.stopped
         assert "successfully loaded 'add_sub'" in info.value.log_tail
-        with pytest.raises(labkit.ServerNotRunningError) as info:
+        with pytest.raises(labkit.errors.ServerNotRunningError) as info:
             server.load("add_sub")
         assert info.value.exit_summary == "exit code 137"
         container_id = server.runtime.container.id
@@ -118,7 +118,7 @@ def test_backend_crash_in_the_container_is_shown_at_its_line(cpu_image, tmp_path
 
 def test_failed_start_carries_the_container_log(cpu_image, tmp_path):
     server = DockerServer(workdir=tmp_path, image=cpu_image, extra_args=["--model-control-mode=nonsense"])
-    with pytest.raises(labkit.ServerStartError) as info:
+    with pytest.raises(labkit.errors.ServerStartError) as info:
         server.start(timeout_s=60)
     assert info.value.exit_summary.startswith("exit code")  # it exited during start-up
     assert 'Bad option: "--model-control-mode"' in info.value.log_tail
@@ -127,13 +127,13 @@ def test_failed_start_carries_the_container_log(cpu_image, tmp_path):
 
 
 def test_bad_image_name_is_a_clear_error(engine):
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         DockerServer(image="labkit/no-such-image:0", progress=False).start()
     assert (info.value.missing, info.value.reason) == ("labkit/no-such-image:0", "pull failed")
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         DockerServer(image="Not A Valid Image").start()
     assert (info.value.missing, info.value.reason) == ("Not A Valid Image", "invalid image name")
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         DockerServer(image="labkit/no-such-image:0", pull=False).start()
     assert (info.value.missing, info.value.reason) == ("labkit/no-such-image:0", "not pulled")
 
@@ -142,7 +142,7 @@ def test_missing_bind_source_is_refused_not_created(engine, tmp_path):
     missing = tmp_path / "no-such-folder"
     before = _mine()
     server = DockerServer(image=lk_image.IMAGE, volumes={missing: "/data:ro"})
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         server.start()
     assert (info.value.missing, info.value.reason) == (str(missing), "mount source does not exist")
     assert not missing.exists()
@@ -159,14 +159,14 @@ def test_gpu_option(engine):
     with pytest.raises(ValueError, match="gpus"):
         DockerServer(gpus="yes")
     if lk_engine.gpu_runtime(engine) is None:
-        with pytest.raises(labkit.SetupError) as info:
+        with pytest.raises(labkit.errors.SetupError) as info:
             DockerServer(image=lk_image.IMAGE, gpus=True).start()
         assert info.value.missing == "GPU runtime"
 
 
 def test_no_engine_says_how_to_start_one(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         lk_engine.connect()
     assert (info.value.missing, info.value.reason) == ("Docker engine", "unreachable")  # message: test_error_messages
     assert lk_engine.engine_status()[0] is False
@@ -212,7 +212,7 @@ def test_launch_sweeps_leftovers(dserver, tmp_path):
     )
     try:
         # ... is removed by the next launch, even one that then fails (here: a missing mount source).
-        with pytest.raises(labkit.SetupError):
+        with pytest.raises(labkit.errors.SetupError):
             DockerServer(image=dserver.runtime.image, volumes={tmp_path / "missing": "/data"}).start()
         assert gone(client, leftover.id)
     finally:

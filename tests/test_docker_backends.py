@@ -12,9 +12,9 @@ import time
 import numpy as np
 import pytest
 from docker_support import ADD_SUB_SOURCE, config_named, successes
+from waiting_support import within
 
 import labkit
-from waiting_support import within
 
 pytestmark = pytest.mark.slow
 
@@ -125,7 +125,7 @@ def test_cpp_backend_compiled_in_the_container_and_reloaded(dserver):
 
 
 def test_reference_cpp_backend_builds_and_batches_in_the_container(dserver):
-    from labkit import reference
+    from labkit.teach import reference
 
     reference.serve(dserver, ["recommended_batching"])  # labkit's headers and backend.hpp, g++ of the image
     assert labkit.check_passthrough(dserver, "recommended_batching", concurrent=2).ok

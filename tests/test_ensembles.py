@@ -7,13 +7,16 @@ import numpy as np
 import pytest
 
 import labkit
+import labkit.errors
+import labkit.repository
+import labkit.server
 from labkit.lessons import ensemble
 from labkit.repository.config import to_text
 
 
 @pytest.fixture(scope="module")
 def lab():
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         ensemble.setup(srv)
         yield srv
@@ -65,14 +68,14 @@ def test_the_timeline_shows_both_steps_of_every_request(lab):
 
 
 def test_a_timeline_of_a_model_that_is_not_an_ensemble_is_refused(lab):
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         with labkit.ensemble_timeline(lab, "square"):
             pass
     assert info.value.field == "platform" and info.value.valid == ["ensemble"]
 
 
 def test_labkit_timeline_of_an_ensemble_points_to_the_ensemble_timeline(lab):
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         with labkit.timeline(lab, ensemble.MODEL):
             pass
     assert (info.value.field, info.value.value) == ("platform", "ensemble")
@@ -92,7 +95,7 @@ def test_a_step_mapping_a_tensor_its_model_lacks_is_refused(lab):
     cfg = labkit.ensemble_config("typo", [("RAW", "INT32", [4])], [("RESULT", "FP32", [4])], [
         labkit.Step("preprocess", {"RAW": "RAW"}, {"SCALED": "scaled"}),
         labkit.Step("square", {"INPUT0": "scaled"}, {"OUT0": "RESULT"})])
-    with pytest.raises(labkit.EnsembleStepError) as info:
+    with pytest.raises(labkit.errors.EnsembleStepError) as info:
         labkit.serve_ensemble(lab, cfg)
     assert (info.value.step, info.value.step_model, info.value.tensor) == (1, "square", "INPUT0")
     assert info.value.problem == "no such input"
@@ -101,7 +104,7 @@ def test_a_step_mapping_a_tensor_its_model_lacks_is_refused(lab):
     cfg.ensemble_scheduling.step[1].input_map["IN0"] = "scaled"
     cfg.ensemble_scheduling.step[1].output_map.clear()
     cfg.ensemble_scheduling.step[1].output_map["OUT1"] = "RESULT"
-    with pytest.raises(labkit.EnsembleStepError) as info:
+    with pytest.raises(labkit.errors.EnsembleStepError) as info:
         labkit.serve_ensemble(lab, cfg)
     assert (info.value.tensor, info.value.problem) == ("OUT1", "no such output")
 
@@ -111,7 +114,7 @@ def test_triton_refusing_a_missing_step_model_becomes_an_ensemble_step_error(lab
         labkit.Step("preprocess", {"RAW": "RAW"}, {"SCALED": "scaled"}),
         labkit.Step("not_written", {"IN0": "scaled"}, {"OUT0": "RESULT"})])
     lab.repository.write_config(cfg)  # written without labkit's check: Triton decides
-    with pytest.raises(labkit.EnsembleStepError) as info:
+    with pytest.raises(labkit.errors.EnsembleStepError) as info:
         lab.load("nowhere")
     error = info.value
     assert (error.model, error.step, error.step_model, error.problem) == ("nowhere", 1, "not_written", "not in the repository")
@@ -127,8 +130,8 @@ def test_triton_refusing_a_step_model_that_does_not_load_names_it(lab):
     cfg = labkit.ensemble_config("via_broken", [("RAW", "INT32", [4])], [("RESULT", "FP32", [4])], [
         labkit.Step("preprocess", {"RAW": "RAW"}, {"SCALED": "scaled"}),
         labkit.Step("broken_step", {"IN0": "scaled"}, {"OUT0": "RESULT"})])
-    labkit.repository.ensemble.check_steps(lab.repository, cfg)  # labkit's check passes: the model is there
-    with pytest.raises(labkit.EnsembleStepError) as info:
+    labkit.repository.ensemble_config.check_steps(lab.repository, cfg)  # labkit's check passes: the model is there
+    with pytest.raises(labkit.errors.EnsembleStepError) as info:
         labkit.serve_ensemble(lab, cfg)
     assert (info.value.step, info.value.step_model, info.value.problem) == (1, "broken_step", "did not load")
     assert info.value.refused_by == "triton"
@@ -137,7 +140,7 @@ def test_triton_refusing_a_step_model_that_does_not_load_names_it(lab):
 
 
 def test_serve_ensemble_refuses_a_config_that_is_not_an_ensemble(lab):
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         labkit.serve_ensemble(lab, ensemble.SQUARE_CONFIG)
     assert info.value.field == "platform"
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from corpus_a import CASES, RULES
 
 import labkit
+import labkit.server
 from labkit import exercises, magics
 from labkit.errors import LabkitError
 from labkit.lessons import response_parameters
-
-from corpus_a import CASES, RULES
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,7 @@ class TritonPythonModel:
 def lab(tmp_path_factory):
     """One server set up as notebooks 01, 03, 06 and 07 are before their exercises (its log stays in
     the test's temporary folder)."""
-    with labkit.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
+    with labkit.server.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
         server.start()
         pair = [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])]
         server.repository.write_config(labkit.model_config(
@@ -56,7 +56,7 @@ def lab(tmp_path_factory):
         yield server
 
 
-def run_cells(server: labkit.TritonServer, cells: list[str]) -> dict:
+def run_cells(server: labkit.server.TritonServer, cells: list[str]) -> dict:
     """Run cells as a notebook would: a failing cell shows its error and the next one runs."""
     namespace = {"lab": server, "labkit": labkit, "np": np}
     for cell in cells:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from answers import body, edit, judge
 
 import labkit
-from labkit import exercises, reference
+import labkit.server
+from labkit import exercises
 from labkit.exercises import REGISTRY
-
-from answers import body, edit, judge
+from labkit.teach import reference
 
 # -- 02-raw-execute ----------------------------------------------------------------------------------------
 
@@ -63,7 +64,7 @@ RAW = {
 
 @pytest.fixture(scope="module")
 def lab():
-    with labkit.EmbeddedServer() as server:
+    with labkit.server.EmbeddedServer() as server:
         server.start()
         repo = server.repository
         repo.write_config(labkit.model_config("raw_double", "rawdouble", inputs=[("IN0", "INT32", [4])],

@@ -5,11 +5,10 @@ and no check leaves anything behind (the checks' models and files, the person's 
 from __future__ import annotations
 
 import pytest
+from answers import body, edit, judge
 
 import labkit
 from labkit.server.launchers.docker import DockerServer
-
-from answers import body, edit, judge
 
 pytestmark = pytest.mark.slow
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from answers import judge
 
 import labkit
+import labkit.server
 from labkit.errors import LabkitError
 from labkit.exercises import REGISTRY
 from labkit.lessons import ensemble
-
-from answers import judge
 
 pytestmark = pytest.mark.slow
 
@@ -56,13 +56,13 @@ ANSWERS = {
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A server as notebook 09 is at its ensemble exercise: preprocess, square and the pipeline serving."""
-    with labkit.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
+    with labkit.server.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
         server.start()
         ensemble.setup(server)
         yield server
 
 
-def run(server: labkit.TritonServer, cells: list[str]) -> None:
+def run(server: labkit.server.TritonServer, cells: list[str]) -> None:
     for cell in cells:
         try:
             exec(cell, {"lab": server, "labkit": labkit, "np": np})
@@ -77,7 +77,7 @@ def test_09_fourth_power(lab, answer):
 
 
 def test_09_fourth_power_without_the_ensemble(tmp_path):
-    with labkit.EmbeddedServer(workdir=tmp_path) as server:
+    with labkit.server.EmbeddedServer(workdir=tmp_path) as server:
         server.start()
         verdict = labkit.exercises.check("09-fourth-power", server)
     assert (verdict.passed, verdict.rule) == (False, "setup"), repr(verdict)

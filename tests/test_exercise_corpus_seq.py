@@ -5,10 +5,10 @@ the notebook serves it, and the check leaves nothing behind."""
 from __future__ import annotations
 
 import pytest
+from answers import body, edit, judge
 
 import labkit
-
-from answers import body, edit, judge
+import labkit.server
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,7 @@ CPP_ANSWERS = {
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """One server as notebook 09 is before its exercises: configs written with labkit's helper."""
-    with labkit.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
+    with labkit.server.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
         server.start()
         server.repository.write_config(labkit.sequence_batching(labkit.model_config(
             "running_sum", "python", [("INPUT", "INT32", [1])], [("OUTPUT", "INT32", [1])], max_batch_size=4)))
@@ -91,7 +91,7 @@ def test_09_implicit_state(lab, answer):
 
 
 def test_09_without_a_model(tmp_path):
-    with labkit.EmbeddedServer(workdir=tmp_path) as server:
+    with labkit.server.EmbeddedServer(workdir=tmp_path) as server:
         server.start()
         verdict = labkit.exercises.check("09-running-sum", server)
     assert (verdict.passed, verdict.rule) == (False, "setup"), repr(verdict)

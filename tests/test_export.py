@@ -11,9 +11,10 @@ import sys
 import numpy as np
 
 import labkit
-from labkit import reference
+import labkit.server
 from labkit.native import build_project, reference_source
 from labkit.native.build import dynamic_symbols
+from labkit.teach import reference
 
 EDITED = reference_source("minimal").read_text().replace(
     "// (edit here: change `in` before it is sent back)",
@@ -22,7 +23,7 @@ EDITED = reference_source("minimal").read_text().replace(
 
 
 def test_exported_project_builds_offline_and_serves(tmp_path):
-    with labkit.EmbeddedServer() as lab:
+    with labkit.server.EmbeddedServer() as lab:
         lab.start()
         lab.repository.copy_model_from(reference.repository(), "minimal_batching")
         lab.cpp_backend("minimal", EDITED, progress=False)
@@ -41,7 +42,7 @@ def test_exported_project_builds_offline_and_serves(tmp_path):
     assert exported and all(name.startswith("TRITONBACKEND_") for name in exported)
 
     # A server whose repository is the exported models and whose backend folder holds the installed library.
-    with labkit.EmbeddedServer(repository=project / "models") as served:
+    with labkit.server.EmbeddedServer(repository=project / "models") as served:
         shutil.copytree(tmp_path / "prefix" / "backends" / "minimal", served.workspace.backend_dir / "minimal")
         served.start()
         served.load("minimal_batching")
@@ -54,7 +55,7 @@ def test_a_labs_export_takes_its_own_build_though_another_lab_built_later(tmp_pa
     """The build cache is the machine's: a second lab (another kernel, a test, the room) building the same
     backend afterwards must not change what the first lab exports."""
     other = EDITED.replace("+= 7;  // the lab's edit", "+= 9;  // another lab's edit")
-    with labkit.EmbeddedServer() as mine, labkit.EmbeddedServer() as theirs:
+    with labkit.server.EmbeddedServer() as mine, labkit.server.EmbeddedServer() as theirs:
         for lab in (mine, theirs):
             lab.start()
             lab.repository.copy_model_from(reference.repository(), "minimal_batching")

@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 
 import labkit
+import labkit.repository
+import labkit.server
 from labkit.native import build_project, export_backend
 from labkit.native.build import dynamic_symbols
 from labkit.native.export import _tool
-from labkit.reference import add_sub_source
+from labkit.teach.reference import add_sub_source
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
@@ -54,7 +56,7 @@ def test_official_recommended_exported_built_and_served(backend_examples, tmp_pa
     exported, undefined = dynamic_symbols(library)
     assert exported and all(name.startswith("TRITONBACKEND_") for name in exported)
     assert not any("triton::backend" in name or "BackendModel" in name for name in undefined)  # linked in
-    with labkit.EmbeddedServer(repository=project / "models", backend_directory=tmp_path / "prefix" / "backends") as srv:
+    with labkit.server.EmbeddedServer(repository=project / "models", backend_directory=tmp_path / "prefix" / "backends") as srv:
         srv.start()
         srv.load("batching")
         proc = _client(backend_examples / "clients" / "recommended_client", srv.endpoints.http_url)
@@ -71,7 +73,7 @@ def test_multi_file_bls_exported_by_the_cli_built_and_served(backend_examples, t
     repository = tmp_path / "bls_models"
     shutil.copytree(backend_examples / "model_repos" / "bls_models", repository)
     shutil.rmtree(repository / "addsub_tf")  # a TensorFlow model this Triton cannot serve: a Python stand-in
-    repo = labkit.ModelRepository(repository)
+    repo = labkit.repository.ModelRepository(repository)
     tensors = [(name, "FP32", [16]) for name in ("INPUT0", "INPUT1")]
     outputs = [(name, "FP32", [16]) for name in ("OUTPUT0", "OUTPUT1")]
     repo.write_config(labkit.model_config("addsub_tf", "python", tensors, outputs))
@@ -89,7 +91,7 @@ def test_multi_file_bls_exported_by_the_cli_built_and_served(backend_examples, t
         assert (target / "src" / name).read_text() == (source / name).read_text(), name
 
     library = build_project(target, tmp_path / "prefix", progress=False)
-    with labkit.EmbeddedServer(repository=repository, backend_directory=tmp_path / "prefix" / "backends") as srv:
+    with labkit.server.EmbeddedServer(repository=repository, backend_directory=tmp_path / "prefix" / "backends") as srv:
         srv.start()
         for model in ("addsub_python", "addsub_tf", "bls_fp32"):
             srv.load(model)

@@ -4,8 +4,7 @@ error (never a raw exception, never a hang) and add_sub still answers correctly 
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import labkit
 
@@ -72,7 +71,7 @@ def test_malformed_configs_get_labkit_errors(server, extra, drop_inputs):
         base = base.split("input {")[0]
     model_dir = server.repository.root / "fuzzed"
     (model_dir / "1").mkdir(parents=True, exist_ok=True)
-    (model_dir / "1" / "model.py").write_text(labkit.reference.add_sub_source())
+    (model_dir / "1" / "model.py").write_text(labkit.teach.reference.add_sub_source())
     (model_dir / "config.pbtxt").write_text(base + "\n" + "\n".join(extra) + "\n")
     server.repository.mark_changed("fuzzed")
     try:

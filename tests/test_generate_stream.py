@@ -10,13 +10,15 @@ import numpy as np
 import pytest
 
 import labkit
+import labkit.errors
+import labkit.server
 from labkit.lessons import decoupled
 
 
 @pytest.fixture(scope="module")
 def decoupled_lab():
     """One server with repeat_py, the lesson's decoupled model."""
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         decoupled.setup(srv)
         yield srv
@@ -79,7 +81,7 @@ def test_generate_stream_names_a_missing_input_a_wrong_kind_and_what_json_cannot
 
 
 def test_generate_stream_to_a_model_not_loaded(decoupled_lab):
-    with pytest.raises(labkit.ModelNotFoundError) as info:
+    with pytest.raises(labkit.errors.ModelNotFoundError) as info:
         labkit.generate_stream(decoupled_lab, "no_such_model", {"IN": 4})
     assert info.value.model == "no_such_model" and decoupled.MODEL in info.value.loaded
 
@@ -140,7 +142,7 @@ def test_generate_stream_waits_within_its_time_limit_and_then_lets_the_stream_go
         '            sender.send(pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError("no second answer")))\n'
         '            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n', "")
     assert "COMPLETE_FINAL" not in source
-    with labkit.EmbeddedServer() as srv:  # a request that never ends keeps its model from unloading: a server of its own
+    with labkit.server.EmbeddedServer() as srv:  # a request that never ends keeps its model from unloading: a server of its own
         srv.start()
         srv.python_model("never_final", source, config)
         with pytest.raises(labkit.RequestTimeoutError) as info:

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit import reference
-from labkit.gpu import cuda_kit, detect, examples
-from labkit.gpu import metrics as gpu_metrics
-from labkit.stats import parse_metrics
+import labkit.server
+from labkit.gpu import cuda_kit, detect, examples, metrics as gpu_metrics
+from labkit.observe.stats import parse_metrics
+from labkit.teach import reference
 
 pytestmark = pytest.mark.skipif(not detect.visible(), reason=f"needs a GPU: {detect.probe().line()}")
 
@@ -24,7 +24,7 @@ A, B = np.arange(4, dtype=np.float32), np.full(4, 2, np.float32)
 
 @pytest.fixture(scope="module")
 def gpu_lab():
-    with labkit.EmbeddedServer() as lab:
+    with labkit.server.EmbeddedServer() as lab:
         lab.start()
         yield lab
 

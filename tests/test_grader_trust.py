@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from room_board_support import NOTEBOOK, NOTEBOOKS_DIR, notebook
 
 from labkit.exercises import REGISTRY
 from labkit.room.grader import judge_cells
-from labkit.workshop import run_notebook
-from room_board_support import NOTEBOOK, NOTEBOOKS_DIR, notebook
+from labkit.teach.workshop import run_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -19,9 +19,11 @@ import tritonclient.utils.shared_memory as shm
 from tritonclient.utils import np_to_triton_dtype
 
 import labkit
-from labkit import reference
-from labkit.inference import translate
+import labkit.repository
+import labkit.server
+from labkit.client.inference import translate
 from labkit.native import reference_source
+from labkit.teach import reference
 
 PASSTHROUGH = """
 #include "labkit/backend.hpp"
@@ -35,7 +37,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 """
 
 
-def _config(name: str, backend: str, dims: list[int], *, ragged: bool = False) -> labkit.ModelConfig:
+def _config(name: str, backend: str, dims: list[int], *, ragged: bool = False) -> labkit.repository.ModelConfig:
     cfg = labkit.model_config(name, backend, [("IN0", "INT32", dims)], [("OUT0", "INT32", dims)],
                               max_batch_size=8, dynamic_batching=True)
     cfg.dynamic_batching.max_queue_delay_microseconds = 50_000  # two requests sent together share a batch
@@ -46,7 +48,7 @@ def _config(name: str, backend: str, dims: list[int], *, ragged: bool = False) -
 
 @pytest.fixture(scope="module")
 def lab():
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         reference.serve(srv, ["minimal_batching", "recommended_batching"])
         yield srv

@@ -8,17 +8,25 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.lessons import artifacts, auto_complete, bls, decoupled, response_parameters, volume_batching
-from labkit.tour import api_tour_section
+import labkit.server
+from labkit.lessons import (
+    artifacts,
+    auto_complete,
+    bls,
+    decoupled,
+    response_parameters,
+    volume_batching,
+)
 from labkit.native import build_backend
 from labkit.native.build import exported_symbols
-from labkit.server.config import TritonPlace, argv
+from labkit.server.server_config import TritonPlace, argv
+from labkit.teach.tour import api_tour_section
 
 
 @pytest.fixture(scope="module")
 def lab():
     """One server (auto-complete off, as labkit's always are) for lessons 1-5."""
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         yield srv
 
@@ -220,7 +228,7 @@ def test_unreadable_artifact_is_refused_and_the_old_version_keeps_serving(lab):
 def test_embedded_server_keeps_auto_complete_off_unless_asked():
     place = TritonPlace("/r", "/b", "127.0.0.1", 1, 2, 3)
     for options, flag_there in (({}, True), ({"auto_complete": True}, False)):
-        server = labkit.EmbeddedServer(**options)
+        server = labkit.server.EmbeddedServer(**options)
         assert ("--disable-auto-complete-config" in argv(server.config, place)) is flag_there
         server.stop()  # never started: removes its work folder
 
@@ -267,7 +275,7 @@ def test_with_auto_complete_off_the_python_hook_never_runs(lab):
 
 
 def test_api_tour_section_reports_ok_per_item(tmp_path):
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         report = api_tour_section(srv, tmp_path)
     assert set(report) == {"volume_batching", "bls", "decoupled", "response_parameters", "artifacts", "auto_complete",

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 import labkit
+import labkit.errors
+import labkit.server
 from labkit.lessons import cancellation, decoupled_cpp, instances
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -20,7 +22,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 @pytest.fixture(scope="module")
 def lab():
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         yield srv
 
@@ -78,7 +80,7 @@ def test_a_refused_request_is_counted_nowhere_and_an_unloaded_model_answers_noth
     out = labkit.infer(lab, instances.MODEL, {"WORK_MS": np.array([0], np.int32)})
     assert int(out["MODEL_COUNT"][0]) == 1 and int(out["INSTANCE_COUNT"][0]) == 1 and int(out["RUNNING"][0]) == 1
     lab.unload(instances.MODEL)
-    with pytest.raises(labkit.ModelNotFoundError, match="'two_instances' is not loaded"):
+    with pytest.raises(labkit.errors.ModelNotFoundError, match="'two_instances' is not loaded"):
         labkit.infer(lab, instances.MODEL, {"WORK_MS": np.array([0], np.int32)})
 
 
@@ -214,7 +216,7 @@ def test_a_cancelled_stream_stops_the_factory_loop_early(lab):
 def test_a_request_to_the_unloaded_model_fails_and_a_reload_serves_again(lab):
     cancellation.setup(lab)
     lab.unload(cancellation.MODEL)
-    with pytest.raises(labkit.ModelNotFoundError, match="'slow_count' is not loaded"):
+    with pytest.raises(labkit.errors.ModelNotFoundError, match="'slow_count' is not loaded"):
         cancellation.count(lab, 1)
     with pytest.raises(labkit.InferenceError, match="failed before it could be cancelled: .*slow_count"):
         cancellation.cancel_midway(lab, steps=10)  # nothing starts, nothing to cancel: the error, not a hang

@@ -7,11 +7,11 @@ import time
 
 import numpy as np
 import pytest
+from waiting_support import eventually
 
 import labkit
-from labkit.load import Load, run_load
-from labkit.stats import model_stats
-from waiting_support import eventually
+from labkit.observe.stats import model_stats
+from labkit.traffic.generator import Load, run_load
 
 ONE = {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}
 

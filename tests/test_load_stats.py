@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.load import run_load
-from labkit.stats import ModelStats, StatsCollector, metric, model_stats, parse_metrics
+from labkit.observe.stats import (
+    ModelStats,
+    StatsCollector,
+    metric,
+    model_stats,
+    parse_metrics,
+)
+from labkit.traffic.generator import run_load
 
 ONE = {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}
 ONE_BATCHED = {k: v[None, :] for k, v in ONE.items()}
@@ -68,7 +74,7 @@ def test_counter_reset_after_reload(fresh_server):
         labkit.check_add_sub(fresh_server)
     before = model_stats(fresh_server, "add_sub", settle=True)
     assert before.inference_count == 6  # the fixture loads add_sub but sends nothing
-    fresh_server.python_model("add_sub", labkit.reference.add_sub_source())
+    fresh_server.python_model("add_sub", labkit.teach.reference.add_sub_source())
     for _ in range(2):
         labkit.check_add_sub(fresh_server)
     after = model_stats(fresh_server, "add_sub", settle=True)
@@ -77,7 +83,7 @@ def test_counter_reset_after_reload(fresh_server):
 
 
 def test_collector_totals_survive_a_reload(fresh_server):
-    source = labkit.reference.add_sub_source()
+    source = labkit.teach.reference.add_sub_source()
     with StatsCollector(fresh_server, ["add_sub"], interval_s=0.05) as col:
         run_load(fresh_server, "add_sub", ONE, requests=40)
         fresh_server.python_model("add_sub", source)
@@ -113,7 +119,7 @@ def test_dashboard_updates_from_a_thread_without_printing(server, capfd):
 def test_static_plots_write_png(server, tmp_path):
     with StatsCollector(server, ["add_sub_batching"], interval_s=0.05) as col:
         result = run_load(server, "add_sub_batching", ONE_BATCHED, requests=100, concurrency=4)
-    data = labkit.plots.DashboardData.collect(col, "add_sub_batching", result)
+    data = labkit.observe.plots.DashboardData.collect(col, "add_sub_batching", result)
     assert len(data.latency.t) > 0 and data.total.inference_count == 100
-    path = labkit.plots.save(labkit.plots.dashboard_figure(data), tmp_path / "d.png")
+    path = labkit.observe.plots.save(labkit.observe.plots.dashboard_figure(data), tmp_path / "d.png")
     assert path.read_bytes().startswith(b"\x89PNG") and path.stat().st_size > 10_000

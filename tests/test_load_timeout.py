@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import labkit
+import labkit.server
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +56,7 @@ def _initializing(body: str) -> str:
     return INITIALIZING.format(body=body)
 
 
-def _serves_the_fix(server: labkit.TritonServer) -> None:
+def _serves_the_fix(server: labkit.server.TritonServer) -> None:
     server.python_model("hang", _initializing("pass"))
     assert labkit.infer(server, "hang", X, timeout_s=10)["OUT0"].tolist() == [7.0] * 4
     assert server.loaded_models() == ["add_sub", "hang"] and labkit.check_add_sub(server).ok

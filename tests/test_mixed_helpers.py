@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import labkit
+import labkit.repository
+import labkit.server
 from labkit.native import build_backend, build_project, export_backend, triton_sources
 from labkit.native.build import INCLUDE_DIR
 
@@ -52,7 +54,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 """
 
 
-def _config(name: str, scale: str | None) -> labkit.ModelConfig:
+def _config(name: str, scale: str | None) -> labkit.repository.ModelConfig:
     cfg = labkit.model_config(name, "scale", [("INPUT0", "FP32", [3])], [("OUTPUT0", "FP32", [3])], max_batch_size=4)
     if scale is not None:
         cfg.parameters["scale"].string_value = scale
@@ -61,7 +63,7 @@ def _config(name: str, scale: str | None) -> labkit.ModelConfig:
 
 @pytest.mark.slow
 def test_labkit_helpers_and_triton_utilities_in_one_backend(backend_examples, tmp_path):
-    with labkit.EmbeddedServer() as srv:
+    with labkit.server.EmbeddedServer() as srv:
         srv.start()
         srv.repository.write_config(_config("triple", "3"))
         served = srv.cpp_backend("scale", MIXED)
@@ -114,7 +116,7 @@ def test_helper_layer_compiles_against_tritons_own_headers(tmp_path):
 def test_a_mixed_backend_exports_builds_offline_and_serves(tmp_path):
     """Its latest build (a cell) exported: labkit's helpers and Triton's utilities both compiled by CMake."""
     build_backend("scale", MIXED, progress=False)
-    repository = labkit.ModelRepository(tmp_path / "models")
+    repository = labkit.repository.ModelRepository(tmp_path / "models")
     repository.write_config(_config("halve", "0.5"))
     project = export_backend("scale", tmp_path / "project", repository=repository)
     assert (project / "src" / "scale.cc").read_text() == MIXED
@@ -122,7 +124,7 @@ def test_a_mixed_backend_exports_builds_offline_and_serves(tmp_path):
     assert "set(LABKIT_OFFICIAL_MODE ON)" in cmake and "set(LABKIT_HELPERS ON)" in cmake
     assert (project / "include" / "labkit" / "backend.hpp").exists() and not (project / "offline").exists()
     build_project(project, tmp_path / "prefix", progress=False)
-    with labkit.EmbeddedServer(repository=project / "models", backend_directory=tmp_path / "prefix" / "backends") as srv:
+    with labkit.server.EmbeddedServer(repository=project / "models", backend_directory=tmp_path / "prefix" / "backends") as srv:
         srv.start()
         srv.load("halve")
         x = np.array([[2.0, -4.0, 1.0]], dtype=np.float32)

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 import labkit
+import labkit.errors
+import labkit.server
 from labkit.native import build_backend
 from labkit.native.build import latest_build
-
 
 
 def _printed(stdout: str, names: tuple[str, ...]) -> list[str]:
@@ -35,7 +36,7 @@ def test_official_example_serves_its_client(backend_examples, example, tmp_path)
     shutil.copytree(backend_examples / "model_repos" / f"{example}_models", repository)
     models = sorted(p.name for p in repository.iterdir() if (p / "config.pbtxt").is_file())
     source = (backend_examples / "backends" / example / "src" / f"{example}.cc").read_text()
-    with labkit.EmbeddedServer(repository=repository) as srv:
+    with labkit.server.EmbeddedServer(repository=repository) as srv:
         srv.start()
         served = srv.cpp_backend(example, source)
         assert sorted(served) == models
@@ -68,7 +69,7 @@ def test_a_call_nothing_defines_fails_the_build_at_its_line(backend_examples, tm
 
 def test_official_headers_without_sources_is_a_setup_error_saying_what_to_set(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_TRITON_SOURCES", str(tmp_path))
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         build_backend("minimal", '#include "triton/backend/backend_common.h"\n', cache=tmp_path, progress=False)
     assert info.value.missing == str(tmp_path / "core-include-r23.12.tar.gz")
     assert "LABKIT_TRITON_SOURCES" in str(info.value)

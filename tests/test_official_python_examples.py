@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit.reference import add_sub_source
-
+import labkit.server
+from labkit.teach.reference import add_sub_source
 
 # The bls example's README serves examples/pytorch as the model "pytorch", whose model.py needs
 # PyTorch (not installed here). This stand-in has the same inputs and outputs (it is served with
@@ -98,7 +98,7 @@ def test_official_python_example_passes_its_client(python_backend_examples, name
     repository = _repository(examples, example, tmp_path / "models")
     # The clients hard-code Triton's default ports: a port another process holds fails this test
     # (PortTakenError), it is not skipped.
-    with labkit.EmbeddedServer(repository=repository, http_port=8000, grpc_port=8001, metrics_port=8002,
+    with labkit.server.EmbeddedServer(repository=repository, http_port=8000, grpc_port=8001, metrics_port=8002,
                                auto_complete=example.auto_complete) as srv:
         srv.start()
         for model in example.models:

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 import labkit
-from labkit import reference
+import labkit.errors
+from labkit.teach import reference
 
 QUICK = {"measurement_ms": 500, "stability_percent": 50}  # the machine is shared: loose, short windows
 
@@ -45,7 +46,7 @@ def test_request_rate_with_poisson_arrivals(server):
 
 def test_variable_dimensions_need_sizes(server):
     reference.serve(server, ["custom_passthrough"])
-    with pytest.raises(labkit.PerfAnalyzerError, match=r"INPUTTensor \[-1, 128\].*shapes=") as info:
+    with pytest.raises(labkit.errors.PerfAnalyzerError, match=r"INPUTTensor \[-1, 128\].*shapes=") as info:
         labkit.perf(server, "custom_passthrough", concurrency=[1])
     assert info.value.exit_code is None
     sweep = labkit.perf(server, "custom_passthrough", concurrency=[2], shapes={"INPUTTensor": [3, 128]},
@@ -54,7 +55,7 @@ def test_variable_dimensions_need_sizes(server):
 
 
 def test_failures_become_labkit_errors(server):
-    with pytest.raises(labkit.ModelNotFoundError) as info:
+    with pytest.raises(labkit.errors.ModelNotFoundError) as info:
         labkit.perf(server, "no_such_model", progress=False)
     assert info.value.model == "no_such_model" and "add_sub" in info.value.loaded
 
@@ -75,7 +76,7 @@ def test_an_unstable_step_is_measured_longer_then_kept_marked(server, capsys):
 
 def test_a_step_perf_analyzer_would_refuse_is_refused_first(server):
     for bad in ({"concurrency": [1, 0]}, {"concurrency": [2.5]}, {"request_rate": [0]}):
-        with pytest.raises(labkit.PerfAnalyzerError) as info:
+        with pytest.raises(labkit.errors.PerfAnalyzerError) as info:
             labkit.perf(server, "add_sub", progress=False, **bad)
         assert info.value.exit_code is None and info.value.output == ""
     proc = subprocess.run([sys.executable, "-m", "labkit.cli", "perf", "add_sub", "--concurrency", "0"],
@@ -100,7 +101,7 @@ def test_cli_writes_the_table_as_json(tmp_path):
 
 
 def test_the_command_it_prints_is_perf_analyzers_own_and_runs_as_printed(server, capsys):
-    from labkit import _perf_dist
+    from labkit.observe import _perf_dist
 
     sweep = labkit.perf(server, "add_sub", concurrency=[2, 3], **QUICK)
     printed = capsys.readouterr().out

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.reference import add_sub_source
+import labkit.errors
+from labkit.teach.reference import add_sub_source
 
 ADD_SUB_SOURCE = add_sub_source()
 
@@ -109,7 +110,7 @@ def test_cell_magic_writes_and_reloads(fresh_server):
     shell.run_cell_magic("triton_python", "add_sub", ADD_SUB_SOURCE.replace("a - b", "a - b - 7"))
     result = labkit.check_add_sub(fresh_server, check=False)
     np.testing.assert_allclose(result.output1, result.input0 - result.input1 - 7)
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         shell.run_cell_magic("triton_python", "nothing_here", ADD_SUB_SOURCE)
     assert info.value.lacks == ["config.pbtxt"] and info.value.source == "nothing_here"
     with pytest.raises(labkit.ModelLoadError) as info:

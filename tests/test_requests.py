@@ -8,6 +8,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 import labkit
+import labkit.errors
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
@@ -26,7 +27,7 @@ def test_add_sub_batching(server, protocol):
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_unknown_model(server, protocol):
-    with pytest.raises(labkit.ModelNotFoundError) as info:
+    with pytest.raises(labkit.errors.ModelNotFoundError) as info:
         labkit.infer(server, "nosuch", {"INPUT0": np.zeros(4, np.float32)}, protocol=protocol)
     assert info.value.model == "nosuch" and "add_sub" in info.value.loaded
 
@@ -72,7 +73,7 @@ class TritonPythonModel:
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_a_misspelled_output_name_is_an_error_listing_the_outputs(server, protocol):
     # the request misspells it
-    with pytest.raises(labkit.OutputNameError) as asked:
+    with pytest.raises(labkit.errors.OutputNameError) as asked:
         labkit.infer(server, "add_sub", {"INPUT0": GOOD, "INPUT1": GOOD}, ["OUTPUT0", "OUTPT1"], protocol=protocol)
     assert asked.value.model == "add_sub" and asked.value.missing == ["OUTPT1"]
     assert asked.value.outputs == ["OUTPUT0", "OUTPUT1"]
@@ -80,10 +81,10 @@ def test_a_misspelled_output_name_is_an_error_listing_the_outputs(server, protoc
     server.repository.write_config(labkit.model_config("misspelled", "python", [("INPUT0", "FP32", [4])],
                                                        [("OUTPUT0", "FP32", [4])]))
     server.python_model("misspelled", MISSPELLED)
-    with pytest.raises(labkit.OutputNameError) as declared:
+    with pytest.raises(labkit.errors.OutputNameError) as declared:
         labkit.infer(server, "misspelled", {"INPUT0": GOOD}, protocol=protocol)
     assert declared.value.missing == ["OUTPUT0"] and declared.value.outputs == ["OUTPUT0"] and declared.value.produced == []
-    with pytest.raises(labkit.OutputNameError) as requested:
+    with pytest.raises(labkit.errors.OutputNameError) as requested:
         labkit.infer(server, "misspelled", {"INPUT0": GOOD}, ["OUTPUT0"], protocol=protocol)
     assert requested.value.missing == ["OUTPUT0"]
     assert labkit.check_add_sub(server, protocol=protocol).ok
@@ -113,7 +114,7 @@ def test_an_input_declaring_more_than_it_carries_is_refused_before_sending(serve
         tensor.set_data_from_numpy(data)
         tensor.set_shape([1 << 28])
         before = labkit.model_stats(server, name, settle=True)
-        with pytest.raises(labkit.InputSizeError) as info:
+        with pytest.raises(labkit.errors.InputSizeError) as info:
             labkit.infer(server, name, {"IN": tensor}, protocol=protocol)
         assert info.value.model == name and info.value.input == "IN"
         if triton == "FP32":

@@ -15,11 +15,11 @@ from room_board_support import (
     solution,
 )
 
-from labkit import SubmissionError
+from labkit.errors import SubmissionError
 from labkit.room import grader
+from labkit.room.notebook_sources import VolumeSource
 from labkit.room.progress import NOT_STARTED, NOT_YET, PASSED, Progress
 from labkit.room.settings import ROOM_LABEL
-from labkit.room.sources import VolumeSource
 from labkit.room.submission import Submission
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]

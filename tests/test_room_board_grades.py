@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from labkit import BoardError, cli
+from labkit import cli
+from labkit.errors import BoardError
 from labkit.room import RoomSettings, progress
 from labkit.room.progress import board_table
 from labkit.room.settings import volume_name

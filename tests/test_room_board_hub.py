@@ -12,7 +12,8 @@ import requests
 from room_board_support import RoomVolumes, board_hub, notebook, room_engine, solution
 from waiting_support import eventually
 
-from labkit import BoardError, cli
+from labkit import cli
+from labkit.errors import BoardError
 from labkit.room.progress import board_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]

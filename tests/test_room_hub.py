@@ -25,8 +25,8 @@ from labkit.room import hub as hub_process
 from labkit.room.grader import Grader
 from labkit.room.hubconfig import WORK_LABEL
 from labkit.room.lifecycle import down, status_rows, up
+from labkit.room.notebook_sources import JupyterSource
 from labkit.room.settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
-from labkit.room.sources import JupyterSource
 from labkit.server._ports import free_ports
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]

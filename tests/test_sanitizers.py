@@ -10,8 +10,9 @@ import glob
 from pathlib import Path
 
 import labkit
-from labkit import reference
+import labkit.server
 from labkit.native import reference_source
+from labkit.teach import reference
 
 ASAN = "/usr/lib/x86_64-linux-gnu/libasan.so.8"  # gcc 12's runtime, shipped with g++ on Debian 12
 BACKENDS = {"minimal": "minimal_batching", "recommended": "recommended_batching", "custom": "custom_passthrough"}
@@ -19,7 +20,7 @@ BACKENDS = {"minimal": "minimal_batching", "recommended": "recommended_batching"
 
 def test_reference_backends_under_address_sanitizer(tmp_path):
     reports = tmp_path / "asan"
-    server = labkit.EmbeddedServer(
+    server = labkit.server.EmbeddedServer(
         workdir=tmp_path / "work",
         env={"LD_PRELOAD": ASAN, "ASAN_OPTIONS": f"detect_leaks=0:halt_on_error=0:log_path={reports}"},
     )

@@ -14,9 +14,12 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 import labkit
-from labkit import reference
-from labkit._sequence_ids import sequence_of, tag
+import labkit.errors
+import labkit.observe.sequence_timeline
+import labkit.server
+from labkit.client._sequence_ids import sequence_of, tag
 from labkit.repository import ModelRepository, is_stateful
+from labkit.teach import reference
 
 MODELS = ("sequence_accumulate", "sequence_accumulate_cpp")
 CLIENTS = {"http": httpclient, "grpc": grpcclient}
@@ -24,7 +27,7 @@ CLIENTS = {"http": httpclient, "grpc": grpcclient}
 
 @pytest.fixture(scope="module")
 def lab():
-    with labkit.EmbeddedServer() as server:
+    with labkit.server.EmbeddedServer() as server:
         server.start()
         reference.serve(server, MODELS)
         yield server
@@ -127,7 +130,7 @@ def test_run_sequences_and_the_slots_each_sequence_held(lab, model, protocol):
                                       concurrency=3, length=4, sequences=5, first_id=11, protocol=protocol)
     assert (result.count, result.errors) == (20, [])
     assert sorted(r.sequence for r in tl.requests) == sorted(str(s) for s in range(11, 16) for _ in range(4))
-    table = labkit.sequence_slots(tl)
+    table = labkit.observe.sequence_timeline.sequence_slots(tl)
     assert 1 <= max(len(row["slots"]) for row in table) <= 3  # no more slots than sequences live at once
     for row in table:
         live = [s for s in row["slots"] if s]
@@ -203,7 +206,7 @@ def test_the_config_helper_writes_the_reference_configs():
         assert config == reference_repo.read_config(name), name
         assert is_stateful(config)
     assert not is_stateful(reference_repo.read_config("add_sub"))
-    with pytest.raises(labkit.ConfigError):
+    with pytest.raises(labkit.errors.ConfigError):
         labkit.sequence_batching(labkit.model_config("x", "python", [], []), state=("A", "B", "INT33", [1]))
 
 
@@ -244,7 +247,7 @@ def test_a_sequence_request_of_two_rows_is_a_sequence_error(lab, model, protocol
 
 
 def test_cuda_shared_memory_does_not_carry_a_sequence(lab):
-    with pytest.raises(labkit.ConfigError) as caught:
+    with pytest.raises(labkit.errors.ConfigError) as caught:
         labkit.infer(lab, "sequence_accumulate", {"INPUT": np.array([[1]], np.int32)}, shared_memory="cuda",
                      sequence_id=3, sequence_start=True)
     assert caught.value.field == "shared_memory"

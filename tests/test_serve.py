@@ -17,10 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from waiting_support import eventually
 
 import labkit
+import labkit.errors
+import labkit.repository
+import labkit.server
 from labkit.server._ports import free_ports
-from waiting_support import eventually
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
@@ -89,7 +92,7 @@ def test_a_taken_port_fails_at_once_and_named(tmp_path):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         taken = holder.getsockname()[1]
-        with pytest.raises(labkit.PortTakenError) as caught:
+        with pytest.raises(labkit.errors.PortTakenError) as caught:
             labkit.start(tmp_path, grpc_port=taken)
         assert (caught.value.port, caught.value.service) == (taken, "grpc")
         started = time.monotonic()
@@ -112,9 +115,9 @@ def test_fixed_ports_are_the_ones_served(tmp_path):
 
 
 def test_a_model_without_config_loads_with_auto_complete(tmp_path):
-    labkit.ModelRepository(tmp_path).write_python_model("echo", ECHO)  # echo/1/model.py only
+    labkit.repository.ModelRepository(tmp_path).write_python_model("echo", ECHO)  # echo/1/model.py only
     with labkit.start(tmp_path) as lab:
-        with pytest.raises(labkit.RepositoryError) as caught:
+        with pytest.raises(labkit.errors.RepositoryError) as caught:
             lab.load("echo")
         assert caught.value.missing == "config.pbtxt"
     with labkit.start(tmp_path, auto_complete=True) as lab:
@@ -125,7 +128,7 @@ def test_a_model_without_config_loads_with_auto_complete(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_serve_shows_the_models_lines_and_keeps_the_log(tmp_path, sig):
-    labkit.ModelRepository(tmp_path).write_python_model("echo", ECHO)  # auto-complete makes its config
+    labkit.repository.ModelRepository(tmp_path).write_python_model("echo", ECHO)  # auto-complete makes its config
     serve = _Serve(str(tmp_path), "--any-ports")
     try:
         assert serve.lines["serving"] == "echo"
@@ -183,7 +186,7 @@ def test_backends_of_a_persons_folder_serve_and_python_is_refused(tmp_path):
         np.testing.assert_allclose(out["OUT"], [6.0, 8.0])
     assert _listing(backends) == before
     (backends / "python").mkdir()
-    with pytest.raises(labkit.BackendClashError) as caught:
+    with pytest.raises(labkit.errors.BackendClashError) as caught:
         labkit.start(repo, backend_directory=backends)
     assert (caught.value.backend, caught.value.directory) == ("python", str(backends.resolve()))
     assert os.listdir(backends / "python") == []

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from waiting_support import within
 
 import labkit
-from waiting_support import within
+import labkit.errors
+import labkit.server
 
 
 def _ended(pid: int) -> bool:
@@ -40,7 +42,7 @@ def _group_members(pgid: int) -> list[int]:
 
 
 def test_start_ready_and_stop():
-    server = labkit.EmbeddedServer()
+    server = labkit.server.EmbeddedServer()
     assert not server.alive and not server.ready()
     with server.start():
         assert server.alive and server.ready()
@@ -55,9 +57,9 @@ def test_start_ready_and_stop():
     assert not server.workspace.workdir.exists()  # its own temporary folder is cleaned up
     try:  # another test's server may still run: then current() is that one
         assert labkit.current() is not server
-    except labkit.ServerNotRunningError:
+    except labkit.errors.ServerNotRunningError:
         pass
-    with pytest.raises(labkit.ServerNotRunningError) as info:
+    with pytest.raises(labkit.errors.ServerNotRunningError) as info:
         server.models.index()
     assert info.value.stopped
 
@@ -77,8 +79,8 @@ def test_server_logs_are_captured(server):
 
 
 def test_failed_start_carries_log_lines(tmp_path):
-    server = labkit.EmbeddedServer(workdir=tmp_path, extra_args=["--model-control-mode=nonsense"])
-    with pytest.raises(labkit.ServerStartError) as info:
+    server = labkit.server.EmbeddedServer(workdir=tmp_path, extra_args=["--model-control-mode=nonsense"])
+    with pytest.raises(labkit.errors.ServerStartError) as info:
         server.start(timeout_s=30)
     assert 'Bad option: "--model-control-mode"' in info.value.log_tail
     assert not server.alive
@@ -123,7 +125,7 @@ def test_no_orphan_after_owner_ends(how):
     within(lambda: not _group_members(pid), 15, "the Python stubs to end", interval_s=0.2)
     assert _group_members(pid) == [], "a Python stub outlived its server"
     if how == "sigkill":
-        labkit.EmbeddedServer()  # a killed owner cannot clean up: the next launch sweeps its folder
+        labkit.server.EmbeddedServer()  # a killed owner cannot clean up: the next launch sweeps its folder
     assert not workdir.exists()
 
 
@@ -135,7 +137,7 @@ def test_wheel_fallback_unpacks_a_runnable_server(tmp_path, monkeypatch):
     dist = _triton_dist.TritonDist(_triton_dist._download_and_unpack(tmp_path / "labkit" / "unpacked"))
     assert os.access(dist.binary, os.X_OK)
     assert os.access(dist.stub_for((3, 11)), os.X_OK)
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         dist.stub_for((3, 12))
     assert info.value.missing == "Python backend stub for Python 3.12"
     version = subprocess.run(
@@ -150,7 +152,7 @@ def test_rss_counts_the_server_and_its_stubs(fresh_server):
     assert with_one_stub > 20 * 2**20  # tritonserver alone holds tens of MB
     cfg = fresh_server.repository.read_config("add_sub")
     cfg.name = "add_sub_twin"
-    fresh_server.python_model("add_sub_twin", labkit.reference.add_sub_source(), cfg)  # one more stub process
+    fresh_server.python_model("add_sub_twin", labkit.teach.reference.add_sub_source(), cfg)  # one more stub process
     assert fresh_server.runtime.rss_bytes() > with_one_stub
 
 
@@ -179,7 +181,7 @@ def test_next_launch_ends_an_orphaned_server_and_frees_its_shared_memory():
     # Without the parent-death signal the server outlives its owner (unless another labkit process
     # launching right now has already swept it: the same code path, so the checks below still hold).
     try:
-        labkit.EmbeddedServer()  # the next launch finds the orphan of a dead owner and ends it
+        labkit.server.EmbeddedServer()  # the next launch finds the orphan of a dead owner and ends it
         assert _gone(pid), "the orphaned tritonserver is still running"
     finally:
         if not _gone(pid, timeout_s=0.1):
@@ -204,7 +206,7 @@ class TritonPythonModel:
 def test_after_the_latest_server_stops_the_magics_use_the_one_still_running():
     from labkit import magics
 
-    with labkit.EmbeddedServer() as lab, labkit.EmbeddedServer() as lab2:
+    with labkit.server.EmbeddedServer() as lab, labkit.server.EmbeddedServer() as lab2:
         lab.start()
         lab2.start()
         assert labkit.current() is lab2

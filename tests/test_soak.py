@@ -17,6 +17,7 @@ import pytest
 from test_cpp import scaled_by, scaling_model, scaling_source
 
 import labkit
+import labkit.server
 from labkit.server import stubs
 
 PY, CPP, CPP_BACKEND = "soak_py", "soak_cpp", "soakcpp"
@@ -63,7 +64,7 @@ def cpp_missing_entry_point(factor: int) -> str:
 class Walk:
     """The server, what each model should answer, and the sources that compiled and loaded."""
 
-    def __init__(self, server: labkit.EmbeddedServer, rng: random.Random) -> None:
+    def __init__(self, server: labkit.server.EmbeddedServer, rng: random.Random) -> None:
         self.server, self.rng = server, rng
         self.expected = {PY: 1, CPP: 1}
         self.py_good = [1]
@@ -151,7 +152,7 @@ def test_soak_edit_fail_fix_restart(capsys):
     rng = random.Random(seed)
     done: Counter[str] = Counter()
     t0 = time.monotonic()
-    with labkit.EmbeddedServer() as server:
+    with labkit.server.EmbeddedServer() as server:
         server.start()
         server.repository.write_config(labkit.model_config(PY, "python", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])]))
         server.python_model(PY, python_source(1))

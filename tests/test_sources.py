@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import labkit
+import labkit.errors
 from labkit.native import build_backend, reference_source
 from labkit.native.build import BATCH_ENTRY_POINTS, dynamic_symbols
 from labkit.native.sources import collect
@@ -67,20 +68,20 @@ def test_a_cell_compiled_with_files_keeps_the_editor_lines_and_sees_their_header
 def test_text_and_paths_are_told_apart(tmp_path):
     assert collect(MINIMAL).cell == MINIMAL and collect("").cell == ""
     assert collect("int x;", first_line=2).cell == "#line 2\nint x;"
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         collect(str(tmp_path / "nowhere.cc"))
     assert info.value.missing == str(tmp_path / "nowhere.cc") and info.value.reason == "no such file"
     (tmp_path / "empty").mkdir()
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         collect(tmp_path / "empty")
     assert info.value.reason == "no C++ sources"
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "same.cc").write_text("int x;\n")
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         collect([tmp_path / "a", tmp_path / "b"])
     assert (info.value.field, info.value.value) == ("source", "same.cc")
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         collect(["int a;\n", "int b;\n"])
     assert info.value.field == "source"
 
@@ -131,6 +132,6 @@ def test_the_magic_takes_files_and_compiles_a_nonempty_cell_with_them(monkeypatc
     magics.triton_cpp("minimal", MINIMAL)
     assert calls == [("bls", [tmp_path / "src", tmp_path / "extra.cc"], 2),
                      ("bls", [tmp_path / "src", "int from_cell();\n"], 2), ("minimal", MINIMAL, 2)]
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         magics.triton_cpp("bls --sources", "")
     assert "--sources" in str(info.value)

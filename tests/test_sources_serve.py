@@ -5,14 +5,14 @@ a labkit Python model's dynamic batches. The examples are read from the pinned b
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 import labkit
-from labkit.load import run_load
+import labkit.errors
 from labkit.native import build_backend, deploy
-from labkit.stats import model_stats
+from labkit.observe.stats import model_stats
+from labkit.traffic.generator import run_load
 
 
 class Echo:
@@ -53,7 +53,7 @@ def test_official_volume_batching_caps_a_python_models_batches(backend_examples,
 def test_a_strategy_for_a_model_without_dynamic_batching_is_refused(backend_examples, fresh_server, tmp_path):
     source = backend_examples / "batching_strategies" / "single_batching" / "src" / "single_batching.cc"
     strategy = build_backend("singlebatching", source, cache=tmp_path, progress=False)
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         deploy.attach_batch_strategy(fresh_server.repository, "add_sub", strategy)
     assert info.value.field == "dynamic_batching" and info.value.source == "add_sub"
     assert "TRITON_BATCH_STRATEGY_PATH" not in fresh_server.repository.read_config("add_sub").parameters

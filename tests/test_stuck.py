@@ -11,10 +11,11 @@ import time
 
 import numpy as np
 import pytest
+from waiting_support import never
 
 import labkit
+import labkit.errors
 from labkit import debug_tools
-from waiting_support import never
 
 pytestmark = pytest.mark.slow
 
@@ -111,7 +112,7 @@ def test_a_kernel_interrupt_ends_the_wait_with_the_same_report(fresh_server):
     for protocol in ("http", "grpc"):
         timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
         timer.start()
-        with pytest.raises(labkit.RequestInterruptedError) as info:
+        with pytest.raises(labkit.errors.RequestInterruptedError) as info:
             labkit.infer(fresh_server, "hang", X, protocol=protocol, timeout_s=60)
         timer.join()
         assert 0.9 < info.value.waited_s < 10 and info.value.limit_s == 60

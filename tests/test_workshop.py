@@ -12,8 +12,11 @@ import nbformat
 import pytest
 
 import labkit
-from labkit import exercises, workshop
+import labkit.errors
+import labkit.server
+from labkit import exercises
 from labkit.exercises import REGISTRY
+from labkit.teach import workshop
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -43,7 +46,7 @@ def test_every_exercise_has_a_starter_a_solution_and_a_tagged_cell():
 
 @pytest.fixture(scope="module")
 def lab():
-    with labkit.EmbeddedServer() as server:
+    with labkit.server.EmbeddedServer() as server:
         server.start()
         server.repository.write_config(labkit.model_config(
             "add_sub3", "python", [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])],
@@ -109,12 +112,12 @@ def test_an_unknown_exercise_tag_is_a_labkit_error_and_changes_nothing(tmp_path)
     nb = nbformat.v4.new_notebook(cells=[_tagged("x = 1", "01-output2"), _tagged("y = 2", "01-nosuch")])
     nbformat.write(nb, path)
     before = path.read_text()
-    with pytest.raises(labkit.UnknownExerciseError) as reset:
+    with pytest.raises(labkit.errors.UnknownExerciseError) as reset:
         workshop.main(["reset", "01", "--dir", str(tmp_path)])
     assert reset.value.exercise == "01-nosuch" and reset.value.notebook == str(path)
     assert "01-output2" in reset.value.known and "01-nosuch" not in reset.value.known
     assert path.read_text() == before and not (tmp_path / workshop.BACKUP_FOLDER).exists()
-    with pytest.raises(labkit.UnknownExerciseError) as solutions:
+    with pytest.raises(labkit.errors.UnknownExerciseError) as solutions:
         workshop.run_notebook(path, solutions=True)
     assert solutions.value.exercise == "01-nosuch"
 

@@ -36,8 +36,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import docker
 import docker.errors
+
+import docker
 
 from .. import _triton_dist
 from ..errors import EngineError, SetupError
@@ -277,8 +278,7 @@ def _tar_stream(rootfs: Path) -> Iterator[bytes]:
     )
     assert proc.stdout is not None
     try:
-        for block in iter(lambda: proc.stdout.read(1 << 20), b""):
-            yield block
+        yield from iter(lambda: proc.stdout.read(1 << 20), b"")
     finally:
         proc.stdout.close()
         if proc.wait() != 0:

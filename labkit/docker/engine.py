@@ -7,9 +7,10 @@ import json
 import os
 from collections.abc import Iterator
 
-import docker
 import docker.errors
 import requests.exceptions
+
+import docker
 
 from .. import _triton_dist
 from ..errors import SetupError

@@ -6,8 +6,9 @@ import sys
 import time
 from typing import Any
 
-import docker
 import docker.errors
+
+import docker
 
 from ..errors import EngineError, SetupError
 from .cpu_image import IMAGE as OFFLINE_IMAGE

@@ -43,11 +43,49 @@ reads its fields, never its text.
     └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
 """
 
-from .base import LabkitError, SetupError, GpuUnavailableError, EngineError
-from .server import ServerError, ServerStartError, PortTakenError, BackendClashError, ServerNotRunningError, WaitTimeoutError
-from .models import RepositoryError, InvalidNameError, RepositoryWriteError, ConfigError, ModelLoadError, LoadTimeoutError, EnsembleStepError, MetricKindError, BuildError
-from .requests import InferenceError, ModelNotFoundError, RequestError, InputSizeError, OutputNameError, RequestTimeoutError, RequestInterruptedError, SequenceError, AnswerMismatchError
-from .tools import PerfAnalyzerError, UnstableMeasurementError, TraceError, UnknownExerciseError, CourseError, UnknownProtocolError, RoomSettingsError, SubmissionError, HubError, BoardError
+from .models import (
+    BuildError,
+    ConfigError,
+    EnsembleStepError,
+    InvalidNameError,
+    LoadTimeoutError,
+    MetricKindError,
+    ModelLoadError,
+    RepositoryError,
+    RepositoryWriteError,
+)
+from .requests import (
+    AnswerMismatchError,
+    InferenceError,
+    InputSizeError,
+    ModelNotFoundError,
+    OutputNameError,
+    RequestError,
+    RequestInterruptedError,
+    RequestTimeoutError,
+    SequenceError,
+)
+from .root import EngineError, GpuUnavailableError, LabkitError, SetupError
+from .server import (
+    BackendClashError,
+    PortTakenError,
+    ServerError,
+    ServerNotRunningError,
+    ServerStartError,
+    WaitTimeoutError,
+)
+from .tools import (
+    BoardError,
+    CourseError,
+    HubError,
+    PerfAnalyzerError,
+    RoomSettingsError,
+    SubmissionError,
+    TraceError,
+    UnknownExerciseError,
+    UnknownProtocolError,
+    UnstableMeasurementError,
+)
 
 __all__ = [
     "LabkitError",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .base import LabkitError
+from .root import LabkitError
 
 
 class RepositoryError(LabkitError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import LabkitError
+from .root import LabkitError
 
 
 class ServerError(LabkitError):

@@ -4,10 +4,19 @@ of the "your turn" cells in ``cells/`` (the solutions stay out of the notebooks)
     verdict = labkit.exercises.check("01-output2", lab)   # in the notebook's check cell
     verdict                                               # passed, or not yet: what is wrong. Hint: ...
 
-``labkit workshop check`` runs the notebooks and collects every verdict (see labkit.workshop).
+``labkit workshop check`` runs the notebooks and collects every verdict (see labkit.teach.workshop).
 """
 
 from . import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb09_ensemble, nb09_state
-from .core import REGISTRY, TAG_PREFIX, Exercise, NotYet, Verdict, check, exercise, require_latest
+from .core import (
+    REGISTRY,
+    TAG_PREFIX,
+    Exercise,
+    NotYet,
+    Verdict,
+    check,
+    exercise,
+    require_latest,
+)
 
 __all__ = ["REGISTRY", "TAG_PREFIX", "Exercise", "NotYet", "Verdict", "check", "exercise", "require_latest", "nb01", "nb02", "nb03", "nb04", "nb05", "nb06", "nb07", "nb09_ensemble", "nb09_state"]

@@ -16,8 +16,8 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
+from ..client.inference import infer
 from ..errors import ModelLoadError
-from ..inference import infer
 from ..server.base import TritonServer
 from .core import NotYet, exercise, require_configured_outputs
 from .scratch import config_of, scratch_model

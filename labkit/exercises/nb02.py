@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..client.inference import infer
 from ..errors import BuildError, LabkitError, ModelLoadError
-from ..inference import infer
+from ..observe.stats import model_stats
 from ..repository import ModelConfig
 from ..server.base import TritonServer
-from ..stats import model_stats
 from .core import NotYet, exercise, reload_with
 from .sanitized import SanitizedRun, sanitized_run
 from .scratch import config_of, latest, library_files, scratch_model

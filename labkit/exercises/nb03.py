@@ -31,16 +31,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import reference
 from ..errors import WaitTimeoutError
-from ..load import run_load
 from ..native import deploy
 from ..native.build import reference_source
+from ..observe.stats import model_stats
 from ..repository import ModelRepository
 from ..server.base import TritonServer
 from ..server.polling import wait_until
-from ..stats import model_stats
-from . import stub_side
+from ..teach import reference
+from ..traffic.generator import run_load
+from . import model_side as stub_side
 from .core import NotYet, exercise
 from .scratch import owned_model
 

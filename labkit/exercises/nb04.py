@@ -12,8 +12,8 @@ from importlib import resources
 
 import numpy as np
 
+from ..client.inference import infer, infer_together
 from ..errors import InferenceError, ModelLoadError
-from ..inference import infer, infer_together
 from ..server.base import TritonServer
 from .core import NotYet, exercise
 from .scratch import config_of, latest, library_files, scratch_model

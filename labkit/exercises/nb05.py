@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..client.inference import infer
 from ..errors import InferenceError, ModelLoadError
-from ..inference import infer
 from ..server.base import TritonServer
 from .core import NotYet, exercise
 from .scratch import config_of, scratch_model

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..client.inference import infer
 from ..errors import ModelLoadError
-from ..inference import infer
 from ..repository import model_config
 from ..server.base import TritonServer
 from .core import NotYet, exercise, require_configured_outputs

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..client.inference import infer_with_parameters, stream_infer
 from ..errors import InferenceError
-from ..inference import infer_with_parameters, stream_infer
 from ..server.base import TritonServer
 from .core import NotYet, exercise, require_configured_outputs
 

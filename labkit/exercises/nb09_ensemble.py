@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..inference import infer
+from ..client.inference import infer
+from ..observe.stats import model_stats
 from ..server.base import TritonServer
-from ..stats import model_stats
 from .core import NotYet, exercise, require_configured_outputs
 
 ENSEMBLE = "fourth_power"

@@ -14,12 +14,12 @@ import threading
 
 import numpy as np
 
-from .. import reference
+from ..client.inference import infer
+from ..client.transport import closing_http
 from ..errors import InferenceError, ModelLoadError
-from ..inference import infer
 from ..repository import ModelRepository
 from ..server.base import TritonServer
-from ..transport import closing_http
+from ..teach import reference
 from .core import NotYet, exercise, require_configured_outputs
 from .scratch import latest, library_files, scratch_model
 

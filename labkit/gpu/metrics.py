@@ -1,6 +1,6 @@
 """Triton's GPU metrics (``nv_gpu_*``, exported only where Triton sees a GPU and runs without
 ``--allow-gpu-metrics=false``): utilization and memory per GPU, read from parsed /metrics samples
-(labkit.stats.parse_metrics). Without a GPU there are none, and ``usage`` is empty."""
+(labkit.observe.stats.parse_metrics). Without a GPU there are none, and ``usage`` is empty."""
 
 from __future__ import annotations
 

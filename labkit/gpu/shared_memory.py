@@ -12,7 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from tritonclient.utils import InferenceServerException, np_to_triton_dtype, triton_to_np_dtype
+from tritonclient.utils import (
+    InferenceServerException,
+    np_to_triton_dtype,
+    triton_to_np_dtype,
+)
 
 from ..errors import ConfigError, GpuUnavailableError
 from . import detect
@@ -57,7 +61,7 @@ def infer(server: Any, model: str, inputs: Mapping[str, Any], outputs: Sequence[
           refusal: Callable[[Exception, list], Exception], device_id: int = 0) -> dict[str, np.ndarray]:
     """One HTTP request with every input and output in a CUDA shared-memory region on ``device_id``.
     GpuUnavailableError when no GPU is visible or cuda-python is missing; Triton's refusal becomes
-    ``refusal(exc, tensors)`` (labkit.inference's translation); nothing is left registered."""
+    ``refusal(exc, tensors)`` (labkit.client.inference's translation); nothing is left registered."""
     detect.need("CUDA shared memory")
     cudashm = _cudashm()
     from tritonclient import http as httpclient

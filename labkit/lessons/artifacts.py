@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..repository import model_config
+from ..client.inference import infer
 from ..errors import ModelLoadError
-from ..inference import infer
+from ..repository import model_config
 from ..server.base import TritonServer
 from .outcome import Outcome
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import reference
+from ..client.inference import infer
 from ..errors import InferenceError, LabkitError
+from ..observe.stats import model_stats
 from ..repository import model_config
-from ..inference import infer
 from ..server.base import TritonServer
-from ..stats import model_stats
+from ..teach import reference
 from .outcome import Outcome
 
 MODEL = "bls_demo"

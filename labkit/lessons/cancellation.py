@@ -23,13 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..client.inference import infer
 from ..errors import InferenceError
-from ..inference import infer
 from ..repository import model_config
 from ..server.base import TritonServer
-from ._c_logging import LOG_HELPERS
 from ..server.polling import wait_until
 from . import decoupled_cpp
+from ._c_logging import LOG_HELPERS
 from .outcome import Outcome
 
 BACKEND = "slowcount"

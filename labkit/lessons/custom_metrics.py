@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dashboard import Dashboard
+from ..client.inference import infer
 from ..errors import LabkitError, MetricKindError
-from ..inference import infer
-from ..metric_plots import TRITON_FAMILIES
+from ..observe.dashboard import Dashboard
+from ..observe.metric_plots import TRITON_FAMILIES
+from ..observe.stats import family_totals
 from ..repository import model_config
 from ..server.base import TritonServer
-from ..stats import family_totals
 from .outcome import Outcome
 
 MODEL = "metered"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..client.inference import stream_infer
 from ..repository import model_config
-from ..inference import stream_infer
 from ..server.base import TritonServer
 from .outcome import Outcome
 

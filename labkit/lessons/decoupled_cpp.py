@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..inference import stream_infer
+from ..client.inference import stream_infer
 from ..repository import model_config
 from ..server.base import TritonServer
 from ._c_logging import LOG_HELPERS

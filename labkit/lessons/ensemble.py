@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ensembles import EnsembleTimeline, ensemble_timeline, serve_ensemble
+from ..client.inference import infer
 from ..errors import EnsembleStepError, LabkitError
-from ..inference import infer
-from ..load import run_load
+from ..observe.ensembles import EnsembleTimeline, ensemble_timeline, serve_ensemble
 from ..repository import model_config
-from ..repository.ensemble import Step, ensemble_config
+from ..repository.ensemble_config import Step, ensemble_config
 from ..server.base import TritonServer
+from ..traffic.generator import run_load
 from .outcome import Outcome
 
 MODEL = "pipeline"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..inference import infer
+from ..client.inference import infer
 from ..repository import model_config
 from ..server.base import TritonServer
 from ._c_logging import LOG_HELPERS

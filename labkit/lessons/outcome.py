@@ -1,4 +1,4 @@
-"""What every lesson's ``run(server)`` returns, so one loop (labkit.tour) can run them all."""
+"""What every lesson's ``run(server)`` returns, so one loop (labkit.teach.tour) can run them all."""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..client.inference import infer_with_parameters
 from ..repository import model_config
-from ..inference import infer_with_parameters
 from ..server.base import TritonServer
 from .outcome import Outcome
 

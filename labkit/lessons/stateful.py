@@ -18,15 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import reference
-from ..inference import infer
+from ..client.inference import infer
 from ..native.build import reference_source
-from ..plots import Picture
+from ..observe.plots import Picture
+from ..observe.sequence_timeline import plot_sequence_slots, sequence_slots
+from ..observe.timelines import Timeline, timeline
 from ..repository import ModelRepository
-from ..sequence_timeline import plot_sequence_slots, sequence_slots
-from ..sequences import run_sequences
 from ..server.base import TritonServer
-from ..timelines import Timeline, timeline
+from ..teach import reference
+from ..traffic.sequences import run_sequences
 from .outcome import Outcome
 
 PY_MODEL, CPP_MODEL = "sequence_accumulate", "sequence_accumulate_cpp"

@@ -18,14 +18,15 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from .. import plots, reference
 from ..errors import ConfigError, InferenceError
-from ..load import run_load
 from ..native import deploy
 from ..native.build import Build
+from ..observe import plots
+from ..observe.stats import ModelStats, model_stats
 from ..server.base import TritonServer
+from ..teach import reference
+from ..traffic.generator import run_load
 from .outcome import Outcome
-from ..stats import ModelStats, model_stats
 
 STRATEGY = "volumebatching"
 #: Triton uses a strategy only if it finds all five; the build refuses a library that lacks one.

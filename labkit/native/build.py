@@ -27,8 +27,7 @@ from ..errors import BuildError, SetupError
 from ..gpu import cuda_build
 from ..repository.files import write_atomic
 from ..repository.names import check_name
-from . import defines as defines_
-from . import official, triton_sources
+from . import defines as defines_, official, triton_sources
 from .diagnostics import compile_error
 from .helpers import INCLUDE_DIR, SRC_DIR, digest, folder_digest, helper_objects, prune
 from .sources import STAGED, collect, stage

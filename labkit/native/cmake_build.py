@@ -36,8 +36,7 @@ from .._downloads import cache_dir, fill_once
 from ..errors import BuildError, ConfigError, SetupError
 from ..gpu import detect
 from ..repository.names import check_name
-from . import defines as defines_
-from . import official, triton_sources
+from . import defines as defines_, official, triton_sources
 from .build import Build, _check_symbols
 from .diagnostics import Place, cmake_error, compile_error
 from .helpers import digest, folder_digest, prune

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import shutil
 from collections import defaultdict
-from typing import Protocol
-
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import ConfigError, ModelLoadError
 from ..repository import ModelRepository

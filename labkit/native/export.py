@@ -22,7 +22,14 @@ from ..errors import BuildError, RepositoryError, SetupError
 from ..repository import ModelRepository
 from ..repository.names import check_name
 from . import official, triton_sources
-from .build import LABKIT_INCLUDE, REFERENCE_DIR, VERSION_SCRIPT, Build, json_include, latest_build
+from .build import (
+    LABKIT_INCLUDE,
+    REFERENCE_DIR,
+    VERSION_SCRIPT,
+    Build,
+    json_include,
+    latest_build,
+)
 from .helpers import INCLUDE_DIR, SRC_DIR
 from .sources import STAGED, Sources, collect
 from .toolchain import Toolchain, build_tool

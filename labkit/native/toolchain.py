@@ -1,4 +1,4 @@
-"""Where a C++ backend is compiled: g++ on this machine, or (labkit.docker.toolchain) inside the
+"""Where a C++ backend is compiled: g++ on this machine, or (labkit.docker.compiler) inside the
 container Triton runs in, so the library links the C++ runtime it will run with.
 
 A build only ever talks to a Toolchain: it asks for the compiler's version (part of the cache key),

@@ -6,7 +6,7 @@ The hub starts it as a managed service (it passes JUPYTERHUB_API_TOKEN, JUPYTERH
 JUPYTERHUB_SERVICE_PREFIX, ...). JupyterHub's own OAuth (``HubOAuthenticated``) guards every page: only
 holders of ``access:services!service=board`` (the room's teacher role) get in; anyone else gets 403, or
 the hub's login page first. Every ``poll_s`` seconds (and on ``POST api/refresh``) the board lists the
-saved notebooks (``labkit.room.sources``: the room's Docker volumes, which a scanner watches, or each lab's
+saved notebooks (``labkit.room.notebook_sources``: the room's Docker volumes, which a scanner watches, or each lab's
 Jupyter API through the hub) and queues each new save; the exercise cells that changed go to a grader
 (``labkit.room.grader``: a warm container with no network; ``labkit.room.pods`` on Kubernetes), ``graders``
 at a time. Marks go to ``<room dir>/progress.json``.
@@ -37,12 +37,11 @@ from tornado import web
 
 from ..errors import LabkitError
 from ..exercises import REGISTRY
-from . import progress as progress_store
-from . import record as room_record
+from . import progress as progress_store, record as room_record
 from .grader import Grader, Limits, Runner, untouched_results
+from .notebook_sources import JupyterSource, NotebookSource, VolumeSource
 from .record import RoomRecord
 from .settings import GRADER_IMAGE, volume_name
-from .sources import JupyterSource, NotebookSource, VolumeSource
 from .submission import is_started
 from .verdicts import RoomVerdict
 
@@ -52,7 +51,7 @@ CHANGES_S = 2  # ... and at once when a mark changed: it asks api/progress every
 # Reload only when a mark changed, so that a hover or a detail being read is not lost every few seconds.
 WATCH = ("<script>let seen=null;setInterval(async()=>{try{const r=await fetch('api/progress',"
          "{credentials:'same-origin'});if(!r.ok)return;const t=await r.text();if(seen!==null&&t!==seen)"
-         "location.reload();seen=t;}catch(e){}},%d);</script>" % (CHANGES_S * 1000))
+         f"location.reload();seen=t;}}catch(e){{}}}},{CHANGES_S * 1000});</script>")
 
 
 class Board:

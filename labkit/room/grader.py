@@ -277,7 +277,7 @@ def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None, 
     still as shipped is "not started" without running. ``kernel``: a kernel already started in ``work``."""
     import nbformat
 
-    from ..workshop import exercise_of, run_notebook
+    from ..teach.workshop import exercise_of, run_notebook
 
     template = (pristine or Path(HOME_IN_IMAGE) / "notebooks") / Path(name).name
     if not template.exists():

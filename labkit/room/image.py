@@ -113,7 +113,7 @@ def _sources(root: Path, into: Path) -> None:
     shutil.copytree(root / "model_repository", into / "model_repository", symlinks=True, ignore=ignore)
 
 
-def _tree_hash(h: "hashlib._Hash", folder: Path) -> None:
+def _tree_hash(h: hashlib._Hash, folder: Path) -> None:
     for path in sorted(folder.rglob("*")):
         if path.is_file() and not path.is_symlink():
             h.update(path.relative_to(folder).as_posix().encode())

@@ -40,7 +40,7 @@ class Credentials:
     teacher_password: str
 
     @classmethod
-    def generate(cls) -> "Credentials":
+    def generate(cls) -> Credentials:
         return cls(user_password=secrets.token_urlsafe(9), teacher_password=secrets.token_urlsafe(32))
 
 

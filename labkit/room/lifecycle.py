@@ -35,8 +35,7 @@ from ..errors import (
 )
 from ..server._ports import free_ports
 from ..server.polling import wait_until
-from . import hub as hub_process
-from . import record as room_record
+from . import hub as hub_process, record as room_record
 from .hubclient import HubClient
 from .hubconfig import WORK_LABEL, Plumbing
 from .image import build_image, image_state

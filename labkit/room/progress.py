@@ -106,7 +106,7 @@ class Progress:
                 "judged": self.judged}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Progress":
+    def from_json(cls, data: dict[str, Any]) -> Progress:
         marks = {u: {e: Mark(**m) for e, m in row.items()} for u, row in data.get("marks", {}).items()}
         return cls(list(data.get("participants", [])), marks,
                    {u: {n: float(t) for n, t in row.items()} for u, row in data.get("judged", {}).items()})

@@ -112,5 +112,5 @@ class RoomSettings:
         width = max(2, len(str(count)))
         return tuple(f"p{i:0{width}d}" for i in range(1, count + 1))
 
-    def with_(self, **changes: object) -> "RoomSettings":
+    def with_(self, **changes: object) -> RoomSettings:
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -8,8 +8,9 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import SubmissionError
 from ..exercises import REGISTRY, TAG_PREFIX
@@ -66,7 +67,7 @@ class Submission:
         return text
 
     @classmethod
-    def decode(cls, text: str) -> "Submission":
+    def decode(cls, text: str) -> Submission:
         try:
             data = json.loads(zlib.decompress(base64.b64decode(text.encode(), validate=True)))
             return cls(str(data["user"]), str(data["notebook"]), {str(k): str(v) for k, v in data["cells"].items()},

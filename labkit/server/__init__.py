@@ -15,9 +15,9 @@ from typing import Any
 
 from . import launchers
 from .base import TritonServer, current
-from .config import ServerConfig
 from .launchers.embedded import EmbeddedServer
 from .logs import LogView
+from .server_config import ServerConfig
 
 __all__ = ["EmbeddedServer", "LogView", "ServerConfig", "TritonServer", "create", "current", "kinds", "launcher"]
 

@@ -21,22 +21,22 @@ from typing import Any
 from ..errors import ServerNotRunningError, ServerStartError, WaitTimeoutError
 from ..native.crash import Crash
 from ..repository import ModelConfig, ModelRepository
-from .config import ServerConfig
 from .control import ControlPlane
 from .endpoints import Endpoints
 from .health import Health
 from .logs import LogView
-from .models import Models
+from .model_control import Models
 from .polling import wait_until
 from .runtime import Runtime, RuntimeDefaults, Workspace
+from .server_config import ServerConfig
 
-_LIVE: "weakref.WeakSet[TritonServer]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[TritonServer] = weakref.WeakSet()
 
 #: How long stop() waits for the models to unload (a Python model takes about 1 s in 23.12) before it
 #: ends the server anyway: a stuck model never finishes, and Triton's own exit would wait for it.
 STOP_UNLOAD_S = 1.5
 
-_current: "TritonServer | None" = None
+_current: TritonServer | None = None
 _servers_started = itertools.count(1)
 
 
@@ -46,7 +46,7 @@ def _stop_all() -> None:
         server.stop()
 
 
-def current() -> "TritonServer":
+def current() -> TritonServer:
     """The server started last in this process that still runs (what the notebook magics talk to):
     after ``lab2.stop()``, ``lab`` again."""
     if _current is not None and _current.alive:
@@ -117,7 +117,7 @@ class TritonServer:
 
     def client(self, protocol: str = "http", *, network_timeout_s: float = 60.0) -> Any:
         """A new tritonclient client for this server. They are not thread-safe: make one per thread.
-        An HTTP one is a ``labkit.transport.HttpClient``: it closes once, so any thread may release it."""
+        An HTTP one is a ``labkit.client.transport.HttpClient``: it closes once, so any thread may release it."""
         return self._control.client(protocol, network_timeout_s=network_timeout_s)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ class TritonServer:
     def ready(self) -> bool:
         return self.alive and self._control.ready()
 
-    def start(self, timeout_s: float = 60.0) -> "TritonServer":
+    def start(self, timeout_s: float = 60.0) -> TritonServer:
         """Launch Triton and wait until it is ready. A failed start leaves nothing running."""
         global _current
         for attempt in range(1, self.runtime.launch_attempts + 1):
@@ -254,7 +254,7 @@ class TritonServer:
         """See Models.unstick."""
         return self.models.unstick(name)
 
-    def __enter__(self) -> "TritonServer":
+    def __enter__(self) -> TritonServer:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -8,8 +8,7 @@ import threading
 import time
 
 from ..errors import ServerNotRunningError, WaitTimeoutError
-from ..native.crash import Crash
-from ..native.crash import read as read_crash
+from ..native.crash import Crash, read as read_crash
 from .connection import unreachable
 from .polling import wait_until
 from .runtime import Runtime

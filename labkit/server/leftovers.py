@@ -10,8 +10,8 @@ import socket
 import tempfile
 from pathlib import Path
 
-from .runtime import OWNER_FILE, OWNER_START_FILE, SERVER_FILE, WORKDIR_PREFIX
 from .owner import UNKNOWN, Owner
+from .runtime import OWNER_FILE, OWNER_START_FILE, SERVER_FILE, WORKDIR_PREFIX
 
 _SHM = Path("/dev/shm")
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import html
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from ..errors import WaitTimeoutError
 from .polling import wait_until
@@ -100,7 +99,7 @@ class LogFollower:
         self._lock = threading.Lock()  # held while paused, and while a batch of lines is written
         self._thread = threading.Thread(target=self._run, name="labkit-log-follower", daemon=True)
 
-    def start(self) -> "LogFollower":
+    def start(self) -> LogFollower:
         self._thread.start()
         return self
 

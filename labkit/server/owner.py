@@ -43,7 +43,7 @@ class Owner:
     start: str = UNKNOWN
 
     @classmethod
-    def me(cls) -> "Owner":
+    def me(cls) -> Owner:
         pid = os.getpid()
         return cls(socket.gethostname(), pid, process_start(pid) or UNKNOWN)
 

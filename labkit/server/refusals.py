@@ -19,8 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ..errors import EnsembleStepError, LabkitError, MetricKindError, ModelLoadError
 from ..repository import ModelRepository
-from ..repository.ensemble import is_ensemble
-
+from ..repository.ensemble_config import is_ensemble
 
 
 class _RepositoryAndTriton(Protocol):

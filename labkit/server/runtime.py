@@ -18,11 +18,11 @@ from typing import Protocol
 
 from ..native.toolchain import LocalToolchain, Toolchain
 from ..repository import ModelRepository
-from ..stuck.tools import Beside
-from .config import ServerConfig
+from ..stuck.debuggers import Beside
 from .endpoints import Endpoints
 from .logs import LogView
 from .owner import Owner
+from .server_config import ServerConfig
 
 WORKDIR_PREFIX = "labkit-"
 OWNER_FILE = "owner.pid"
@@ -41,7 +41,7 @@ class Workspace:
     owned: bool
 
     @classmethod
-    def create(cls, kind: str, repository: str | Path | None, workdir: str | Path | None) -> "Workspace":
+    def create(cls, kind: str, repository: str | Path | None, workdir: str | Path | None) -> Workspace:
         owned = workdir is None
         folder = Path(workdir or tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{kind}-")).resolve()
         folder.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,10 @@ import os
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for annotations only: the stub imports socket when a session opens
+    import socket
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDS = os.path.join(HERE, "labkit-stubs")  # HERE is the Python backend's folder
@@ -225,7 +229,6 @@ def _listen(name: str):
 
 def set_trace(*_args, header=None, **_kwargs) -> None:
     """What ``breakpoint()`` and ``pdb.set_trace()`` call in the stub."""
-    import socket
 
     global _sessions
     frame = sys._getframe(1)
@@ -252,7 +255,7 @@ def set_trace(*_args, header=None, **_kwargs) -> None:
         server.settimeout(wait_s)
         try:
             conn, _ = server.accept()
-        except socket.timeout:
+        except TimeoutError:
             _log(f"breakpoint at {where} ({INSTANCE}) skipped: no one attached within {wait_s:.0f} s.")
     finally:
         server.close()  # nothing listens any more, whatever happened

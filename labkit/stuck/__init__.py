@@ -5,5 +5,5 @@
     unstick.unstick(server, model)      # end the stuck request inside model.py and reload
     report.debug_tools(server)          # whether py-spy and eu-stack are there, and how to get them
 
-Nothing is imported here, so that ``labkit.server`` can use ``labkit.stuck.tools`` without a cycle.
+Nothing is imported here, so that ``labkit.server`` can use ``labkit.stuck.debuggers`` without a cycle.
 """

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 
 from ..native.symbols import display_file
 from ..repository.files import source_line
-from .tools import EU_STACK, Beside, missing_text
+from .debuggers import EU_STACK, Beside, missing_text
 
 _THREAD = re.compile(r"^TID (\d+):$")
 _FRAME = re.compile(r"^#(\d+)\s+0x[0-9a-f]+\s+(.*?)(?: - (/\S.*))?$")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..repository.files import source_line
-from .tools import PY_SPY, Beside, missing_text
+from .debuggers import PY_SPY, Beside, missing_text
 
 REAL_STUB_SUFFIX = "/stub/triton_python_backend_stub"
 _INSTANCE_ARG = 8

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import LabkitError, RequestInterruptedError, RequestTimeoutError
+from .debuggers import Tool, available
 from .native_stack import native_stack
 from .python_stack import python_stack
-from .tools import Tool, available
 
 
 def is_python(server: Any, backend: str) -> bool:

@@ -18,10 +18,10 @@ from typing import Any
 
 from ..errors import LoadTimeoutError
 from ..server.stubs import RECORDS_DIR
+from .debuggers import PY_SPY, missing_text
 from .native_stack import busy_threads, describe_threads, innermost_line
 from .python_stack import Stub, busy_stubs, describe_frames
 from .report import backend_of, is_python
-from .tools import PY_SPY, missing_text
 from .unstick import UNSTICK_SIGNAL
 
 #: py-spy's names of the model.py frames a load runs: ``TritonPythonModel.initialize``, the module,

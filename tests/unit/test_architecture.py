@@ -1,6 +1,7 @@
 """The shape of the package: no import cycles (imports inside functions count), small files (Python
 and C++, in labkit/ and tests/), one meaning per class name, a thin server facade, and every error a
-public call raises importable from ``labkit``."""
+public call raises importable from ``labkit.errors``; a small, sorted public API; few flat modules, no
+file name twice, and every package described in the README's layout and docs/architecture.md."""
 
 from __future__ import annotations
 
@@ -155,7 +156,7 @@ def test_the_server_facade_stays_thin():
     assert {n for n in dir(EmbeddedServer) if not n.startswith("_")} == public  # launchers add none
 
 
-def test_every_raised_error_is_importable_from_labkit():
+def test_every_raised_error_is_importable_from_labkit_errors():
     raised = set()
     for path in _modules().values():
         for node in ast.walk(ast.parse(path.read_text())):
@@ -163,9 +164,58 @@ def test_every_raised_error_is_importable_from_labkit():
                 raised.add(node.exc.func.id)
     ours = {name for name in raised if isinstance(getattr(labkit.errors, name, None), type)}
     assert ours, "the scan found no labkit errors at all"
-    assert sorted(ours - set(labkit.__all__)) == []
+    assert sorted(ours - set(labkit.errors.__all__)) == []
     for name in ours:
-        assert issubclass(getattr(labkit, name), labkit.LabkitError)
+        assert issubclass(getattr(labkit.errors, name), labkit.LabkitError)
+    # the ones the notebooks catch are on labkit itself too, the same classes
+    assert all(getattr(labkit, n) is getattr(labkit.errors, n) for n in labkit.__all__ if n.endswith("Error"))
+
+
+def test_the_public_surface_is_what_a_notebook_calls_sorted_and_nothing_leaks():
+    import types
+
+    assert labkit.__all__ == sorted(labkit.__all__) and len(labkit.__all__) <= 45
+    assert all(hasattr(labkit, name) for name in labkit.__all__)
+    public = {n for n, v in vars(labkit).items() if not n.startswith("_") and not isinstance(v, types.ModuleType)}
+    assert sorted(public - set(labkit.__all__)) == ["load_ipython_extension"]  # IPython's hook for %load_ext
+
+
+#: at most this many modules directly in labkit/; the rest live in packages named for what they hold
+MAX_FLAT = 12
+
+
+def test_the_top_level_keeps_few_modules_and_no_two_modules_share_a_file_name():
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(flat) <= MAX_FLAT, flat
+    names: dict[str, list[str]] = {}
+    for name, path in _modules().items():
+        if path.name != "__init__.py":
+            names.setdefault(path.name, []).append(name)
+    assert {n: m for n, m in names.items() if len(m) > 1} == {}
+    folders = [p.name for p in PACKAGE.rglob("*") if p.is_dir() and p.name not in ("__pycache__",)
+               and "model_repository" not in p.relative_to(PACKAGE).parts]
+    assert sorted({n for n in folders if folders.count(n) > 1}) == []
+
+
+def _packages() -> list[Path]:
+    """Every folder of labkit/ that holds Python code (a package), as a path relative to labkit/."""
+    return sorted(p.parent.relative_to(PACKAGE) for p in PACKAGE.rglob("__init__.py")
+                  if "model_repository" not in p.relative_to(PACKAGE).parts and p.parent != PACKAGE)
+
+
+def test_the_readme_and_the_architecture_page_describe_every_package():
+    readme = (ROOT / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[:layout.index("\n## ", 3)] if "\n## " in layout[3:] else layout
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    missing_readme, missing_doc = [], []
+    for package in _packages():
+        top = package.parts[0]
+        if f"`labkit/{package.as_posix()}/`" not in layout and f"`{package.name}/`" not in layout:
+            missing_readme.append(package.as_posix())
+        if f"{top}/" not in architecture:
+            missing_doc.append(top)
+    assert (missing_readme, missing_doc) == ([], [])
 
 
 def test_no_exported_name_shadows_a_submodule():

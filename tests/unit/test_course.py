@@ -9,9 +9,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit import course, workshop
 from labkit.errors import CourseError
 from labkit.exercises import REGISTRY
+from labkit.teach import course, workshop
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"

@@ -10,11 +10,12 @@ import pytest
 import tritonclient.http as httpclient
 
 import labkit
-from labkit import inference
+import labkit.errors
+import labkit.repository
+from labkit.client import inference
 from labkit.docker import engine as lk_engine
 from labkit.native import build
-from labkit.repository import config as cfgmod
-from labkit.repository import names
+from labkit.repository import config as cfgmod, names
 from labkit.repository.python_source import model_source
 from labkit.room import RoomSettings, k8s
 from labkit.stuck import report
@@ -28,7 +29,7 @@ class _NoConfigs:
     class repository:  # noqa: N801
         @staticmethod
         def read_config(model):
-            raise labkit.ConfigError("none")
+            raise labkit.errors.ConfigError("none")
 
 
 def _raised(call):
@@ -65,21 +66,21 @@ CASES = {
                    ["does not export TRITONBACKEND_ModelInstanceExecute, the one entry point Triton requires",
                     "it was not loaded", "Define it in your source"]),
     "InputSizeError": (lambda mp, tmp: _short_input(), ["needs 16 bytes", "carries 8 bytes", "nothing was sent"]),
-    "ModelNotFoundError": (lambda mp, tmp: labkit.ModelNotFoundError(model="nosuch", loaded=["add_sub"]),
+    "ModelNotFoundError": (lambda mp, tmp: labkit.errors.ModelNotFoundError(model="nosuch", loaded=["add_sub"]),
                            ["'nosuch' is not loaded", "add_sub", "server.load('nosuch')"]),
     "RequestTimeoutError": (lambda mp, tmp: report.timeout_error(_NoConfigs(), "hang", 2, stack="model.py:7 in execute"),
                             ["'hang'", "2 s", "model.py:7 in execute", "lab.unstick('hang')", "timeout_s="]),
-    "ServerNotRunningError": (lambda mp, tmp: labkit.ServerNotRunningError("gone", "last line"),
+    "ServerNotRunningError": (lambda mp, tmp: labkit.errors.ServerNotRunningError("gone", "last line"),
                               ["--- last server log lines ---\nlast line"]),
-    "PerfAnalyzerError": (lambda mp, tmp: labkit.PerfAnalyzerError("failed", exit_code=1, output="its words"),
+    "PerfAnalyzerError": (lambda mp, tmp: labkit.errors.PerfAnalyzerError("failed", exit_code=1, output="its words"),
                           ["--- perf_analyzer said ---\nits words"]),
-    "PortTakenError": (lambda mp, tmp: labkit.PortTakenError(port=8001, service="grpc"),
+    "PortTakenError": (lambda mp, tmp: labkit.errors.PortTakenError(port=8001, service="grpc"),
                        ["Port 8001 (grpc) on 127.0.0.1 is taken", "--grpc-port", "--any-ports"]),
-    "BackendClashError": (lambda mp, tmp: labkit.BackendClashError(backend="python", directory="/b"),
+    "BackendClashError": (lambda mp, tmp: labkit.errors.BackendClashError(backend="python", directory="/b"),
                           ["/b/python", "labkit's own Python backend", "Serve a folder without python/"]),
     "RoomSettingsError": (lambda mp, tmp: _raised(lambda: k8s.check(RoomSettings(memory="2Gi"))),
                           ["memory='2Gi'", "K, M, G, T", "'Gi' and 'GB' are refused"]),
-    "UnknownExerciseError": (lambda mp, tmp: labkit.UnknownExerciseError(exercise="x", notebook="n.ipynb", known=["a"]),
+    "UnknownExerciseError": (lambda mp, tmp: labkit.errors.UnknownExerciseError(exercise="x", notebook="n.ipynb", known=["a"]),
                              ["'exercise:x'", "nothing was changed", "Fix the cell's tag", "a"]),
 }
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import pytest
 
 import labkit
+import labkit.errors
+import labkit.repository
+import labkit.server
 from labkit import _triton_dist
 from labkit.gpu import detect
 from labkit.repository.config import to_text
-from labkit.server.config import ServerConfig, TritonPlace, argv
+from labkit.server.server_config import ServerConfig, TritonPlace, argv
 
 SMI_TWO = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1b2c3d4e-0000-1111-2222-333344445555)\n"
            "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-9f8e7d6c-0000-1111-2222-333344445555)\n")
@@ -62,7 +65,7 @@ def test_gpu_instance_group_pinned_to_devices():
 
 @pytest.mark.parametrize("kind, gpus", [("CPU", [0]), ("GPU", []), ("GPU", [-1]), ("GPU", ["0"]), ("GPU", [True])])
 def test_gpus_refused_unless_device_numbers_of_a_gpu_group(kind, gpus):
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         labkit.model_config("m", "python", [("IN", "FP32", [4])], [("OUT", "FP32", [4])], kind=kind, gpus=gpus)
     assert info.value.field == "gpus" and info.value.value == gpus
 
@@ -74,7 +77,7 @@ def test_pythons_with_a_stub_pass(version):
 
 @pytest.mark.parametrize("version", [(3, 12), (3, 13), (3, 7)])
 def test_pythons_without_a_stub_fail_early_naming_the_version(version):
-    with pytest.raises(labkit.SetupError) as info:
+    with pytest.raises(labkit.errors.SetupError) as info:
         _triton_dist.check_python(version, "/usr/bin/python3")
     assert info.value.missing == f"Python backend stub for Python {version[0]}.{version[1]}"
     assert info.value.reason == "not in the wheel"
@@ -85,7 +88,7 @@ def test_require_prints_the_skip_reason_or_says_go(monkeypatch, capsys):
     assert labkit.gpu.require("KIND_GPU add_sub") is False
     assert capsys.readouterr().out == ("skipped: KIND_GPU add_sub needs a GPU; no GPU visible "
                                        "(no /dev/nvidia0 and no nvidia-smi)\n")
-    with pytest.raises(labkit.GpuUnavailableError) as info:
+    with pytest.raises(labkit.errors.GpuUnavailableError) as info:
         labkit.gpu.need("CUDA shared memory")
     assert info.value.wanted == "CUDA shared memory" and info.value.missing == "GPU"
     monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], SMI_TWO))
@@ -113,7 +116,7 @@ nv_inference_count{model="add_sub",version="1"} 12
 
 def test_gpu_metrics_read_per_gpu_and_absent_without_a_gpu():
     from labkit.gpu import metrics
-    from labkit.stats import parse_metrics
+    from labkit.observe.stats import parse_metrics
 
     gpus = metrics.usage(parse_metrics(GPU_METRICS))
     assert [g.uuid for g in gpus] == ["GPU-aaa", "GPU-bbb"]
@@ -128,7 +131,7 @@ def test_cuda_shared_memory_refused_clearly_without_a_gpu(monkeypatch):
     from labkit.gpu import shared_memory
 
     monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
-    with pytest.raises(labkit.GpuUnavailableError) as info:
+    with pytest.raises(labkit.errors.GpuUnavailableError) as info:
         shared_memory.infer(None, "add_sub", {}, None, lambda exc, sent: exc)
     assert info.value.wanted == "CUDA shared memory" and info.value.missing == "GPU"
 
@@ -156,7 +159,7 @@ def test_cuda_shared_memory_refuses_outputs_of_unknown_size(output):
 
     from labkit.gpu.shared_memory import output_shapes
 
-    with pytest.raises(labkit.ConfigError) as info:
+    with pytest.raises(labkit.errors.ConfigError) as info:
         output_shapes(_config(outputs=(output,)), {"IN": np.zeros(4, np.float32)}, None)
     assert info.value.field == "output" and info.value.value == "OUT" and info.value.source == "m"
 

@@ -6,8 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from labkit.server import idle
 from waiting_support import within
+
+from labkit.server import idle
 
 # The main thread spins while a second one sleeps (S) throughout: once `spinning` exists, one thread is
 # runnable until `done`, with no hand-over of the GIL between them (a thread waiting for the GIL sleeps).

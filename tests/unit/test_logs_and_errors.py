@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import labkit
+import labkit.errors
+import labkit.server
 from labkit.server.logs import LogView
 
 
@@ -40,6 +42,6 @@ def test_errors_carry_fields_and_say_what_to_do():
     assert isinstance(request, labkit.InferenceError) and request.model == "m"
     timeout = labkit.RequestTimeoutError("no answer", model="m", limit_s=2.0, stack="model.py:7")
     assert timeout.limit_s == 2.0 and isinstance(timeout, labkit.InferenceError)
-    server = labkit.ServerNotRunningError("gone", "last line")
+    server = labkit.errors.ServerNotRunningError("gone", "last line")
     assert server.log_tail == "last line"  # and its message shows it: test_error_messages.py
-    assert issubclass(labkit.InvalidNameError, ValueError) and issubclass(labkit.ConfigError, labkit.RepositoryError)
+    assert issubclass(labkit.errors.InvalidNameError, ValueError) and issubclass(labkit.errors.ConfigError, labkit.errors.RepositoryError)

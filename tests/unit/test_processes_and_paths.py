@@ -7,8 +7,13 @@ import socket
 import subprocess
 from pathlib import Path
 
-from labkit.docker.leftovers import LABEL_OWNER, LABEL_OWNER_START, owner_dead, owner_labels
 from labkit.docker.mounts import container_path
+from labkit.docker.orphans import (
+    LABEL_OWNER,
+    LABEL_OWNER_START,
+    owner_dead,
+    owner_labels,
+)
 from labkit.native.build import _tidy
 from labkit.server.owner import UNKNOWN, Owner, process_start
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labkit.request_fit import describe_inputs, describe_sent, mismatches
+from labkit.client.request_fit import describe_inputs, describe_sent, mismatches
 
 ADD_SUB = {"max_batch_size": 0, "input": [
     {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": ["4"]},

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.room import cli as room_cli
+from labkit.room import commands as room_cli
 from labkit.room.bench import RoomBench, report
 
 

@@ -10,7 +10,7 @@ import pytest
 from traitlets.config import Config
 
 from labkit.errors import InvalidNameError, SetupError
-from labkit.room import cli as room_cli
+from labkit.room import commands as room_cli
 from labkit.room.hubconfig import SECRET_ENV, WORK, Plumbing, render_config
 from labkit.room.lifecycle import read_participants
 from labkit.room.settings import ROOM_LABEL, RoomSettings

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 import labkit
+import labkit.errors
 from labkit.room import RoomSettings, hubconfig, k8s
 
 CREDS = k8s.Credentials(user_password="workshop-pw", teacher_password="t" * 40)
@@ -108,7 +109,7 @@ def test_a_site_authenticator_replaces_the_shared_password():
     ({"image": "labkit/lab@sha256:" + "0" * 64}, "image"),
 ])
 def test_settings_the_chart_would_refuse_are_refused_before_rendering(changes, setting):
-    with pytest.raises(labkit.RoomSettingsError) as info:
+    with pytest.raises(labkit.errors.RoomSettingsError) as info:
         k8s.values(RoomSettings().with_(**changes), CREDS)
     assert info.value.setting == setting and isinstance(info.value, ValueError)
 
@@ -127,7 +128,7 @@ def test_memory_is_read_as_kubespawner_reads_it(memory):
     try:
         k8s.check(RoomSettings(memory=memory))
         ours = True
-    except labkit.RoomSettingsError:
+    except labkit.errors.RoomSettingsError:
         ours = False
     assert ours == accepted, memory
 
@@ -174,10 +175,10 @@ def test_write_takes_the_sites_config_file_and_says_when_it_cannot(tmp_path):
     written = yaml.safe_load(k8s.write(RoomSettings(config_file=site), tmp_path / "out").read_text())
     assert written["hub"]["extraConfig"]["90-site.py"] == site.read_text()
     assert "SharedPasswordAuthenticator" not in written["hub"]["config"]
-    with pytest.raises(labkit.RoomSettingsError) as info:
+    with pytest.raises(labkit.errors.RoomSettingsError) as info:
         k8s.write(RoomSettings(config_file=tmp_path / "missing.py"), tmp_path / "out2")
     assert info.value.setting == "config_file" and not (tmp_path / "out2").exists()
-    with pytest.raises(labkit.RoomSettingsError) as info:
+    with pytest.raises(labkit.errors.RoomSettingsError) as info:
         k8s.write(RoomSettings(memory="2Gi"), tmp_path / "out3", CREDS)
     assert info.value.setting == "memory" and not (tmp_path / "out3").exists()
 

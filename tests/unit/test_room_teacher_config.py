@@ -35,7 +35,7 @@ def test_kubernetes_values_say_the_same():
 def test_room_up_takes_teacher_lab():
     import argparse
 
-    from labkit.room import cli as room_cli
+    from labkit.room import commands as room_cli
 
     parser = argparse.ArgumentParser(prog="labkit")
     room_cli.register(parser.add_subparsers(dest="command", required=True))

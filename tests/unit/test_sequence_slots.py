@@ -1,11 +1,11 @@
-"""How a timeline's executions become batch slots per sequence (labkit.sequence_timeline), without a server:
+"""How a timeline's executions become batch slots per sequence (labkit.observe.sequence_timeline), without a server:
 a sequence keeps its slot until its last request, a new one takes the lowest free slot, and a request
 naming no sequence gets a slot for that execution only."""
 
 from __future__ import annotations
 
-from labkit.sequence_timeline import _slots
-from labkit.timelines import Execution, TracedRequest
+from labkit.observe.sequence_timeline import _slots
+from labkit.observe.timelines import Execution, TracedRequest
 
 
 def _execution(start: int, *sequences: str) -> Execution:

@@ -13,10 +13,13 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit import WaitTimeoutError, cli
-from labkit.server.config import ServerConfig, TritonPlace, argv
+import labkit.errors
+import labkit.server
+from labkit import cli
+from labkit.errors import WaitTimeoutError
 from labkit.server.endpoints import Endpoints
 from labkit.server.polling import wait_until
+from labkit.server.server_config import ServerConfig, TritonPlace, argv
 
 
 def test_triton_command_line_from_one_options_object():
@@ -99,9 +102,9 @@ def test_ports_claimed_fixed_ones_kept_free_ones_picked_and_a_taken_one_refused(
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         taken = holder.getsockname()[1]
-        with pytest.raises(labkit.PortTakenError) as caught:
+        with pytest.raises(labkit.errors.PortTakenError) as caught:
             claim_ports({"http": 0, "grpc": taken, "metrics": 0})
-    assert isinstance(caught.value, labkit.ServerStartError)
+    assert isinstance(caught.value, labkit.errors.ServerStartError)
     assert (caught.value.port, caught.value.service, caught.value.host) == (taken, "grpc", "127.0.0.1")
 
 
@@ -141,16 +144,16 @@ def test_user_backends_are_linked_by_name_never_written_and_python_refused(tmp_p
     assert str((ours / "minimal" / "libtriton_minimal.so").readlink()) == "/inside/minimal/libtriton_minimal.so"
     assert user_backends.link(ours, None) == [] and not (ours / "minimal").exists()
     (mine / "python").mkdir()
-    with pytest.raises(labkit.BackendClashError) as caught:
+    with pytest.raises(labkit.errors.BackendClashError) as caught:
         user_backends.link(ours, mine)
     assert (caught.value.backend, caught.value.directory) == ("python", str(mine.resolve()))
     assert sorted(str(p) for p in mine.rglob("*")) == before + [str(mine / "python")]
     (mine / "python").rmdir()
     (mine / "notebook_backend").mkdir()
-    with pytest.raises(labkit.BackendClashError) as caught:
+    with pytest.raises(labkit.errors.BackendClashError) as caught:
         user_backends.link(ours, mine)
     assert caught.value.backend == "notebook_backend" and (ours / "notebook_backend").is_dir()
-    with pytest.raises(labkit.SetupError) as missing:
+    with pytest.raises(labkit.errors.SetupError) as missing:
         user_backends.link(ours, tmp_path / "nope")
     assert missing.value.missing == str(tmp_path / "nope")
 

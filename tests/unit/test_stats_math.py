@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labkit.stats import ModelStats, _add, metric, parse_metrics
+from labkit.observe.stats import ModelStats, _add, metric, parse_metrics
 
 
 def _payload(model: str, inference: int, execution: int, success: int, queue_ns: int, batches: dict[int, int]) -> dict:

@@ -12,11 +12,19 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 import labkit
-from labkit.errors import InferenceError, InputSizeError, ModelNotFoundError, RequestError, RequestTimeoutError
-from labkit.load import LoadErrorRecord, _kind
+import labkit.errors
+import labkit.server
+import labkit.traffic.generator
+from labkit.client.transport import HttpClient, Transport
+from labkit.errors import (
+    InferenceError,
+    InputSizeError,
+    ModelNotFoundError,
+    RequestError,
+    RequestTimeoutError,
+)
 from labkit.server.endpoints import Endpoints
-from labkit.transport import HttpClient, Transport
-
+from labkit.traffic.generator import LoadErrorRecord, _kind
 
 _WHERE = Endpoints("localhost", 8000, 8001, 8002)
 
@@ -53,11 +61,11 @@ def test_an_http_client_closed_in_one_thread_and_released_in_another_closes_once
 
 
 def test_an_unknown_protocol_is_a_labkit_error_naming_the_choices():
-    with pytest.raises(labkit.UnknownProtocolError, match="'http' or 'grpc', not 'htp'") as info:
+    with pytest.raises(labkit.errors.UnknownProtocolError, match="'http' or 'grpc', not 'htp'") as info:
         Transport.of("htp")
     assert isinstance(info.value, ValueError) and info.value.protocol == "htp" and info.value.known == ["http", "grpc"]
-    with pytest.raises(labkit.UnknownProtocolError):
-        labkit.inference.prepare("https", {})
+    with pytest.raises(labkit.errors.UnknownProtocolError):
+        labkit.client.inference.prepare("https", {})
 
 
 def test_a_failed_request_is_kept_as_a_record_whose_kind_comes_from_its_error_class():
@@ -69,6 +77,6 @@ def test_a_failed_request_is_kept_as_a_record_whose_kind_comes_from_its_error_cl
     assert _kind(InferenceError("x", model="m"), ConnectionResetError()) == "connection"
     assert _kind(InferenceError("x", model="m"), None) == "failed"
     record = LoadErrorRecord("timeout", "m", "no answer", 0.25)
-    assert str(record) == "no answer" and labkit.LoadErrorRecord is LoadErrorRecord
+    assert str(record) == "no answer" and labkit.traffic.generator.LoadErrorRecord is LoadErrorRecord
     with pytest.raises(AttributeError):
         record.kind = "failed"  # frozen

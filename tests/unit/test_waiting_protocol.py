@@ -1,4 +1,4 @@
-"""labkit.waiting.Pending is a Protocol: labkit's pendings and any object with its three methods conform
+"""labkit.client.waiting.Pending is a Protocol: labkit's pendings and any object with its three methods conform
 by their shape alone, and wait_for takes them."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Protocol
 
-from labkit import waiting
+from labkit.client import waiting
 
 
 class _Answered:

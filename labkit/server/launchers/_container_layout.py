@@ -27,11 +27,10 @@ from pathlib import Path
 
 from docker.types import Mount
 
+from ...docker.compiler import BUILDS
 from ...docker.mounts import container_path
-from ...docker.toolchain import BUILDS
 from ...errors import SetupError
-from ...stuck.tools import PY_SPY as PY_SPY_NAME
-from ...stuck.tools import host_tool
+from ...stuck.debuggers import PY_SPY as PY_SPY_NAME, host_tool
 from .. import stubs
 from ..runtime import Workspace
 

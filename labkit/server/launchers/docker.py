@@ -7,7 +7,7 @@ is ``_container_layout``.
 
 Ports 8000/8001/8002 are published on 127.0.0.1 only, on the host ports the config asks for
 (``http_port=`` ...), else on ones Docker picks. Every container
-carries labels (labkit.docker.leftovers) so that leftovers of a killed kernel are removed at every launch.
+carries labels (labkit.docker.orphans) so that leftovers of a killed kernel are removed at every launch.
 """
 
 from __future__ import annotations
@@ -18,26 +18,38 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-import docker
 import docker.errors
 import requests.exceptions
 from docker.types import DeviceRequest, Mount, Ulimit
 
+import docker
+
 from ... import _triton_dist
 from ...docker import engine, images
+from ...docker.compiler import ContainerToolchain
 from ...docker.mounts import container_path
-from ...docker.leftovers import LABEL_KIND, LABEL_MANAGED, LABEL_WORKDIR, cleanup, owner_labels
-from ...docker.toolchain import ContainerToolchain
-from ...errors import EngineError, ServerNotRunningError, ServerStartError, SetupError, WaitTimeoutError
-from ...stuck.tools import PY_SPY as PY_SPY_NAME
-from ...stuck.tools import host_tool
+from ...docker.orphans import (
+    LABEL_KIND,
+    LABEL_MANAGED,
+    LABEL_WORKDIR,
+    cleanup,
+    owner_labels,
+)
+from ...errors import (
+    EngineError,
+    ServerNotRunningError,
+    ServerStartError,
+    SetupError,
+    WaitTimeoutError,
+)
+from ...stuck.debuggers import PY_SPY as PY_SPY_NAME, host_tool
 from .. import user_backends
 from .._ports import check_free
 from ..base import TritonServer, compose
-from ..config import ServerConfig, TritonPlace, argv
 from ..endpoints import Endpoints
 from ..polling import wait_until
 from ..runtime import RuntimeDefaults, Workspace
+from ..server_config import ServerConfig, TritonPlace, argv
 from ._container_layout import PY_SPY, ContainerLayout
 
 CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}

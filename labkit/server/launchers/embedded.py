@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from ... import _triton_dist
-from ...gpu import detect as gpu
 from ..._downloads import system_has
 from ...errors import SetupError
-from ...stuck.tools import host_tool
+from ...gpu import detect as gpu
+from ...stuck.debuggers import host_tool
 from .. import _process, leftovers, stubs, user_backends
 from .._ports import claim_ports, ports_taken
 from ..base import TritonServer, compose
-from ..config import ServerConfig, TritonPlace, argv
 from ..endpoints import Endpoints
 from ..runtime import SERVER_FILE, RuntimeDefaults, Workspace
+from ..server_config import ServerConfig, TritonPlace, argv
 
 LIBPYTHON = f"libpython{sys.version_info.major}.{sys.version_info.minor}.so.1.0"
 
