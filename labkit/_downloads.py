@@ -47,7 +47,8 @@ def pip_download(spec: str, pattern: str, size: str, otherwise: str, options: tu
         say(f"downloading {spec} ({size}, once) into {wheels} ...")
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), *options, spec],
-            capture_output=True, text=True,
+            capture_output=True,
+            text=True,
         )
         found = sorted(wheels.glob(pattern))
         if proc.returncode != 0 or not found:

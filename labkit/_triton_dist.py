@@ -29,7 +29,8 @@ def check_python(version: tuple[int, int], executable: str = "python") -> None:
         f"This is Python {version[0]}.{version[1]} ({executable}); Triton 23.12's Python backend has stubs for "
         f"Python {have} only, so no Python model could load. Create the lab's environment with Python 3.11 "
         f"(`python3.11 -m venv .venv`, or `uv venv --python 3.11` where no 3.11 is installed) and run labkit from it.",
-        missing=f"Python backend stub for Python {version[0]}.{version[1]}", reason="not in the wheel",
+        missing=f"Python backend stub for Python {version[0]}.{version[1]}",
+        reason="not in the wheel",
     )
 
 
@@ -64,7 +65,8 @@ class TritonDist:
                 f"The Triton 23.12 wheel has no Python backend stub for Python "
                 f"{version[0]}.{version[1]} (it ships {', '.join(have)}). "
                 f"Create the lab environment with Python 3.11 (e.g. `python3.11 -m venv .venv`).",
-                missing=f"Python backend stub for Python {version[0]}.{version[1]}", reason="not in the wheel",
+                missing=f"Python backend stub for Python {version[0]}.{version[1]}",
+                reason="not in the wheel",
             )
         return stub
 
@@ -82,15 +84,21 @@ def _installed_root() -> Path | None:
 
 def _download_and_unpack(target: Path) -> Path:
     # Unpacking ourselves (not `pip install`) keeps pip from resolving the wheel's pyzmq~=23 pin.
-    wheel = pip_download(WHEEL, "nvidia_pytriton-0.5.0-*.whl", "about 40 MB",
-                         f"Install it yourself with `pip install --no-deps {WHEEL}`.")
+    wheel = pip_download(
+        WHEEL,
+        "nvidia_pytriton-0.5.0-*.whl",
+        "about 40 MB",
+        f"Install it yourself with `pip install --no-deps {WHEEL}`.",
+    )
 
     def unpack(partial: Path) -> None:
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(partial)
         # zipfile drops permission bits; the server and the stubs must be executable.
         make_executable(partial / "pytriton" / "tritonserver" / "bin" / "tritonserver")
-        for stub in (partial / "pytriton" / "tritonserver" / "python_backend_stubs").glob("*/triton_python_backend_stub"):
+        for stub in (partial / "pytriton" / "tritonserver" / "python_backend_stubs").glob(
+            "*/triton_python_backend_stub"
+        ):
             make_executable(stub)
 
     return fill_once(target, unpack)

@@ -99,8 +99,10 @@ def attach(stop: Stop, console: Console | None = None, done: Callable[[], bool] 
     except OSError:  # it gave up waiting a moment ago
         conn.close()
         return Session(False, 0.0)
-    console.write(f"labkit: {stop.instance} stopped at a breakpoint ({stop.where}); pdb commands work here "
-                  f"(c continues the request, q fails it).\n")
+    console.write(
+        f"labkit: {stop.instance} stopped at a breakpoint ({stop.where}); pdb commands work here "
+        f"(c continues the request, q fails it).\n"
+    )
     last, pending = "", ""
     decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
     try:
@@ -124,7 +126,7 @@ def attach(stop: Stop, console: Console | None = None, done: Callable[[], bool] 
                     break
             elif len(pending) > len(PROMPT):  # hold back what may be the start of a prompt
                 console.write(pending[: -len(PROMPT)])
-                pending = pending[-len(PROMPT):]
+                pending = pending[-len(PROMPT) :]
     finally:
         conn.close()
     console.write(pending)

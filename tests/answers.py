@@ -31,7 +31,13 @@ def state(lab) -> tuple:
     the magics' server, and the sanitized checks' folders."""
     files = {p: p.read_bytes() for p in lab.repository.root.rglob("*") if p.is_file() and p.suffix != ".so"}
     index = sorted({m["name"] for m in lab.models.index()})  # names only: old versions of a rebuild finish unloading
-    return files, index, lab.loaded_models(), current() is lab, sorted(Path(tempfile.gettempdir()).glob("labkit-asan-check-*"))
+    return (
+        files,
+        index,
+        lab.loaded_models(),
+        current() is lab,
+        sorted(Path(tempfile.gettempdir()).glob("labkit-asan-check-*")),
+    )
 
 
 def judge(lab, exercise_id: str, serve: Callable[[], object], expected_rule: str | None) -> None:

@@ -51,7 +51,6 @@ def fresh_server():
         yield srv
 
 
-
 @pytest.fixture(scope="session")
 def backend_examples() -> Path:
     """Triton's backend r23.12 examples/ (backends, model_repos, clients), from the pinned sources
@@ -70,8 +69,9 @@ def python_backend_examples(tmp_path_factory) -> Path:
         skip_or_fail(f"LABKIT_TRITON_SOURCES names no folder holding {archive.name} (.ci/run sets it)")
     target = tmp_path_factory.mktemp("python_backend")
     with tarfile.open(archive) as tar:
-        tar.extractall(target, members=[m for m in tar.getmembers()
-                                        if m.name.startswith("python_backend/examples")], filter="data")
+        tar.extractall(
+            target, members=[m for m in tar.getmembers() if m.name.startswith("python_backend/examples")], filter="data"
+        )
     return target / "python_backend" / "examples"
 
 

@@ -35,8 +35,10 @@ OUT2_NP = "%%triton_python add_sub3\nimport numpy as np\n" + OUT2.split("\n", 1)
 
 # -- 01-bad-request ---------------------------------------------------------------------------------------
 BAD = solution("01-bad-request")
-BAD_ERROR = ('                error = pb_utils.TritonError("divide: INPUT1 holds a 0", pb_utils.TritonError.INVALID_ARG)\n'
-             '                responses.append(pb_utils.InferenceResponse(error=error))\n')
+BAD_ERROR = (
+    '                error = pb_utils.TritonError("divide: INPUT1 holds a 0", pb_utils.TritonError.INVALID_ARG)\n'
+    "                responses.append(pb_utils.InferenceResponse(error=error))\n"
+)
 BAD_VECTORIZED = """%%triton_python divide
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -58,16 +60,27 @@ class TritonPythonModel:
 """
 # (One TritonError object shared by two responses crashed Triton 23.12's Python backend here: each
 # response needs an error of its own.)
-BAD_HELPER = edit(edit(BAD, "class TritonPythonModel:", """def bad_input(name):
+BAD_HELPER = edit(
+    edit(
+        BAD,
+        "class TritonPythonModel:",
+        """def bad_input(name):
     return pb_utils.InferenceResponse(error=pb_utils.TritonError(
         f"{name} holds a zero: cannot divide by it", code=pb_utils.TritonError.INVALID_ARG))
 
 
-class TritonPythonModel:"""), BAD_ERROR, '                responses.append(bad_input("INPUT1"))\n')
+class TritonPythonModel:""",
+    ),
+    BAD_ERROR,
+    '                responses.append(bad_input("INPUT1"))\n',
+)
 BAD_MASKED = edit(BAD, "if (b == 0).any():", "if np.count_nonzero(b) < b.size:").replace(
-    "import triton_python_backend_utils", "import numpy as np\nimport triton_python_backend_utils")
-BAD_RAISES = edit(BAD, BAD_ERROR + "                continue\n", '                raise ValueError("divide: INPUT1 holds a 0")\n')
-BAD_NO_CODE = edit(BAD, ', pb_utils.TritonError.INVALID_ARG)', ')')
+    "import triton_python_backend_utils", "import numpy as np\nimport triton_python_backend_utils"
+)
+BAD_RAISES = edit(
+    BAD, BAD_ERROR + "                continue\n", '                raise ValueError("divide: INPUT1 holds a 0")\n'
+)
+BAD_NO_CODE = edit(BAD, ", pb_utils.TritonError.INVALID_ARG)", ")")
 BAD_UNSUPPORTED = edit(BAD, "pb_utils.TritonError.INVALID_ARG", "pb_utils.TritonError.UNSUPPORTED")
 BAD_VAGUE = edit(BAD, '"divide: INPUT1 holds a 0"', '"division by zero"')
 BAD_ONLY_ALL_ZEROS = edit(BAD, "if (b == 0).any():", "if (b == 0).all():")
@@ -87,14 +100,21 @@ VALID_READ = """        text = config["parameters"].get("scale", {}).get("string
         if not math.isfinite(self.scale) or self.scale == 0:
             raise ValueError(f"model {name}: parameter scale must be finite and not 0, not {text!r}")
 """
-VALID_ASSERT = edit(VALID, VALID_READ, """        text = config["parameters"].get("scale", {}).get("string_value", "(missing)")
+VALID_ASSERT = edit(
+    VALID,
+    VALID_READ,
+    """        text = config["parameters"].get("scale", {}).get("string_value", "(missing)")
         try:
             self.scale = float(text)
         except ValueError:
             self.scale = math.nan
         assert math.isfinite(self.scale) and self.scale != 0, f"{name}: scale={text!r} is not a finite number other than 0"
-""")
-VALID_MODEL_EXCEPTION = edit(VALID, VALID_READ, """        scale = config["parameters"].get("scale")
+""",
+)
+VALID_MODEL_EXCEPTION = edit(
+    VALID,
+    VALID_READ,
+    """        scale = config["parameters"].get("scale")
         problem = None if scale is not None else "scale: missing"
         if problem is None:
             try:
@@ -105,8 +125,13 @@ VALID_MODEL_EXCEPTION = edit(VALID, VALID_READ, """        scale = config["param
                 problem = f"scale: {scale['string_value']} is not a number"
         if problem:
             raise pb_utils.TritonModelException(f"cannot load {name}: {problem}")
-""")
-VALID_NUMPY = edit(edit(VALID, VALID_READ, """        raw = config["parameters"].get("scale", {}).get("string_value")
+""",
+)
+VALID_NUMPY = edit(
+    edit(
+        VALID,
+        VALID_READ,
+        """        raw = config["parameters"].get("scale", {}).get("string_value")
         try:
             value = np.float64(raw)
         except (TypeError, ValueError):
@@ -114,19 +139,32 @@ VALID_NUMPY = edit(edit(VALID, VALID_READ, """        raw = config["parameters"]
         if not np.isfinite(value) or value == 0:
             raise ValueError(f"parameter 'scale' of {name} must be a finite, non-zero number; it is {raw!r}")
         self.scale = float(value)
-"""), "import math\n", "import math\n\nimport numpy as np\n")
-VALID_NO_FINITE = edit(VALID, "        if not math.isfinite(self.scale) or self.scale == 0:\n", "        if self.scale == 0:\n")
+""",
+    ),
+    "import math\n",
+    "import math\n\nimport numpy as np\n",
+)
+VALID_NO_FINITE = edit(
+    VALID, "        if not math.isfinite(self.scale) or self.scale == 0:\n", "        if self.scale == 0:\n"
+)
 VALID_NO_INF = edit(VALID, "not math.isfinite(self.scale)", "math.isnan(self.scale)")
 VALID_POSITIVE = edit(VALID, "or self.scale == 0:", "or self.scale <= 0:")
-VALID_TRITON_ERROR = edit(VALID, VALID_READ, """        text = config["parameters"].get("scale", {}).get("string_value", "")
+VALID_TRITON_ERROR = edit(
+    VALID,
+    VALID_READ,
+    """        text = config["parameters"].get("scale", {}).get("string_value", "")
         try:
             self.scale = float(text)
         except ValueError:
             raise pb_utils.TritonError(f"parameter scale must be a number, not {text!r}") from None
         if not math.isfinite(self.scale) or self.scale == 0:
             raise pb_utils.TritonError(f"parameter scale must be finite and not 0, not {text!r}")
-""")
-VALID_LOGGED = edit(VALID, VALID_READ, """        text = config["parameters"].get("scale", {}).get("string_value", "")
+""",
+)
+VALID_LOGGED = edit(
+    VALID,
+    VALID_READ,
+    """        text = config["parameters"].get("scale", {}).get("string_value", "")
         try:
             self.scale = float(text)
         except ValueError:
@@ -134,27 +172,51 @@ VALID_LOGGED = edit(VALID, VALID_READ, """        text = config["parameters"].ge
         if not math.isfinite(self.scale) or self.scale == 0:
             pb_utils.Logger.log_error(f"model {name}: parameter scale {text!r} is not usable; using 1")
             self.scale = 1.0
-""")
+""",
+)
 VALID_NO_VALUE = edit(VALID, 'must be a number, not {text!r}") from None', 'must be a number") from None')
 OFFSET = solution("06-offset")
-OFFSET_TRY = edit(OFFSET, 'self.offset = float(parameters.get("offset", {}).get("string_value", 0))',
-                  'try:\n            self.offset = float(parameters["offset"]["string_value"])\n'
-                  '        except KeyError:\n            self.offset = 0.0')
-OFFSET_NP_ADD = edit(edit(OFFSET, 'float(parameters.get("offset", {}).get("string_value", 0))',
-                          'parameters.get("offset", {"string_value": "0"})["string_value"]'),
-                     "x * self.scale + self.offset", "np.add(x * self.scale, np.float32(self.offset))").replace(
-                     "import json\n", "import json\n\nimport numpy as np\n")
-OFFSET_REQUIRED = edit(OFFSET, 'float(parameters.get("offset", {}).get("string_value", 0))',
-                       'float(parameters["offset"]["string_value"])')
+OFFSET_TRY = edit(
+    OFFSET,
+    'self.offset = float(parameters.get("offset", {}).get("string_value", 0))',
+    'try:\n            self.offset = float(parameters["offset"]["string_value"])\n'
+    "        except KeyError:\n            self.offset = 0.0",
+)
+OFFSET_NP_ADD = edit(
+    edit(
+        OFFSET,
+        'float(parameters.get("offset", {}).get("string_value", 0))',
+        'parameters.get("offset", {"string_value": "0"})["string_value"]',
+    ),
+    "x * self.scale + self.offset",
+    "np.add(x * self.scale, np.float32(self.offset))",
+).replace("import json\n", "import json\n\nimport numpy as np\n")
+OFFSET_REQUIRED = edit(
+    OFFSET, 'float(parameters.get("offset", {}).get("string_value", 0))', 'float(parameters["offset"]["string_value"])'
+)
 
 # -- 07 ---------------------------------------------------------------------------------------------
 COUNTDOWN = solution("07-countdown")
-COUNT_LOOP = "            for value in range(n, 0, -1):\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor(\"OUT\", np.array([value], dtype=np.int32))]))\n"
-COUNTDOWN_WHILE = edit(COUNTDOWN, COUNT_LOOP, "            while n > 0:\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor(\"OUT\", np.array([n], dtype=np.int32))]))\n                n -= 1\n")
-COUNTDOWN_FINAL_WITH_LAST = edit(edit(COUNTDOWN, COUNT_LOOP, "            for value in range(n, 0, -1):\n                last = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if value == 1 else 0\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor(\"OUT\", np.array([value], dtype=np.int32))]), flags=last)\n"),
-                                 "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
-                                 "            if n <= 0:\n                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n")
-COUNTDOWN_ARANGE = edit(COUNTDOWN, COUNT_LOOP, "            replies = [pb_utils.InferenceResponse([pb_utils.Tensor(\"OUT\", v.reshape(1))]) for v in np.arange(n, 0, -1, dtype=np.int32)]\n            for reply in replies:\n                sender.send(reply)\n")
+COUNT_LOOP = '            for value in range(n, 0, -1):\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([value], dtype=np.int32))]))\n'
+COUNTDOWN_WHILE = edit(
+    COUNTDOWN,
+    COUNT_LOOP,
+    '            while n > 0:\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([n], dtype=np.int32))]))\n                n -= 1\n',
+)
+COUNTDOWN_FINAL_WITH_LAST = edit(
+    edit(
+        COUNTDOWN,
+        COUNT_LOOP,
+        '            for value in range(n, 0, -1):\n                last = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if value == 1 else 0\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([value], dtype=np.int32))]), flags=last)\n',
+    ),
+    "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
+    "            if n <= 0:\n                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
+)
+COUNTDOWN_ARANGE = edit(
+    COUNTDOWN,
+    COUNT_LOOP,
+    '            replies = [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", v.reshape(1))]) for v in np.arange(n, 0, -1, dtype=np.int32)]\n            for reply in replies:\n                sender.send(reply)\n',
+)
 SUM = solution("07-sum-parameter")
 SUM_LINE = "std::accumulate(row, row + 4, int64_t{0})"
 
@@ -162,9 +224,23 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     # (exercise, label, cells run in order, right?)
     ("01-output2", "solution", [OUT2], RIGHT),
     ("01-output2", "np.multiply", [edit(OUT2_NP, "a * b", "np.multiply(b, a)")], RIGHT),
-    ("01-output2", "OUTPUT2 listed first", [edit(OUT2, '                pb_utils.Tensor("OUTPUT0", a + b),\n', "").replace(
-        '                pb_utils.Tensor("OUTPUT2", a * b),\n', '                pb_utils.Tensor("OUTPUT2", a * b),\n                pb_utils.Tensor("OUTPUT0", a + b),\n')], RIGHT),
-    ("01-output2", "element by element", [edit(OUT2_NP, "a * b", "np.array([x * y for x, y in zip(a, b)], dtype=np.float32)")], RIGHT),
+    (
+        "01-output2",
+        "OUTPUT2 listed first",
+        [
+            edit(OUT2, '                pb_utils.Tensor("OUTPUT0", a + b),\n', "").replace(
+                '                pb_utils.Tensor("OUTPUT2", a * b),\n',
+                '                pb_utils.Tensor("OUTPUT2", a * b),\n                pb_utils.Tensor("OUTPUT0", a + b),\n',
+            )
+        ],
+        RIGHT,
+    ),
+    (
+        "01-output2",
+        "element by element",
+        [edit(OUT2_NP, "a * b", "np.array([x * y for x, y in zip(a, b)], dtype=np.float32)")],
+        RIGHT,
+    ),
     ("01-output2", "starter", [starter("01-output2")], WRONG),
     ("01-output2", "a + b", [edit(OUT2, "a * b", "a + b")], WRONG),
     ("01-output2", "shape [1, 4]", [edit(OUT2, "a * b", "(a * b).reshape(1, 4)")], WRONG),
@@ -224,12 +300,27 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ("06-offset", "solution", [OFFSET], RIGHT),
     ("06-offset", "try/except KeyError", [OFFSET_TRY], RIGHT),
     ("06-offset", "default string and np.add", [OFFSET_NP_ADD], RIGHT),
-    ("06-offset", "offset before scale, written out", [edit(OFFSET, "x * self.scale + self.offset", "self.offset + self.scale * x")], RIGHT),
+    (
+        "06-offset",
+        "offset before scale, written out",
+        [edit(OFFSET, "x * self.scale + self.offset", "self.offset + self.scale * x")],
+        RIGHT,
+    ),
     ("06-offset", "starter: + 1", [starter("06-offset")], WRONG),
     ("06-offset", "offset required", [OFFSET_REQUIRED], WRONG),
     ("06-offset", "offset ignored", [edit(OFFSET, "x * self.scale + self.offset", "x * self.scale")], WRONG),
-    ("06-offset", "offset subtracted", [edit(OFFSET, "x * self.scale + self.offset", "x * self.scale - self.offset")], WRONG),
-    ("06-offset", "(x + offset) * scale", [edit(OFFSET, "x * self.scale + self.offset", "(x + self.offset) * self.scale")], WRONG),
+    (
+        "06-offset",
+        "offset subtracted",
+        [edit(OFFSET, "x * self.scale + self.offset", "x * self.scale - self.offset")],
+        WRONG,
+    ),
+    (
+        "06-offset",
+        "(x + offset) * scale",
+        [edit(OFFSET, "x * self.scale + self.offset", "(x + self.offset) * self.scale")],
+        WRONG,
+    ),
     ("06-offset", "default 1", [edit(OFFSET, '.get("string_value", 0)', '.get("string_value", 1)')], WRONG),
     ("06-offset", "latest cell does not compile", [OFFSET, broken(OFFSET)], WRONG),
     ("07-countdown", "solution", [COUNTDOWN], RIGHT),
@@ -239,16 +330,41 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ("07-countdown", "starter: only n", [starter("07-countdown")], WRONG),
     ("07-countdown", "n-1 down to 0", [edit(COUNTDOWN, "range(n, 0, -1)", "range(n - 1, -1, -1)")], WRONG),
     ("07-countdown", "counting up", [edit(COUNTDOWN, "range(n, 0, -1)", "range(1, n + 1)")], WRONG),
-    ("07-countdown", "int64 responses", [edit(COUNTDOWN, "np.array([value], dtype=np.int32)", "np.array([value], dtype=np.int64)")], WRONG),
-    ("07-countdown", "no final flag", [edit(COUNTDOWN, "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n", "")], WRONG),
+    (
+        "07-countdown",
+        "int64 responses",
+        [edit(COUNTDOWN, "np.array([value], dtype=np.int32)", "np.array([value], dtype=np.int64)")],
+        WRONG,
+    ),
+    (
+        "07-countdown",
+        "no final flag",
+        [edit(COUNTDOWN, "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n", "")],
+        WRONG,
+    ),
     ("07-countdown", "latest cell does not compile", [COUNTDOWN, broken(COUNTDOWN)], WRONG),
     ("07-sum-parameter", "solution", [SUM], RIGHT),
-    ("07-sum-parameter", "a for loop", [edit(SUM, SUM_LINE, "[&] { int64_t t = 0; for (int k = 0; k < 4; ++k) t += row[k]; return t; }()")], RIGHT),
-    ("07-sum-parameter", "cast and +", [edit(SUM, SUM_LINE, "static_cast<int64_t>(row[0]) + row[1] + row[2] + row[3]")], RIGHT),
+    (
+        "07-sum-parameter",
+        "a for loop",
+        [edit(SUM, SUM_LINE, "[&] { int64_t t = 0; for (int k = 0; k < 4; ++k) t += row[k]; return t; }()")],
+        RIGHT,
+    ),
+    (
+        "07-sum-parameter",
+        "cast and +",
+        [edit(SUM, SUM_LINE, "static_cast<int64_t>(row[0]) + row[1] + row[2] + row[3]")],
+        RIGHT,
+    ),
     ("07-sum-parameter", "long long", [edit(SUM, SUM_LINE, "std::accumulate(row, row + 4, 0LL)")], RIGHT),
     ("07-sum-parameter", "starter: no sum", [starter("07-sum-parameter")], WRONG),
     ("07-sum-parameter", "int accumulate overflows", [edit(SUM, SUM_LINE, "std::accumulate(row, row + 4, 0)")], WRONG),
-    ("07-sum-parameter", "as a string", [edit(SUM, SUM_LINE, "std::to_string(std::accumulate(row, row + 4, int64_t{0}))")], WRONG),
+    (
+        "07-sum-parameter",
+        "as a string",
+        [edit(SUM, SUM_LINE, "std::to_string(std::accumulate(row, row + 4, int64_t{0}))")],
+        WRONG,
+    ),
     ("07-sum-parameter", "three values", [edit(SUM, SUM_LINE, "std::accumulate(row, row + 3, int64_t{0})")], WRONG),
     ("07-sum-parameter", "named total", [edit(SUM, 'set_parameter(i, "sum"', 'set_parameter(i, "total"')], WRONG),
     ("07-sum-parameter", "latest cell does not compile", [SUM, broken(SUM)], WRONG),

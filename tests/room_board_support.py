@@ -79,8 +79,15 @@ c.JupyterHub.services = [{{"name": "board", "url": "http://127.0.0.1:{board_port
 
 
 @contextlib.contextmanager
-def board_hub(folder: Path, room_id: str, participants: list[str], tokens: dict[str, str], *,
-              grader_image: str = GRADER_IMAGE, poll_s: float = 2):
+def board_hub(
+    folder: Path,
+    room_id: str,
+    participants: list[str],
+    tokens: dict[str, str],
+    *,
+    grader_image: str = GRADER_IMAGE,
+    poll_s: float = 2,
+):
     """A JupyterHub 6.1 on 127.0.0.1 (dummy logins; ``tokens``: {login: API token}, "teacher" among them) with
     the board as an external service, run with the very environment the Kubernetes values give it, for room
     ``room_id`` (its files in ``folder/room``); yields (the hub's url, the room folder). Stopped after."""
@@ -92,28 +99,64 @@ def board_hub(folder: Path, room_id: str, participants: list[str], tokens: dict[
     room_dir.mkdir(exist_ok=True)
     board_token = "board-token-" + os.urandom(8).hex()
     port, hub_port, proxy_api, board_port = free_ports(4)
-    command = [sys.executable, "-m", "labkit.room.board", "--room-dir", str(room_dir), "--room-id", room_id,
-               "--participants", ",".join(participants), "--grader-image", grader_image, "--poll-s", str(poll_s)]
+    command = [
+        sys.executable,
+        "-m",
+        "labkit.room.board",
+        "--room-dir",
+        str(room_dir),
+        "--room-id",
+        room_id,
+        "--participants",
+        ",".join(participants),
+        "--grader-image",
+        grader_image,
+        "--poll-s",
+        str(poll_s),
+    ]
     environment = {k: os.environ[k] for k in ("PATH", "HOME", "DOCKER_HOST") if k in os.environ}
     environment["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-    environment.update(service_environment(f"http://127.0.0.1:{hub_port}/hub/api", f"http://127.0.0.1:{board_port}"),
-                       JUPYTERHUB_API_TOKEN=board_token)
-    (folder / "jupyterhub_config.py").write_text(HUB_CONFIG.format(
-        port=port, hub_port=hub_port, proxy=list(proxy), proxy_api=proxy_api, board_port=board_port, dir=folder,
-        users={"teacher", *participants}, tokens={v: k for k, v in tokens.items()}, scopes=list(BOARD_SCOPES),
-        board_token=board_token))
+    environment.update(
+        service_environment(f"http://127.0.0.1:{hub_port}/hub/api", f"http://127.0.0.1:{board_port}"),
+        JUPYTERHUB_API_TOKEN=board_token,
+    )
+    (folder / "jupyterhub_config.py").write_text(
+        HUB_CONFIG.format(
+            port=port,
+            hub_port=hub_port,
+            proxy=list(proxy),
+            proxy_api=proxy_api,
+            board_port=board_port,
+            dir=folder,
+            users={"teacher", *participants},
+            tokens={v: k for k, v in tokens.items()},
+            scopes=list(BOARD_SCOPES),
+            board_token=board_token,
+        )
+    )
     log = open(folder / "hub.log", "w")
-    process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(folder / "jupyterhub_config.py")],
-                               cwd=folder, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jupyterhub", "-f", str(folder / "jupyterhub_config.py")],
+        cwd=folder,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     board = subprocess.Popen(command, env=environment, cwd=folder, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
+
         def up() -> bool:
             if process.poll() is not None or board.poll() is not None:
                 pytest.fail(f"the hub or its board exited:\n{(folder / 'hub.log').read_text()[-3000:]}")
             try:
-                return requests.get(f"{url}/services/board/api/progress", timeout=5,
-                                    headers={"Authorization": f"token {tokens['teacher']}"}).status_code == 200
+                return (
+                    requests.get(
+                        f"{url}/services/board/api/progress",
+                        timeout=5,
+                        headers={"Authorization": f"token {tokens['teacher']}"},
+                    ).status_code
+                    == 200
+                )
             except requests.ConnectionError:
                 return False
 
@@ -181,8 +224,13 @@ class RoomVolumes:
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.uid, info.gid, info.mtime = len(data), 0o644, 1000, 100, time.time()
             tar.addfile(info, io.BytesIO(data))
-        box = self.client.containers.create(self.image, "true", network_mode="none", labels={ROOM_LABEL: self.id},
-                                            volumes={self.volume(user): {"bind": "/work", "mode": "rw"}})
+        box = self.client.containers.create(
+            self.image,
+            "true",
+            network_mode="none",
+            labels={ROOM_LABEL: self.id},
+            volumes={self.volume(user): {"bind": "/work", "mode": "rw"}},
+        )
         try:
             box.put_archive("/work", buffer.getvalue())
         finally:

@@ -25,8 +25,11 @@ def _python_model(server, name: str, source: str) -> None:
 
 
 def test_exception_in_execute(fresh_server):
-    _python_model(fresh_server, "raises", add_sub_source().replace(
-        "        responses = []", "        raise RuntimeError('execute blew up at step 3')"))
+    _python_model(
+        fresh_server,
+        "raises",
+        add_sub_source().replace("        responses = []", "        raise RuntimeError('execute blew up at step 3')"),
+    )
     with pytest.raises(labkit.InferenceError) as info:
         labkit.infer(fresh_server, "raises", X)
     assert "execute blew up at step 3" in info.value.reason, info.value
@@ -48,8 +51,14 @@ def test_import_error_names_the_module(fresh_server):
 
 
 def test_exception_in_finalize_does_not_stop_the_server(fresh_server):
-    _python_model(fresh_server, "bad_finalize", add_sub_source().replace(
-        '        pb_utils.Logger.log_info(f"{self.model_name}: finalized")', "        raise RuntimeError('finalize failed')"))
+    _python_model(
+        fresh_server,
+        "bad_finalize",
+        add_sub_source().replace(
+            '        pb_utils.Logger.log_info(f"{self.model_name}: finalized")',
+            "        raise RuntimeError('finalize failed')",
+        ),
+    )
     fresh_server.unload("bad_finalize")
     assert fresh_server.alive and labkit.check_add_sub(fresh_server).ok
 
@@ -84,16 +93,37 @@ def test_cpp_execute_errors_become_request_errors(fresh_server):
 
 def test_demo_writes_only_in_its_working_and_temporary_folders(tmp_path):
     project = Path(__file__).resolve().parent.parent
-    before = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=project, capture_output=True, text=True).stdout
+    before = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored"], cwd=project, capture_output=True, text=True
+    ).stdout
     home, tmp, work = tmp_path / "home", tmp_path / "tmp", tmp_path / "work"
     for d in (home, tmp, work):
         d.mkdir()
     env = {**os.environ, "HOME": str(home), "TMPDIR": str(tmp), "XDG_CACHE_HOME": str(home / ".cache")}
-    proc = subprocess.run([sys.executable, "-m", "labkit.cli", "demo", "--only", "add_sub", "--only", "minimal",
-                           "--json", str(work / "demo.json")], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "labkit.cli",
+            "demo",
+            "--only",
+            "add_sub",
+            "--only",
+            "minimal",
+            "--json",
+            str(work / "demo.json"),
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((work / "demo.json").read_text())["ok"]
-    after = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=project, capture_output=True, text=True).stdout
+    after = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored"], cwd=project, capture_output=True, text=True
+    ).stdout
     assert after == before, "the demo wrote into the project checkout"
     written = {p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*") if p.is_file()}
     assert written <= {"home", "tmp", "work"}
@@ -140,7 +170,9 @@ def _payload_execute_range() -> str:
     """Where Payload::Execute lies in the server library (from its symbol table), as "start,end" in hex."""
     library = next(labkit._triton_dist.locate().lib_dir.glob("libtritonserver*.so*"))
     out = subprocess.run(["nm", "-S", str(library)], capture_output=True, text=True, check=True).stdout
-    start, size = next(line.split()[:2] for line in out.splitlines() if line.endswith(" _ZN6triton4core7Payload7ExecuteEPb"))
+    start, size = next(
+        line.split()[:2] for line in out.splitlines() if line.endswith(" _ZN6triton4core7Payload7ExecuteEPb")
+    )
     return f"{start},{int(start, 16) + int(size, 16):x}"
 
 
@@ -152,13 +184,21 @@ def test_unload_right_after_load_while_the_backend_thread_is_busy(tmp_path):
     no Triton thread is runnable before it unloads; here the backend thread is kept busy in that window."""
     shim = tmp_path / "preempted.so"
     (tmp_path / "preempted.cc").write_text(PREEMPTED_CC)
-    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(shim), str(tmp_path / "preempted.cc"), "-ldl"], check=True)
+    subprocess.run(
+        ["g++", "-shared", "-fPIC", "-O1", "-o", str(shim), str(tmp_path / "preempted.cc"), "-ldl"], check=True
+    )
     flag, seen = tmp_path / "flag", tmp_path / "seen"
-    env = {"LD_PRELOAD": str(shim), "PREEMPTED_FLAG": str(flag), "PREEMPTED_SEEN": str(seen),
-           "PREEMPTED_RANGE": _payload_execute_range()}
+    env = {
+        "LD_PRELOAD": str(shim),
+        "PREEMPTED_FLAG": str(flag),
+        "PREEMPTED_SEEN": str(seen),
+        "PREEMPTED_RANGE": _payload_execute_range(),
+    }
     with labkit.server.EmbeddedServer(env=env) as server:
         server.start()
-        server.repository.write_config(labkit.model_config("m", "prompt", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])]))
+        server.repository.write_config(
+            labkit.model_config("m", "prompt", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
+        )
         server.cpp_backend("prompt", FAILING_CPP, progress=False)
         server.unload("m")
         flag.touch()

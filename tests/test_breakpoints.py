@@ -25,7 +25,7 @@ import labkit.server
 pytestmark = pytest.mark.slow
 
 CONFIG = labkit.model_config("dbg", "python", [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])])
-MODEL = '''import numpy as np
+MODEL = """import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
@@ -42,7 +42,7 @@ class TritonPythonModel:
 
     def scaled(self, x, scale):
         return x * scale
-'''
+"""
 ONES = np.ones(4, np.float32)
 
 # A script that sends one request (or two) from its main thread, as a person's script or notebook does.
@@ -71,8 +71,14 @@ class Terminal:
     """A child process whose stdin and stdout we hold, read until a pattern shows up."""
 
     def __init__(self, argv: list[str], cwd: Path | None = None) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         self.text = ""
 
     def expect(self, pattern: str, timeout_s: float = 60.0) -> re.Match:
@@ -80,7 +86,7 @@ class Terminal:
         while True:
             match = re.search(pattern, self.text)
             if match:
-                self.text = self.text[match.end():]
+                self.text = self.text[match.end() :]
                 return match
             left = deadline - time.monotonic()
             ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, left))
@@ -153,8 +159,9 @@ def test_a_load_run_skips_breakpoints_with_a_log_line(fresh_server):
     fresh_server.python_model("dbg", MODEL)
     result = labkit.run_load(fresh_server, "dbg", {"IN0": ONES}, requests=4, concurrency=2)
     assert result.count == 4 and result.errors == []
-    assert fresh_server.logs.grep("breakpoint at model.py:11 (dbg_0_0) skipped: the request did not come from "
-                                  "an interactive labkit call")
+    assert fresh_server.logs.grep(
+        "breakpoint at model.py:11 (dbg_0_0) skipped: the request did not come from an interactive labkit call"
+    )
     assert list((fresh_server.workspace.backend_dir / "python" / "labkit-debug").iterdir()) == []  # nothing listens
 
 
@@ -165,7 +172,9 @@ def test_a_breakpoint_nobody_attaches_to_is_skipped_after_the_wait():
         server.python_model("dbg", MODEL)
         debug = server.workspace.backend_dir / "python" / "labkit-debug"
         answers = []
-        client_thread = threading.Thread(target=lambda: answers.append(_plain_request(server.endpoints.http_url, "labkit-debug-nobody")))
+        client_thread = threading.Thread(
+            target=lambda: answers.append(_plain_request(server.endpoints.http_url, "labkit-debug-nobody"))
+        )
         t0 = time.monotonic()
         client_thread.start()
         within(lambda: list(debug.glob("*.sock")), 10, "the breakpoint's socket", interval_s=0.05)

@@ -23,7 +23,6 @@ NOTEBOOK = "03_dynamic_batching.ipynb"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
-
 def _answers(url: str) -> bool:
     try:
         urllib.request.urlopen(url, timeout=2)
@@ -48,15 +47,34 @@ def jupyterlab(tmp_path_factory):
     (port,) = free_ports(1)
     token = "labkit-browser-test"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
-         f"--LabApp.user_settings_dir={root / 'settings'}",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        stdout=subprocess.DEVNULL, stderr=open(root / "jupyter.log", "wb"), start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--ServerApp.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--ServerApp.open_browser=False",
+            f"--LabApp.user_settings_dir={root / 'settings'}",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(root / "jupyter.log", "wb"),
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
-    if not within(lambda: proc.poll() is not None or _answers(f"{url}/api/status?token={token}"), 60,
-                  "JupyterLab to answer", interval_s=0.2) or proc.poll() is not None:
+    if (
+        not within(
+            lambda: proc.poll() is not None or _answers(f"{url}/api/status?token={token}"),
+            60,
+            "JupyterLab to answer",
+            interval_s=0.2,
+        )
+        or proc.poll() is not None
+    ):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         raise AssertionError("JupyterLab did not start:\n" + (root / "jupyter.log").read_text()[-2000:])
@@ -76,8 +94,15 @@ def test_dashboard_notebook_runs_in_chromium(jupyterlab):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
@@ -91,8 +116,9 @@ def test_dashboard_notebook_runs_in_chromium(jupyterlab):
             page.click("li.lm-MenuBar-item:has-text('Run')")
             page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
             # the live dashboard: an ipywidgets Image that the worker thread fills with PNGs
-            image = page.wait_for_selector("img.widget-image[src^='blob:'], .widget-image img, img.widget-image",
-                                           timeout=120_000)
+            image = page.wait_for_selector(
+                "img.widget-image[src^='blob:'], .widget-image img, img.widget-image", timeout=120_000
+            )
             page.wait_for_function("img => img.naturalWidth > 100", arg=image, timeout=30_000)
             image.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "dashboard_live.png"))
@@ -102,8 +128,11 @@ def test_dashboard_notebook_runs_in_chromium(jupyterlab):
             )
             text = page.inner_text(".jp-Notebook")
             assert "Error displaying widget" not in text and "Failed to load model class" not in text
-            claims = next(t for t in page.locator(".jp-OutputArea-output").all_inner_texts()
-                          if "yes both instance counts served every request" in t)
+            claims = next(
+                t
+                for t in page.locator(".jp-OutputArea-output").all_inner_texts()
+                if "yes both instance counts served every request" in t
+            )
             assert not [line for line in claims.splitlines() if line.startswith("NO")], claims
             # stopped: the live panel was replaced by its last frame, a plain PNG output
             assert page.locator("img.widget-image").count() == 0

@@ -60,7 +60,9 @@ def test_the_cli_passes_defines_to_a_source_build(tmp_path):
     source = tmp_path / "scaled.cc"
     source.write_text(SCALED)
     run = [sys.executable, "-m", "labkit.cli", "build-backend", "scaled", str(source), "--out", str(tmp_path / "out")]
-    assert subprocess.run(run, check=False, capture_output=True, text=True, timeout=300).returncode == 3  # FACTOR missing
+    assert (
+        subprocess.run(run, check=False, capture_output=True, text=True, timeout=300).returncode == 3
+    )  # FACTOR missing
     assert not (tmp_path / "out").exists()
     proc = subprocess.run([*run, "--define", "FACTOR=2"], check=False, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -70,8 +72,9 @@ def test_the_cli_passes_defines_to_a_source_build(tmp_path):
 def test_the_magic_passes_defines_and_the_served_model_follows_them(fresh_server):
     from IPython.core.interactiveshell import InteractiveShell
 
-    fresh_server.repository.write_config(labkit.model_config("scaled_model", "scaled", [("IN0", "INT32", [4])],
-                                                             [("OUT0", "INT32", [4])]))
+    fresh_server.repository.write_config(
+        labkit.model_config("scaled_model", "scaled", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
+    )
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "labkit")
     shell.run_cell_magic("triton_cpp", "scaled --define FACTOR=3", SCALED)

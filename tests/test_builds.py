@@ -25,10 +25,16 @@ def test_only_entry_points_are_exported(tmp_path, backend):
 
 def test_a_call_that_23_12_lacks_is_refused(tmp_path):
     # A function of a later Triton (double-valued response parameters), declared by hand as a newer header would.
-    source = MINIMAL.replace('#include "labkit/backend.hpp"', (
-        '#include "labkit/backend.hpp"\n'
-        'extern "C" TRITONSERVER_Error* TRITONBACKEND_ResponseSetDoubleParameter(TRITONBACKEND_Response*, const char*, double);'
-    )).replace('batch.output("OUT0", in);', 'batch.output("OUT0", in);\n    labkit::check(TRITONBACKEND_ResponseSetDoubleParameter(batch.response(0), "x", 1.0));')
+    source = MINIMAL.replace(
+        '#include "labkit/backend.hpp"',
+        (
+            '#include "labkit/backend.hpp"\n'
+            'extern "C" TRITONSERVER_Error* TRITONBACKEND_ResponseSetDoubleParameter(TRITONBACKEND_Response*, const char*, double);'
+        ),
+    ).replace(
+        'batch.output("OUT0", in);',
+        'batch.output("OUT0", in);\n    labkit::check(TRITONBACKEND_ResponseSetDoubleParameter(batch.response(0), "x", 1.0));',
+    )
     with pytest.raises(labkit.BuildError) as info:
         build_backend("newer", source, cache=tmp_path, progress=False)
     assert info.value.unavailable == ["TRITONBACKEND_ResponseSetDoubleParameter"] and info.value.backend == "newer"
@@ -39,8 +45,9 @@ def test_cache_key_covers_the_contents_of_include_folders(tmp_path):
     include = tmp_path / "include"
     include.mkdir()
     (include / "offset.h").write_text("#define OFFSET 1\n")
-    source = '#include "offset.h"\n' + MINIMAL.replace("// (edit here: change `in` before it is sent back)",
-                                                       "in.data<int32_t>()[0] += OFFSET;")
+    source = '#include "offset.h"\n' + MINIMAL.replace(
+        "// (edit here: change `in` before it is sent back)", "in.data<int32_t>()[0] += OFFSET;"
+    )
     first = build_backend("offsetting", source, cache=tmp_path / "c", extra_includes=[str(include)], progress=False)
     again = build_backend("offsetting", source, cache=tmp_path / "c", extra_includes=[str(include)], progress=False)
     assert again.cached and again.digest == first.digest

@@ -18,7 +18,6 @@ import labkit.repository
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
 
-
 def _answers(url: str) -> bool:
     try:
         urllib.request.urlopen(url, timeout=1)
@@ -43,7 +42,9 @@ def test_serve_until_interrupted(tmp_path):
         labkit.repository.ModelRepository(tmp_path).copy_model_from(labkit.reference_repository(), name)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.pbtxt").write_text('name: "broken"\nbackend: "python"\nmax_batch_sise: 1\n')
-    proc = subprocess.Popen([*LABKIT, "serve", str(tmp_path), "--any-ports"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*LABKIT, "serve", str(tmp_path), "--any-ports"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         lines = {}
         for line in proc.stdout:
@@ -61,8 +62,9 @@ def test_serve_until_interrupted(tmp_path):
         assert proc.returncode == 0
         assert "stopped." in out
         assert "NOT LOADED broken" in err and "max_batch_sise" in err
-        assert within(lambda: not _answers(lines["http"] + "/v2/health/ready"), 5, "the server to stop answering",
-                      interval_s=0.1), "the server still answers after Ctrl-C"
+        assert within(
+            lambda: not _answers(lines["http"] + "/v2/health/ready"), 5, "the server to stop answering", interval_s=0.1
+        ), "the server still answers after Ctrl-C"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -103,7 +105,9 @@ def test_doctor_says_the_lab_can_run_and_names_what_is_missing():
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "[ok  ] Triton 23.12 (tritonserver 2.41.0)" in ok.stdout and "the embedded lab can run here" in ok.stdout
     env = {**os.environ, "CXX": "/no/such/g++"}
-    broken = subprocess.run([sys.executable, "-m", "labkit.cli", "doctor"], capture_output=True, text=True, timeout=120, env=env)
+    broken = subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "doctor"], capture_output=True, text=True, timeout=120, env=env
+    )
     assert broken.returncode == 1
     line = next(line for line in broken.stdout.splitlines() if "C++ compiler" in line)
     assert line.startswith("[FAIL]") and "/no/such/g++ not found" in line and "apt-get install g++" in line

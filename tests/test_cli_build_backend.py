@@ -35,11 +35,18 @@ def test_build_backend_writes_only_its_own_library(backend_examples, tmp_path):
     (out / "bls").mkdir()
     (out / "bls" / "NOTES").write_text("mine")
     source = backend_examples / "backends" / "bls" / "src"
-    proc = _build("bls", str(source / "backend.cc"), str(source / "bls.cc"), str(source / "bls_utils.cc"), "--out", str(out))
+    proc = _build(
+        "bls", str(source / "backend.cc"), str(source / "bls.cc"), str(source / "bls_utils.cc"), "--out", str(out)
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"wrote {out / 'bls' / 'libtriton_bls.so'}" in proc.stdout
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
-        "bls", "bls/NOTES", "bls/libtriton_bls.so", "other", "other/libtriton_other.so"]
+        "bls",
+        "bls/NOTES",
+        "bls/libtriton_bls.so",
+        "other",
+        "other/libtriton_other.so",
+    ]
     assert (out / "other" / "libtriton_other.so").read_text() == "someone else's"
     assert (out / "bls" / "NOTES").read_text() == "mine"
 
@@ -70,7 +77,8 @@ def test_official_bls_from_a_backend_directory_passes_its_client(backend_example
         for model in ("addsub_python", "addsub_tf", "bls_fp32"):
             srv.load(model)
         client = backend_examples / "clients" / "bls_client"
-        proc = subprocess.run([sys.executable, str(client), "-u", srv.endpoints.http_url],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, str(client), "-u", srv.endpoints.http_url], capture_output=True, text=True, timeout=120
+        )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS" in proc.stdout

@@ -50,9 +50,13 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 def _perf(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*LABKIT, "perf", "mine", "--concurrency", "1", "--measurement-ms", "300",
-                           "--stability-percent", "50", *args],
-                          capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [*LABKIT, "perf", "mine", "--concurrency", "1", "--measurement-ms", "300", "--stability-percent", "50", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.mark.slow
@@ -60,13 +64,19 @@ def test_perf_measures_the_users_own_minimal_from_a_backend_directory(tmp_path):
     backends = tmp_path / "backends"
     source = tmp_path / "minimal.cc"
     source.write_text(USER_MINIMAL)
-    built = subprocess.run([*LABKIT, "build-backend", "minimal", str(source), "--out", str(backends)],
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [*LABKIT, "build-backend", "minimal", str(source), "--out", str(backends)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     repository = _repository(tmp_path)
     before, library = _tree(repository), _tree(backends)
     mark = tmp_path / "mark"
-    proc = _perf("--repository", str(repository), "--backend-directory", str(backends), env={"USER_MINIMAL_MARK": str(mark)})
+    proc = _perf(
+        "--repository", str(repository), "--backend-directory", str(backends), env={"USER_MINIMAL_MARK": str(mark)}
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "infer/s" in proc.stdout and "building backend" not in proc.stdout  # labkit built nothing
     assert mark.read_text() == "the user's minimal ran"

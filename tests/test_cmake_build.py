@@ -67,8 +67,12 @@ def test_options_of_our_own_project_change_what_the_library_does_in_triton(tmp_p
     assert parameters is None  # COUNTING_RESPONSE_PARAMETER is off by default
     assert counted == {"labkit_counting_requests": ("counter", 3.0)}  # TRITON_ENABLE_METRICS is on by default
 
-    changed = build_cmake("counting", PROJECTS / "counting", progress=False,
-                          defines=["TRITON_ENABLE_METRICS=OFF", "COUNTING_RESPONSE_PARAMETER=ON"])
+    changed = build_cmake(
+        "counting",
+        PROJECTS / "counting",
+        progress=False,
+        defines=["TRITON_ENABLE_METRICS=OFF", "COUNTING_RESPONSE_PARAMETER=ON"],
+    )
     assert changed.digest != default.digest
     parameters, counted = _counting_answer(changed, tmp_path)
     assert counted == {}
@@ -88,8 +92,13 @@ def _serve_recommended(out: Path, examples: Path, tmp_path: Path) -> tuple[subpr
     with labkit.server.EmbeddedServer(repository=repository, backend_directory=out) as srv:
         srv.start()
         srv.load("batching")
-        proc = subprocess.run([sys.executable, str(examples / "clients" / "recommended_client"), "-u",
-                               srv.endpoints.http_url], check=False, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, str(examples / "clients" / "recommended_client"), "-u", srv.endpoints.http_url],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         executions = labkit.model_stats(srv, "batching", settle=True).execution_count
     return proc, executions
 
@@ -122,8 +131,7 @@ def test_official_minimal_and_bls_build_unchanged_at_r23_12(backend_examples, tm
     repository = tmp_path / "minimal_models"
     shutil.copytree(backend_examples / "model_repos" / "minimal_models", repository)
     out = tmp_path / "backends"
-    into_backend_directory(build_cmake("minimal", backend_examples / "backends" / "minimal",
-                                                            progress=False), out)
+    into_backend_directory(build_cmake("minimal", backend_examples / "backends" / "minimal", progress=False), out)
     with labkit.server.EmbeddedServer(repository=repository, backend_directory=out) as srv:
         srv.start()
         for model in ("batching", "nonbatching"):  # minimal checks the backend API version it was built for
@@ -158,12 +166,18 @@ def test_a_failed_configure_names_the_cmake_file_and_line_and_the_command(tmp_pa
     project = PROJECTS / "misconfigured"
     with pytest.raises(labkit.BuildError) as info:
         build_cmake("misconfigured", project, cache=tmp_path, progress=False)
-    assert (info.value.file, info.value.line) == ("cmake/checks.cmake", _line_of(project / "cmake" / "checks.cmake", "FATAL_ERROR"))
+    assert (info.value.file, info.value.line) == (
+        "cmake/checks.cmake",
+        _line_of(project / "cmake" / "checks.cmake", "FATAL_ERROR"),
+    )
     assert info.value.command.split()[1:3] == ["-S", str(project)]
     # past the check, the error is raised inside CMake's FindZLIB: shown at the project's own find_package
     with pytest.raises(labkit.BuildError) as info:
         build_cmake("misconfigured", project, cache=tmp_path, progress=False, defines={"LABKIT_TEST_FLAVOR": "plain"})
-    assert (info.value.file, info.value.line) == ("CMakeLists.txt", _line_of(project / "CMakeLists.txt", "find_package(ZLIB"))
+    assert (info.value.file, info.value.line) == (
+        "CMakeLists.txt",
+        _line_of(project / "CMakeLists.txt", "find_package(ZLIB"),
+    )
     assert "-DLABKIT_TEST_FLAVOR=plain" in info.value.command.split()
     assert not any((tmp_path / ".cmake" / "misconfigured").iterdir())
 
@@ -191,8 +205,14 @@ def test_a_library_of_another_name_and_forced_tags_are_refused(tmp_path):
         build_cmake("strictly", PROJECTS / "strict", cache=tmp_path, progress=False, defines=[NO_MISMATCH_ERROR])
     assert (info.value.backend, info.value.file) == ("strictly", "CMakeLists.txt")
     with pytest.raises(labkit.errors.ConfigError) as refused:
-        build_cmake("strict", PROJECTS / "strict", cache=tmp_path, progress=False, defines=["TRITON_CORE_REPO_TAG=main"])
-    assert (refused.value.field, refused.value.value, refused.value.valid) == ("define", "TRITON_CORE_REPO_TAG=main", ["r23.12"])
+        build_cmake(
+            "strict", PROJECTS / "strict", cache=tmp_path, progress=False, defines=["TRITON_CORE_REPO_TAG=main"]
+        )
+    assert (refused.value.field, refused.value.value, refused.value.valid) == (
+        "define",
+        "TRITON_CORE_REPO_TAG=main",
+        ["r23.12"],
+    )
     with pytest.raises(labkit.errors.ConfigError) as refused:
         build_cmake("strict", PROJECTS / "strict", cache=tmp_path, progress=False, defines=["no equals sign"])
     assert (refused.value.field, refused.value.value) == ("define", "no equals sign")
@@ -202,7 +222,9 @@ def test_a_library_of_another_name_and_forced_tags_are_refused(tmp_path):
 
 
 def test_the_cli_builds_a_cmake_project_alone(tmp_path):
-    proc = _cli("strict", str(PROJECTS / "strict"), str(PROJECTS / "strict" / "src" / "strict.cc"), "--out", str(tmp_path))
+    proc = _cli(
+        "strict", str(PROJECTS / "strict"), str(PROJECTS / "strict" / "src" / "strict.cc"), "--out", str(tmp_path)
+    )
     assert proc.returncode == 3 and not any(tmp_path.iterdir())
     proc = _cli("strict", str(PROJECTS / "strict"), "--headers", "official", "--out", str(tmp_path))
     assert proc.returncode == 3 and not any(tmp_path.iterdir())
@@ -217,7 +239,12 @@ def test_gpu_support_follows_the_machine_and_a_define_overrides_it(backend_examp
         return  # a GPU and a CUDA 12 toolkit: the other tests build with GPU support already
     # here there is no usable CUDA 12 toolkit: asked for anyway, backend r23.12's CUDA part cannot build
     with pytest.raises(labkit.BuildError) as info:
-        build_cmake("recommended", backend_examples / "backends" / "recommended", cache=tmp_path, progress=False,
-                    defines=["TRITON_ENABLE_GPU=ON"])
+        build_cmake(
+            "recommended",
+            backend_examples / "backends" / "recommended",
+            cache=tmp_path,
+            progress=False,
+            defines=["TRITON_ENABLE_GPU=ON"],
+        )
     said = info.value.compiler_output.upper()  # CMake finds no CUDA toolkit, or CUDA 13's nvcc refuses r23.12's kernel
     assert info.value.backend == "recommended" and ("CUDATOOLKIT" in said or "NVCC FATAL" in said)

@@ -23,7 +23,9 @@ def cpp_server():
     """A server with the C++ reference models built and loaded."""
     with labkit.server.EmbeddedServer() as srv:
         srv.start()
-        reference.serve(srv, ["minimal_nonbatching", "minimal_batching", "recommended_batching", "custom_passthrough", "add_sub"])
+        reference.serve(
+            srv, ["minimal_nonbatching", "minimal_batching", "recommended_batching", "custom_passthrough", "add_sub"]
+        )
         yield srv
 
 
@@ -32,14 +34,20 @@ def test_headers_declare_the_23_12_api():
     backend_h = (INCLUDE_DIR / "triton" / "core" / "tritonbackend.h").read_text()
     assert re.search(r"TRITONBACKEND_API_VERSION_MINOR\s+17", backend_h)
     assert re.search(r"TRITONSERVER_API_VERSION_MINOR\s+27", server_h)
-    for name, value in {"TRITONSERVER_TYPE_FP32": 11, "TRITONSERVER_TYPE_BYTES": 13, "TRITONSERVER_ERROR_INVALID_ARG": 3}.items():
+    for name, value in {
+        "TRITONSERVER_TYPE_FP32": 11,
+        "TRITONSERVER_TYPE_BYTES": 13,
+        "TRITONSERVER_ERROR_INVALID_ARG": 3,
+    }.items():
         assert re.search(rf"{name}\s*=\s*{value}\b", server_h), name
 
 
 def test_library_exports_entry_points_and_never_links_triton(tmp_path):
     build = build_backend("minimal", MINIMAL, cache=tmp_path, progress=False)
     assert "TRITONBACKEND_ModelInstanceExecute" in exported_symbols(build.library)
-    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(build.library)], capture_output=True, text=True).stdout
+    undefined = subprocess.run(
+        ["nm", "-D", "--undefined-only", str(build.library)], capture_output=True, text=True
+    ).stdout
     assert "TRITONBACKEND_RequestInput" in undefined or "TRITONBACKEND_RequestInputCount" in undefined
     needed = subprocess.run(["readelf", "-d", str(build.library)], capture_output=True, text=True).stdout
     assert "tritonserver" not in needed
@@ -77,7 +85,9 @@ def test_missing_execute_is_refused_before_triton(cpp_server):
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-@pytest.mark.parametrize("model", ["minimal_nonbatching", "minimal_batching", "recommended_batching", "custom_passthrough"])
+@pytest.mark.parametrize(
+    "model", ["minimal_nonbatching", "minimal_batching", "recommended_batching", "custom_passthrough"]
+)
 def test_reference_models_answer(cpp_server, model, protocol):
     assert labkit.check_passthrough(cpp_server, model, protocol).ok
 
@@ -107,13 +117,19 @@ def test_recommended_reports_statistics_and_its_own_metric(cpp_server):
     assert stats.execution_count > 0 and stats.inference_count > 0 and stats.batch_counts
     assert stats.phase_ns["compute_infer"] > 0
     text = cpp_server.models.metrics_text()
-    assert re.search(r'^labkit_recommended\w*\{[^}]*model="recommended_batching"[^}]*\} [1-9]', text, re.M), text[-2000:]
+    assert re.search(r'^labkit_recommended\w*\{[^}]*model="recommended_batching"[^}]*\} [1-9]', text, re.M), text[
+        -2000:
+    ]
 
 
 def test_recommended_rejects_mismatched_config(cpp_server):
     cfg = labkit.model_config(
-        "recommended_bad", "recommended", [("INPUT", "FP32", [4, 4])], [("OUTPUT", "FP32", [2, 8])],
-        max_batch_size=8, dynamic_batching=True,
+        "recommended_bad",
+        "recommended",
+        [("INPUT", "FP32", [4, 4])],
+        [("OUTPUT", "FP32", [2, 8])],
+        max_batch_size=8,
+        dynamic_batching=True,
     )
     cpp_server.repository.write_config(cfg)
     with pytest.raises(labkit.ModelLoadError) as info:
@@ -208,7 +224,9 @@ SCALING_INPUT = np.array([1, 2, 3, 4], np.int32)
 
 
 def scaling_model(server, name: str, backend: str) -> None:
-    server.repository.write_config(labkit.model_config(name, backend, [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])]))
+    server.repository.write_config(
+        labkit.model_config(name, backend, [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
+    )
 
 
 def scaled_by(server, name: str) -> int:

@@ -36,8 +36,14 @@ def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
 
     def load() -> None:
         try:
-            labkit.run_load(fresh_server, "minimal_batching", reference.sample_inputs("minimal_batching"),
-                            requests=10**6, concurrency=2, duration_s=30)
+            labkit.run_load(
+                fresh_server,
+                "minimal_batching",
+                reference.sample_inputs("minimal_batching"),
+                requests=10**6,
+                concurrency=2,
+                duration_s=30,
+            )
         except BaseException as exc:  # noqa: BLE001
             failures.append(exc)
 
@@ -51,7 +57,10 @@ def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
     assert time.monotonic() - killed < 2.0
     worker.join(timeout=10)
     assert not worker.is_alive(), "a request in flight hung instead of failing"
-    assert isinstance(failures[0], labkit.errors.ServerNotRunningError) and failures[0].exit_summary == "killed by signal 9"
+    assert (
+        isinstance(failures[0], labkit.errors.ServerNotRunningError)
+        and failures[0].exit_summary == "killed by signal 9"
+    )
     with pytest.raises(labkit.errors.ServerNotRunningError) as info:
         labkit.check_add_sub(fresh_server)
     assert info.value.exit_summary == "killed by signal 9"

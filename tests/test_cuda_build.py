@@ -41,12 +41,17 @@ def test_kernel_backend_builds_with_static_cudart_and_a_fatbinary(kit, tmp_path)
     assert "libcudart" not in dynamic and "tritonserver" not in dynamic  # cudart linked in, Triton resolved at load
     assert ".nv_fatbin" in sections  # device code for the GPU architecture
     symbols = subprocess.run(["nm", "-D", "--defined-only", str(build.library)], capture_output=True, text=True).stdout
-    entry_points = ("TRITONBACKEND_ModelInstanceInitialize", "TRITONBACKEND_ModelInstanceFinalize",
-                    "TRITONBACKEND_ModelInstanceExecute")
+    entry_points = (
+        "TRITONBACKEND_ModelInstanceInitialize",
+        "TRITONBACKEND_ModelInstanceFinalize",
+        "TRITONBACKEND_ModelInstanceExecute",
+    )
     assert all(f" {name}\n" in symbols for name in entry_points)
     assert "cudaMalloc" not in symbols and "cudaSetDevice" not in symbols  # only entry points exported
     again = build_backend("cuda_add_sub", KERNEL, cuda=True, cache=tmp_path, progress=False, first_line=2)
-    cpu = build_backend("cuda_add_sub", labkit.native.reference_source("minimal").read_text(), cache=tmp_path, progress=False)
+    cpu = build_backend(
+        "cuda_add_sub", labkit.native.reference_source("minimal").read_text(), cache=tmp_path, progress=False
+    )
     assert again.cached and again.library == build.library and cpu.digest != build.digest
 
 
@@ -61,7 +66,9 @@ def test_kernel_config_is_one_kind_gpu_instance_on_gpu_0():
 
 def test_cuda_compile_error_names_the_cells_line(kit, tmp_path):
     broken = KERNEL.replace("sum[i] = a[i] + b[i];", "sum[i] = a[i] + undeclared[i];")
-    line = broken.splitlines().index(next(text for text in broken.splitlines() if "undeclared" in text)) + 2  # under the magic line
+    line = (
+        broken.splitlines().index(next(text for text in broken.splitlines() if "undeclared" in text)) + 2
+    )  # under the magic line
     with pytest.raises(labkit.BuildError) as info:
         build_backend("cuda_broken", broken, cuda=True, cache=tmp_path, progress=False, first_line=2)
     assert "undeclared" in info.value.compiler_output and f"({line})" in info.value.compiler_output
@@ -97,7 +104,9 @@ def test_triton_loads_the_kernel_backend_on_kind_gpu_and_refuses_other_kinds(kit
         a, b = np.arange(4, dtype=np.float32), np.full(4, 2, np.float32)
         if detect.visible():
             mark = lab.logs.mark()
-            assert lab.cpp_backend("cuda_add_sub", KERNEL, ["cuda_add_sub"], cuda=True, first_line=2) == {"cuda_add_sub": 1}
+            assert lab.cpp_backend("cuda_add_sub", KERNEL, ["cuda_add_sub"], cuda=True, first_line=2) == {
+                "cuda_add_sub": 1
+            }
             out = labkit.infer(lab, "cuda_add_sub", {"INPUT0": a, "INPUT1": b})
             np.testing.assert_array_equal(out["OUTPUT0"], a + b)
             np.testing.assert_array_equal(out["OUTPUT1"], a - b)
@@ -140,7 +149,9 @@ def test_cuda_built_helpers_serve_cpu_memory_as_before(kit):
 
 
 def test_cuda_shared_memory_fails_as_labkit_error_when_the_driver_is_missing(kit, monkeypatch):
-    pytest.importorskip("tritonclient.utils.cuda_shared_memory", reason="tritonclient's CUDA shared memory needs cuda-python")
+    pytest.importorskip(
+        "tritonclient.utils.cuda_shared_memory", reason="tritonclient's CUDA shared memory needs cuda-python"
+    )
     if detect.visible():
         pytest.skip("a GPU is visible: the driver is there, this failure path cannot happen")
     monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], None))  # claim a GPU; none answers
@@ -153,4 +164,6 @@ def test_cuda_shared_memory_fails_as_labkit_error_when_the_driver_is_missing(kit
         assert info.value.missing == "CUDA device" and info.value.wanted == "CUDA shared memory"
         status = lab.client().get_cuda_shared_memory_status()
         assert not status  # nothing left registered
-        np.testing.assert_array_equal(labkit.infer(lab, "add_sub", inputs)["OUTPUT0"], inputs["INPUT0"] + inputs["INPUT1"])
+        np.testing.assert_array_equal(
+            labkit.infer(lab, "add_sub", inputs)["OUTPUT0"], inputs["INPUT0"] + inputs["INPUT1"]
+        )

@@ -41,7 +41,7 @@ def test_model_py_counters_match_tritons_own(lab):
 
 
 def test_family_totals_filters_by_labels_and_takes_counters_with_or_without_total():
-    text = ("# TYPE x counter\nx{model=\"a\"} 2\nx{model=\"b\"} 5\n# TYPE g gauge\ng 7\n")
+    text = '# TYPE x counter\nx{model="a"} 2\nx{model="b"} 5\n# TYPE g gauge\ng 7\n'
     assert family_totals(text, {"x": {}, "g": {}}) == {"x": ("counter", 7.0), "g": ("gauge", 7.0)}
     assert family_totals(text, {"x_total": {"model": "b"}}) == {"x_total": ("counter", 5.0)}
     assert family_totals(text, {"absent": {}}) == {}
@@ -56,8 +56,11 @@ def test_the_dashboard_draws_the_families_beside_tritons_and_keeps_the_png(lab):
     assert last["lesson_requests"][0] == "counter" and last["nv_inference_pending_request_count"][0] == "gauge"
     # model.py counted every request Triton counted during the load
     first = dash.collector.snapshot()[0].metrics
-    assert (last["lesson_requests"][1] - first["lesson_requests"][1]
-            == last["nv_inference_request_success"][1] - first["nv_inference_request_success"][1] > 0)
+    assert (
+        last["lesson_requests"][1] - first["lesson_requests"][1]
+        == last["nv_inference_request_success"][1] - first["nv_inference_request_success"][1]
+        > 0
+    )
     bundle = dash._final_bundle()
     assert bundle["text/plain"] == "<labkit Dashboard for metered>"
     plain = labkit.Dashboard(lab, cm.MODEL)  # no families: the two rows as before
@@ -81,10 +84,10 @@ def test_a_family_redefined_with_another_kind_by_another_model_is_refused(lab):
 
 
 def test_a_model_redefining_its_own_family_with_another_kind_is_refused_and_keeps_serving(lab):
-    changed = cm.SOURCE.replace('name="lesson_rows", description="batch rows seen by model.py", '
-                                'kind=pb_utils.MetricFamily.COUNTER',
-                                'name="lesson_rows", description="batch rows seen by model.py", '
-                                'kind=pb_utils.MetricFamily.GAUGE')
+    changed = cm.SOURCE.replace(
+        'name="lesson_rows", description="batch rows seen by model.py", kind=pb_utils.MetricFamily.COUNTER',
+        'name="lesson_rows", description="batch rows seen by model.py", kind=pb_utils.MetricFamily.GAUGE',
+    )
     assert changed != cm.SOURCE
     with pytest.raises(labkit.errors.MetricKindError) as info:
         lab.python_model(cm.MODEL, changed)
@@ -97,18 +100,27 @@ def test_a_model_redefining_its_own_family_with_another_kind_is_refused_and_keep
 
 def test_one_model_py_defining_a_name_twice_with_two_kinds_is_refused(lab):
     twice = cm.CLASH_SOURCE.replace('name="lesson_requests"', 'name="twice_defined"').replace(
-        "    def execute", "        self.other = pb_utils.MetricFamily(name=\"twice_defined\", description=\"d\", "
-        "kind=pb_utils.MetricFamily.COUNTER)\n\n    def execute")
+        "    def execute",
+        '        self.other = pb_utils.MetricFamily(name="twice_defined", description="d", '
+        "kind=pb_utils.MetricFamily.COUNTER)\n\n    def execute",
+    )
     config = labkit.model_config("twice", "python", [("X", "FP32", [4])], [("X", "FP32", [4])])
     with pytest.raises(labkit.errors.MetricKindError) as info:
         lab.python_model("twice", twice, config)
     assert (info.value.metric, info.value.kind, info.value.registered_kind, info.value.registered_by) == (
-        "twice_defined", "counter", "gauge", "twice")
+        "twice_defined",
+        "counter",
+        "gauge",
+        "twice",
+    )
 
 
 def test_metric_families_reads_names_and_kinds_from_source():
-    assert metric_families(cm.SOURCE) == [("lesson_requests", "counter"), ("lesson_rows", "counter"),
-                                          ("lesson_batch_requests", "gauge")]
+    assert metric_families(cm.SOURCE) == [
+        ("lesson_requests", "counter"),
+        ("lesson_rows", "counter"),
+        ("lesson_batch_requests", "gauge"),
+    ]
     assert metric_families("pb_utils.MetricFamily('n', 'd', pb_utils.MetricFamily.GAUGE)") == [("n", "gauge")]
     assert metric_families("name = f()\npb_utils.MetricFamily(name=name, description='d', kind=K)") == []
     assert metric_families("def broken(:") == []
@@ -127,7 +139,11 @@ def test_a_family_outlives_its_model_until_the_server_restarts(fresh_server):
     assert cm.CLASH_MODEL in fresh_server.loaded_models()
     with pytest.raises(labkit.errors.MetricKindError) as info:  # now the counter is the one refused
         fresh_server.load(cm.MODEL)
-    assert (info.value.kind, info.value.registered_kind, info.value.registered_by) == ("counter", "gauge", cm.CLASH_MODEL)
+    assert (info.value.kind, info.value.registered_kind, info.value.registered_by) == (
+        "counter",
+        "gauge",
+        cm.CLASH_MODEL,
+    )
 
 
 def test_the_lesson_runs(lab):

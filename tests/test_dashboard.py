@@ -46,8 +46,11 @@ def test_controls_change_the_load_and_the_config_while_it_runs(fresh_server, cap
 
 def test_a_timed_run_ends_by_itself(server):
     dash = labkit.Dashboard(server, "add_sub_batching", refresh_s=0.2)
-    dash.run({k: v[None, :] for k, v in {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}.items()},
-             concurrency=2, duration_s=1.5)
+    dash.run(
+        {k: v[None, :] for k, v in {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}.items()},
+        concurrency=2,
+        duration_s=1.5,
+    )
     eventually(lambda: dash._finished, "the timed run to end", timeout_s=15)
     assert dash.result is not None and 1.4 < dash.result.duration_s < 3
     assert dash.wait() is dash.result and "inferences" in dash._title.value

@@ -52,6 +52,7 @@ def test_add_sub_over_http_and_grpc(dserver):
     within(lambda: successes(dserver, "add_sub") >= 2, 5, "two successes counted")
     assert successes(dserver, "add_sub") >= 2
 
+
 def test_ports_published_on_loopback_only(dserver):
     dserver.runtime.container.reload()
     published = dserver.runtime.container.attrs["NetworkSettings"]["Ports"]
@@ -72,9 +73,14 @@ def test_logs_stream_into_the_log_view(dserver):
     assert "Started HTTPService at 0.0.0.0:8000" in text  # inside the container; published on 127.0.0.1
     assert "successfully loaded 'add_sub'" in text
     mark = dserver.logs.mark()
-    dserver.python_model("logger", ADD_SUB_SOURCE.replace("def execute(self, requests):",
-                                                         "def execute(self, requests):\n        pb_utils.Logger.log_info('hello from the container')"),
-                         config_named("logger"))
+    dserver.python_model(
+        "logger",
+        ADD_SUB_SOURCE.replace(
+            "def execute(self, requests):",
+            "def execute(self, requests):\n        pb_utils.Logger.log_info('hello from the container')",
+        ),
+        config_named("logger"),
+    )
     labkit.check_add_sub(dserver, "logger")
     within(lambda: "hello from the container" in dserver.logs.since(mark), 5, "the model's log line", interval_s=0.05)
     assert "hello from the container" in dserver.logs.since(mark)  # the model's own log lines arrive too
@@ -193,7 +199,9 @@ def test_cleanup_removes_the_container_of_a_killed_kernel(dserver):
     client = lk_engine.connect()
     assert client.containers.get(container_id).status == "running"  # the leftover
     assert container_id in {c.id for c in lk_leftovers.leftovers()}
-    assert dserver.runtime.container.id not in {c.id for c in lk_leftovers.leftovers()}  # a live owner's container is not
+    assert dserver.runtime.container.id not in {
+        c.id for c in lk_leftovers.leftovers()
+    }  # a live owner's container is not
     removed = lk_leftovers.cleanup()
     assert client.ping()  # the engine is still fine
     assert gone(client, container_id) and removed
@@ -207,7 +215,9 @@ def test_launch_sweeps_leftovers(dserver, tmp_path):
     dead.wait()
     client = lk_engine.connect()
     leftover = client.containers.run(
-        dserver.runtime.image, ["sleep", "600"], detach=True,
+        dserver.runtime.image,
+        ["sleep", "600"],
+        detach=True,
         labels={lk_leftovers.LABEL_MANAGED: "1", lk_leftovers.LABEL_OWNER: f"{socket.gethostname()}:{dead.pid}"},
     )
     try:
@@ -246,7 +256,18 @@ def test_bench_cold_start_on_docker(cpu_image, tmp_path):
     import sys
 
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "labkit.cli", "bench", "--server", "docker", "--only", "cold_start_s", "--json", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "labkit.cli",
+        "bench",
+        "--server",
+        "docker",
+        "--only",
+        "cold_start_s",
+        "--json",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads(out.read_text())

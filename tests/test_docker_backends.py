@@ -34,7 +34,9 @@ def test_python_reload_serves_new_code(dserver):
 def test_python_model_runs_on_the_image_python(dserver):
     source = ADD_SUB_SOURCE.replace(
         "a + b", "a + b + float(sys.version_info[:2] == (3, 11)) + float(np.__version__ < '2')"
-    ).replace("import triton_python_backend_utils", "import sys\nimport numpy as np\nimport triton_python_backend_utils")
+    ).replace(
+        "import triton_python_backend_utils", "import sys\nimport numpy as np\nimport triton_python_backend_utils"
+    )
     dserver.python_model("which_python", source, config_named("which_python"))
     result = labkit.check_add_sub(dserver, "which_python", check=False)
     np.testing.assert_allclose(result.output0, result.input0 + result.input1 + 2)  # Python 3.11, numpy < 2
@@ -144,8 +146,12 @@ def test_official_recommended_builds_in_the_container_and_passes_its_client(dser
     dserver.repository.copy_model_from(examples / "model_repos" / "recommended_models", "batching")
     source = (examples / "backends" / "recommended" / "src" / "recommended.cc").read_text()
     assert dserver.cpp_backend("recommended", source, models=["batching"]) == {"batching": 1}
-    proc = subprocess.run([sys.executable, str(examples / "clients" / "recommended_client"), "-u", dserver.endpoints.http_url],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(examples / "clients" / "recommended_client"), "-u", dserver.endpoints.http_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "OUTPUT = [[[10.  10.1" in proc.stdout, proc.stdout + proc.stderr
     dserver.unload("batching")
 
@@ -162,8 +168,13 @@ def test_timeline_and_perf_analyzer_against_the_container(dserver):
     # Triton writes its trace file into a folder mounted from the host; perf_analyzer runs on the host
     # against the published port.
     with labkit.timeline(dserver, "add_sub") as tl:
-        labkit.run_load(dserver, "add_sub", {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)},
-                        requests=20, concurrency=2)
+        labkit.run_load(
+            dserver,
+            "add_sub",
+            {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)},
+            requests=20,
+            concurrency=2,
+        )
     assert tl.counts()["requests"] == 20 and tl.agrees_with_statistics()
     sweep = labkit.perf(dserver, "add_sub", concurrency=[2], measurement_ms=500, stability_percent=50, progress=False)
     assert sweep.steps[0].throughput > 0 and sweep.steps[0].compute_infer_us > 0

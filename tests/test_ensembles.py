@@ -61,7 +61,9 @@ def test_the_timeline_shows_both_steps_of_every_request(lab):
         pre, sq = request.steps
         assert (pre.model, sq.model) == ensemble.STEPS
         # square's request is queued when preprocess sends its response, which is before its COMPUTE_END
-        assert request.start <= pre.queue_start <= pre.compute_start <= sq.queue_start <= sq.compute_start <= request.end
+        assert (
+            request.start <= pre.queue_start <= pre.compute_start <= sq.queue_start <= sq.compute_start <= request.end
+        )
     assert len(timeline.table()) == 8 and "square_compute_ms" in timeline.table()[0]
     assert timeline.plot().png.startswith(b"\x89PNG")
     assert repr(timeline) == "<labkit ensemble timeline of pipeline: 8 requests through preprocess -> square>"
@@ -92,9 +94,15 @@ def test_a_step_naming_a_missing_model_is_refused_before_anything_is_written(lab
 
 
 def test_a_step_mapping_a_tensor_its_model_lacks_is_refused(lab):
-    cfg = labkit.ensemble_config("typo", [("RAW", "INT32", [4])], [("RESULT", "FP32", [4])], [
-        labkit.Step("preprocess", {"RAW": "RAW"}, {"SCALED": "scaled"}),
-        labkit.Step("square", {"INPUT0": "scaled"}, {"OUT0": "RESULT"})])
+    cfg = labkit.ensemble_config(
+        "typo",
+        [("RAW", "INT32", [4])],
+        [("RESULT", "FP32", [4])],
+        [
+            labkit.Step("preprocess", {"RAW": "RAW"}, {"SCALED": "scaled"}),
+            labkit.Step("square", {"INPUT0": "scaled"}, {"OUT0": "RESULT"}),
+        ],
+    )
     with pytest.raises(labkit.errors.EnsembleStepError) as info:
         labkit.serve_ensemble(lab, cfg)
     assert (info.value.step, info.value.step_model, info.value.tensor) == (1, "square", "INPUT0")
@@ -110,26 +118,45 @@ def test_a_step_mapping_a_tensor_its_model_lacks_is_refused(lab):
 
 
 def test_triton_refusing_a_missing_step_model_becomes_an_ensemble_step_error(lab):
-    cfg = labkit.ensemble_config("nowhere", [("RAW", "INT32", [4])], [("RESULT", "FP32", [4])], [
-        labkit.Step("preprocess", {"RAW": "RAW"}, {"SCALED": "scaled"}),
-        labkit.Step("not_written", {"IN0": "scaled"}, {"OUT0": "RESULT"})])
+    cfg = labkit.ensemble_config(
+        "nowhere",
+        [("RAW", "INT32", [4])],
+        [("RESULT", "FP32", [4])],
+        [
+            labkit.Step("preprocess", {"RAW": "RAW"}, {"SCALED": "scaled"}),
+            labkit.Step("not_written", {"IN0": "scaled"}, {"OUT0": "RESULT"}),
+        ],
+    )
     lab.repository.write_config(cfg)  # written without labkit's check: Triton decides
     with pytest.raises(labkit.errors.EnsembleStepError) as info:
         lab.load("nowhere")
     error = info.value
-    assert (error.model, error.step, error.step_model, error.problem) == ("nowhere", 1, "not_written", "not in the repository")
+    assert (error.model, error.step, error.step_model, error.problem) == (
+        "nowhere",
+        1,
+        "not_written",
+        "not in the repository",
+    )
     assert error.refused_by == "triton" and error.reason  # Triton's own words are kept
     assert "pipeline" in error.serving and "nowhere" not in lab.loaded_models()
 
 
 def test_triton_refusing_a_step_model_that_does_not_load_names_it(lab):
-    lab.repository.write_config(labkit.model_config("broken_step", "python", [("IN0", "FP32", [4])],
-                                                    [("OUT0", "FP32", [4])]))
-    lab.repository.write_python_model("broken_step", "class TritonPythonModel:\n"
-                                      "    def initialize(self, args):\n        raise ValueError('no')\n")
-    cfg = labkit.ensemble_config("via_broken", [("RAW", "INT32", [4])], [("RESULT", "FP32", [4])], [
-        labkit.Step("preprocess", {"RAW": "RAW"}, {"SCALED": "scaled"}),
-        labkit.Step("broken_step", {"IN0": "scaled"}, {"OUT0": "RESULT"})])
+    lab.repository.write_config(
+        labkit.model_config("broken_step", "python", [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])])
+    )
+    lab.repository.write_python_model(
+        "broken_step", "class TritonPythonModel:\n    def initialize(self, args):\n        raise ValueError('no')\n"
+    )
+    cfg = labkit.ensemble_config(
+        "via_broken",
+        [("RAW", "INT32", [4])],
+        [("RESULT", "FP32", [4])],
+        [
+            labkit.Step("preprocess", {"RAW": "RAW"}, {"SCALED": "scaled"}),
+            labkit.Step("broken_step", {"IN0": "scaled"}, {"OUT0": "RESULT"}),
+        ],
+    )
     labkit.repository.ensemble_config.check_steps(lab.repository, cfg)  # labkit's check passes: the model is there
     with pytest.raises(labkit.errors.EnsembleStepError) as info:
         labkit.serve_ensemble(lab, cfg)
@@ -160,6 +187,9 @@ def test_notebook_09_writes_the_lessons_sources_from_its_cells():
     notebook = Path(__file__).resolve().parents[1] / "notebooks" / "09_state_ensembles_metrics.ipynb"
     cells = ["".join(c["source"]) for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
     bodies = {cell.split("\n", 1)[0]: cell.split("\n", 1)[1] + "\n" for cell in cells if cell.startswith("%%triton_")}
-    lessons = {"%%triton_python preprocess": ensemble.PRE_SOURCE, "%%triton_cpp square": ensemble.SQUARE_SOURCE,
-               "%%triton_python metered": custom_metrics.SOURCE}
+    lessons = {
+        "%%triton_python preprocess": ensemble.PRE_SOURCE,
+        "%%triton_cpp square": ensemble.SQUARE_SOURCE,
+        "%%triton_python metered": custom_metrics.SOURCE,
+    }
     assert {magic: bodies.get(magic) for magic in lessons} == lessons  # the stateful section's cells are its own

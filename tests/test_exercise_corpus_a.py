@@ -39,15 +39,31 @@ def lab(tmp_path_factory):
     with labkit.server.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
         server.start()
         pair = [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])]
-        server.repository.write_config(labkit.model_config(
-            "add_sub3", "python", pair, [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4]), ("OUTPUT2", "FP32", [4])]))
-        server.repository.write_config(labkit.model_config(
-            "divide", "python", pair, [("OUTPUT0", "FP32", [4])],
-            max_batch_size=4, dynamic_batching={"max_queue_delay_microseconds": 20000}))
+        server.repository.write_config(
+            labkit.model_config(
+                "add_sub3",
+                "python",
+                pair,
+                [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4]), ("OUTPUT2", "FP32", [4])],
+            )
+        )
+        server.repository.write_config(
+            labkit.model_config(
+                "divide",
+                "python",
+                pair,
+                [("OUTPUT0", "FP32", [4])],
+                max_batch_size=4,
+                dynamic_batching={"max_queue_delay_microseconds": 20000},
+            )
+        )
         server.python_backend("scaler", SCALER)
         for name, scale in (("double", 2), ("times_ten", 10)):
-            server.repository.write_config(labkit.model_config(
-                name, "scaler", [("X", "FP32", [3])], [("Y", "FP32", [3])], parameters={"scale": scale}))
+            server.repository.write_config(
+                labkit.model_config(
+                    name, "scaler", [("X", "FP32", [3])], [("Y", "FP32", [3])], parameters={"scale": scale}
+                )
+            )
             server.load(name)
         countdown = labkit.model_config("countdown", "python", [("N", "INT32", [1])], [("OUT", "INT32", [1])])
         countdown.model_transaction_policy.decoupled = True
@@ -88,8 +104,16 @@ def test_the_check_judges_the_answer(lab, exercise, label, cells, right):
 
 
 def test_the_corpus_has_three_right_and_three_wrong_answers_per_exercise():
-    mine = ("01-output2", "01-bad-request", "03-delay", "03-preferred", "06-validate", "06-offset",
-            "07-countdown", "07-sum-parameter")
+    mine = (
+        "01-output2",
+        "01-bad-request",
+        "03-delay",
+        "03-preferred",
+        "06-validate",
+        "06-offset",
+        "07-countdown",
+        "07-sum-parameter",
+    )
     for exercise in mine:
         verdicts = [right for e, _, _, right in CASES if e == exercise]
         assert verdicts.count(True) >= 3 and verdicts.count(False) >= 3, exercise
@@ -106,7 +130,11 @@ def test_the_latest_attempt_of_each_cell_is_recorded(lab):
     source = exercises.REGISTRY["07-sum-parameter"].solution()
     run_cells(lab, [source, source + "\nnot C++;\n"])
     for name in ("respparams", "respparams_passthrough"):
-        assert not lab.models.attempts[name].built and not lab.models.attempts[name].loaded and lab.models.attempts[name].error
+        assert (
+            not lab.models.attempts[name].built
+            and not lab.models.attempts[name].loaded
+            and lab.models.attempts[name].error
+        )
     run_cells(lab, [source])
     assert lab.models.attempts["respparams"].serving and lab.models.attempts["respparams_passthrough"].serving
 
@@ -114,8 +142,12 @@ def test_the_latest_attempt_of_each_cell_is_recorded(lab):
 def test_checks_leave_no_model_of_their_own_behind(lab):
     run_cells(lab, [exercises.REGISTRY[e].solution() for e in ("01-bad-request", "06-offset")])
     models, loaded = lab.repository.models(), lab.loaded_models()
-    for exercise, answer in (("01-bad-request", {}), ("03-delay", {"delay_us": 2000}), ("03-preferred", {"preferred": [3]}),
-                             ("06-offset", {})):
+    for exercise, answer in (
+        ("01-bad-request", {}),
+        ("03-delay", {"delay_us": 2000}),
+        ("03-preferred", {"preferred": [3]}),
+        ("06-offset", {}),
+    ):
         assert exercises.check(exercise, lab, **answer).passed
     assert lab.repository.models() == models and lab.loaded_models() == loaded
     run_cells(lab, [exercises.REGISTRY["06-validate"].solution()])

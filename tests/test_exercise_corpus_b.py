@@ -19,11 +19,17 @@ from labkit.teach import reference
 # -- 02-raw-execute ----------------------------------------------------------------------------------------
 
 RAW_LOOP = "for (uint64_t k = 0; k < size / sizeof(int32_t); ++k) out_values[k] = 2 * in_values[k];"
-RAW_STATS = ('log_if_error("ReportStatistics", TRITONBACKEND_ModelInstanceReportStatistics(\n'
-             '        instance, requests[r], err == nullptr, start, start, end, end));')
-RAW_RELEASE = 'log_if_error("RequestRelease", TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL));'
-RAW_BATCH = ('log_if_error("ReportBatchStatistics",\n'
-             '               TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, count, start, start, end, end));')
+RAW_STATS = (
+    'log_if_error("ReportStatistics", TRITONBACKEND_ModelInstanceReportStatistics(\n'
+    "        instance, requests[r], err == nullptr, start, start, end, end));"
+)
+RAW_RELEASE = (
+    'log_if_error("RequestRelease", TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL));'
+)
+RAW_BATCH = (
+    'log_if_error("ReportBatchStatistics",\n'
+    "               TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, count, start, start, end, end));"
+)
 
 HELPER_DOUBLE = """#include "labkit/backend.hpp"
 
@@ -41,22 +47,50 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 
 RAW = {
     "solution": (body("02-raw-execute"), None),
-    "a comment naming labkit::execute": (edit("02-raw-execute", (
-        "// rawdouble: OUT0", "// no labkit::execute(instance, requests, count, ...) here: the loop by hand.\n// rawdouble: OUT0")), None),
-    "values counted from the shape": (edit("02-raw-execute", (RAW_LOOP,
-        "int64_t n = 1;\n  for (uint32_t d = 0; d < dims; ++d) n *= shape[d];\n"
-        "  for (int64_t k = 0; k < n; ++k) out_values[k] = in_values[k] + in_values[k];")), None),
-    "statistics after the loop, one timestamp each": (edit("02-raw-execute", (RAW_STATS, ""), (RAW_RELEASE, "")
-        , ("  const uint64_t end = now_ns();\n  // (6')", "  const uint64_t end = now_ns();\n  for (uint32_t r = 0; r < count; ++r) {\n"
-           "    log_if_error(\"ReportStatistics\",\n"
-           "                 TRITONBACKEND_ModelInstanceReportStatistics(instance, requests[r], true, start, start, end, end));\n"
-           "    log_if_error(\"RequestRelease\", TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL));\n"
-           "  }\n  // (6')")), None),
+    "a comment naming labkit::execute": (
+        edit(
+            "02-raw-execute",
+            (
+                "// rawdouble: OUT0",
+                "// no labkit::execute(instance, requests, count, ...) here: the loop by hand.\n// rawdouble: OUT0",
+            ),
+        ),
+        None,
+    ),
+    "values counted from the shape": (
+        edit(
+            "02-raw-execute",
+            (
+                RAW_LOOP,
+                "int64_t n = 1;\n  for (uint32_t d = 0; d < dims; ++d) n *= shape[d];\n"
+                "  for (int64_t k = 0; k < n; ++k) out_values[k] = in_values[k] + in_values[k];",
+            ),
+        ),
+        None,
+    ),
+    "statistics after the loop, one timestamp each": (
+        edit(
+            "02-raw-execute",
+            (RAW_STATS, ""),
+            (RAW_RELEASE, ""),
+            (
+                "  const uint64_t end = now_ns();\n  // (6')",
+                "  const uint64_t end = now_ns();\n  for (uint32_t r = 0; r < count; ++r) {\n"
+                '    log_if_error("ReportStatistics",\n'
+                "                 TRITONBACKEND_ModelInstanceReportStatistics(instance, requests[r], true, start, start, end, end));\n"
+                '    log_if_error("RequestRelease", TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL));\n'
+                "  }\n  // (6')",
+            ),
+        ),
+        None,
+    ),
     "the starter (a copy, no statistics)": (body("02-raw-execute", "starter"), "values"),
     "the loop counts bytes": (edit("02-raw-execute", ("k < size / sizeof(int32_t)", "k < size")), "memory"),
     "requests never released": (edit("02-raw-execute", (RAW_RELEASE, "")), "release"),
-    "every request reported failed": (edit("02-raw-execute", (RAW_STATS, RAW_STATS.replace("err == nullptr", "err != nullptr"))),
-                                      "statistics"),
+    "every request reported failed": (
+        edit("02-raw-execute", (RAW_STATS, RAW_STATS.replace("err == nullptr", "err != nullptr"))),
+        "statistics",
+    ),
     "no batch statistics": (edit("02-raw-execute", (RAW_BATCH, "")), "batch-statistics"),
     "labkit::execute after all": (HELPER_DOUBLE, "c-api-only"),
 }
@@ -67,11 +101,21 @@ def lab():
     with labkit.server.EmbeddedServer() as server:
         server.start()
         repo = server.repository
-        repo.write_config(labkit.model_config("raw_double", "rawdouble", inputs=[("IN0", "INT32", [4])],
-                                              outputs=[("OUT0", "INT32", [4])]))
+        repo.write_config(
+            labkit.model_config(
+                "raw_double", "rawdouble", inputs=[("IN0", "INT32", [4])], outputs=[("OUT0", "INT32", [4])]
+            )
+        )
         for name, factor in [("scaled_a", 2), ("scaled_b", 10)]:
-            repo.write_config(labkit.model_config(name, "scalecpp", inputs=[("X", "FP32", [4])],
-                                                  outputs=[("Y", "FP32", [4])], parameters={"scale": factor}))
+            repo.write_config(
+                labkit.model_config(
+                    name,
+                    "scalecpp",
+                    inputs=[("X", "FP32", [4])],
+                    outputs=[("Y", "FP32", [4])],
+                    parameters={"scale": factor},
+                )
+            )
         repo.copy_model_from(reference.repository(), "custom_passthrough")
         for name, backend in [("python_work_batched", "python"), ("cpp_peak", "peak")]:
             cfg = repo.read_config("custom_passthrough")
@@ -91,19 +135,57 @@ def test_02_raw_execute(lab, answer):
 SCALE_READ = 'scale(std::stof(parameter("scale", "1")))'
 SCALE = {
     "solution": (body("02-scale"), None),
-    "std::stod, narrowed": (edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stod(parameter("scale", "1"))))')), None),
-    "parsed in the constructor's body": (edit("02-scale", ("#include <string>", "#include <sstream>\n#include <string>"), (
-        ", " + SCALE_READ + " {}", " {\n    std::istringstream in(parameter(\"scale\", \"1\"));\n    in >> scale;\n  }")), None),
-    "std::atof": (edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::atof(parameter("scale", "1").c_str())))'),
-                        ("#include <string>", "#include <cstdlib>\n#include <string>")), None),
+    "std::stod, narrowed": (
+        edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stod(parameter("scale", "1"))))')),
+        None,
+    ),
+    "parsed in the constructor's body": (
+        edit(
+            "02-scale",
+            ("#include <string>", "#include <sstream>\n#include <string>"),
+            (
+                ", " + SCALE_READ + " {}",
+                ' {\n    std::istringstream in(parameter("scale", "1"));\n    in >> scale;\n  }',
+            ),
+        ),
+        None,
+    ),
+    "std::atof": (
+        edit(
+            "02-scale",
+            (SCALE_READ, 'scale(static_cast<float>(std::atof(parameter("scale", "1").c_str())))'),
+            ("#include <string>", "#include <cstdlib>\n#include <string>"),
+        ),
+        None,
+    ),
     "the starter": (body("02-scale", "starter"), "values"),
-    "read as an integer": (edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stoi(parameter("scale", "1"))))')), "values"),
+    "read as an integer": (
+        edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stoi(parameter("scale", "1"))))')),
+        "values",
+    ),
     "the notebook's first scale, hard-coded": (edit("02-scale", (SCALE_READ, "scale(2.0f)")), "values"),
-    "read once per process": (edit("02-scale", (", " + SCALE_READ + " {}", ' {\n'
-        '    static const float first = std::stof(parameter("scale", "1"));\n    scale = first;\n  }')), "values"),
-    "another parameter's name": (edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor", "1")))')), "values"),
-    "another parameter's name, no fallback": (edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor")))')), "load"),
-    "adds instead of multiplying": (edit("02-scale", ("x.data<float>()[k] *= scale", "x.data<float>()[k] += scale")), "values"),
+    "read once per process": (
+        edit(
+            "02-scale",
+            (
+                ", " + SCALE_READ + " {}",
+                ' {\n    static const float first = std::stof(parameter("scale", "1"));\n    scale = first;\n  }',
+            ),
+        ),
+        "values",
+    ),
+    "another parameter's name": (
+        edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor", "1")))')),
+        "values",
+    ),
+    "another parameter's name, no fallback": (
+        edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor")))')),
+        "load",
+    ),
+    "adds instead of multiplying": (
+        edit("02-scale", ("x.data<float>()[k] *= scale", "x.data<float>()[k] += scale")),
+        "values",
+    ),
 }
 
 
@@ -121,7 +203,7 @@ def test_02_scale(lab, answer):
 VEC_STEPS = """        for _ in range(300):                           # the work, once for the whole batch
             y = y * np.float32(0.999) + x * np.float32(0.001)
 """
-VEC_PER_REQUEST_HELPER = '''import numpy as np
+VEC_PER_REQUEST_HELPER = """import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
@@ -136,8 +218,8 @@ class TritonPythonModel:
     def execute(self, requests):
         return [pb_utils.InferenceResponse([pb_utils.Tensor(
             "OUTPUTTensor", _work(pb_utils.get_input_tensor_by_name(r, "INPUTTensor").as_numpy()))]) for r in requests]
-'''
-VEC_STEPS_OUTSIDE = '''import numpy as np
+"""
+VEC_STEPS_OUTSIDE = """import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
@@ -148,8 +230,8 @@ class TritonPythonModel:
         for _ in range(300):  # the steps outside, but each one still visits every request
             ys = [y * np.float32(0.999) + x * np.float32(0.001) for x, y in zip(xs, ys)]
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUTTensor", y)]) for y in ys]
-'''
-VEC_LOOPS = '''import numpy as np
+"""
+VEC_LOOPS = """import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
@@ -172,19 +254,39 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUTTensor", y[start:start + n])]))
             start += n
         return responses
-'''
+"""
 VECTOR = {
     "solution": (body("04-vectorize"), None),
     "explicit loops around one while loop": (VEC_LOOPS, None),
-    "the 300 steps in closed form": (edit("04-vectorize", (VEC_STEPS, "        y = x * (np.float32(1) - np.float32(0.999) ** 300)\n")), None),
-    "np.vstack and np.array_split at the offsets": (edit("04-vectorize", ("x = np.concatenate(inputs)", "x = np.vstack(inputs)"), (
-        "np.split(y, np.cumsum([len(i) for i in inputs])[:-1])", "np.array_split(y, np.cumsum([i.shape[0] for i in inputs])[:-1])")), None),
+    "the 300 steps in closed form": (
+        edit("04-vectorize", (VEC_STEPS, "        y = x * (np.float32(1) - np.float32(0.999) ** 300)\n")),
+        None,
+    ),
+    "np.vstack and np.array_split at the offsets": (
+        edit(
+            "04-vectorize",
+            ("x = np.concatenate(inputs)", "x = np.vstack(inputs)"),
+            (
+                "np.split(y, np.cumsum([len(i) for i in inputs])[:-1])",
+                "np.array_split(y, np.cumsum([i.shape[0] for i in inputs])[:-1])",
+            ),
+        ),
+        None,
+    ),
     "the starter": (body("04-vectorize", "starter"), "per-request"),
     "the work per request, in a helper": (VEC_PER_REQUEST_HELPER, "per-request"),
     "the steps outside, the requests inside": (VEC_STEPS_OUTSIDE, "per-request"),
-    "every response gets the whole batch": (edit("04-vectorize", ("for part in parts]", "for part in [y] * len(requests)]")), "values"),
+    "every response gets the whole batch": (
+        edit("04-vectorize", ("for part in parts]", "for part in [y] * len(requests)]")),
+        "values",
+    ),
     "one step short": (edit("04-vectorize", ("range(300)", "range(299)")), "values"),
-    "split into equal parts": (edit("04-vectorize", ("np.split(y, np.cumsum([len(i) for i in inputs])[:-1])", "np.array_split(y, len(inputs))")), "values"),
+    "split into equal parts": (
+        edit(
+            "04-vectorize", ("np.split(y, np.cumsum([len(i) for i in inputs])[:-1])", "np.array_split(y, len(inputs))")
+        ),
+        "values",
+    ),
 }
 
 
@@ -198,7 +300,10 @@ def test_04_vectorize_judges_the_latest_model_py_even_when_it_did_not_load(lab):
     def serve():
         lab.python_model("python_work_batched", body("04-vectorize"))  # a right answer serves ...
         with pytest.raises(labkit.ModelLoadError):  # ... and stays loaded when the next edit does not load
-            lab.python_model("python_work_batched", edit("04-vectorize", ("def execute(self, requests):", "def execute(self, requests)")))
+            lab.python_model(
+                "python_work_batched",
+                edit("04-vectorize", ("def execute(self, requests):", "def execute(self, requests)")),
+            )
 
     judge(lab, "04-vectorize", serve, "load")
 
@@ -210,19 +315,54 @@ PEAK_MAX = "for (size_t k = start; k < start + width; ++k) peak = std::max(peak,
 PEAK_DIVIDE = "for (size_t k = start; k < start + width; ++k) v[k] /= peak;"
 PEAK = {
     "solution": (body("04-peak"), None),
-    "width 128, multiplied by the inverse": (edit("04-peak", (PEAK_WIDTH, "const size_t width = 128;"), (
-        PEAK_DIVIDE, "const float inverse = 1.0f / peak;\n        for (size_t k = start; k < start + width; ++k) v[k] *= inverse;")), None),
-    "std::max_element over magnitudes": (edit("04-peak", (PEAK_MAX, "peak = std::fabs(*std::max_element(v + start, v + start + width, "
-        "[](float x, float y) { return std::fabs(x) < std::fabs(y); }));")), None),
-    "vectors counted from the shape": (edit("04-peak", ("for (size_t start = 0; start < t.count<float>(); start += width) {  // one vector at a time",
-        "const int64_t vectors = t.element_count() / t.shape.back();\n    for (int64_t n = 0; n < vectors; ++n) {\n"
-        "      const size_t start = static_cast<size_t>(n) * width;")), None),
+    "width 128, multiplied by the inverse": (
+        edit(
+            "04-peak",
+            (PEAK_WIDTH, "const size_t width = 128;"),
+            (
+                PEAK_DIVIDE,
+                "const float inverse = 1.0f / peak;\n        for (size_t k = start; k < start + width; ++k) v[k] *= inverse;",
+            ),
+        ),
+        None,
+    ),
+    "std::max_element over magnitudes": (
+        edit(
+            "04-peak",
+            (
+                PEAK_MAX,
+                "peak = std::fabs(*std::max_element(v + start, v + start + width, "
+                "[](float x, float y) { return std::fabs(x) < std::fabs(y); }));",
+            ),
+        ),
+        None,
+    ),
+    "vectors counted from the shape": (
+        edit(
+            "04-peak",
+            (
+                "for (size_t start = 0; start < t.count<float>(); start += width) {  // one vector at a time",
+                "const int64_t vectors = t.element_count() / t.shape.back();\n    for (int64_t n = 0; n < vectors; ++n) {\n"
+                "      const size_t start = static_cast<size_t>(n) * width;",
+            ),
+        ),
+        None,
+    ),
     "the starter": (body("04-peak", "starter"), "unchanged"),
-    "one peak for the whole request": (edit("04-peak", (PEAK_WIDTH, "const size_t width = t.count<float>();")), "values"),
-    "the largest value, not magnitude": (edit("04-peak", ("std::max(peak, std::fabs(v[k]))", "std::max(peak, v[k])")), "values"),
+    "one peak for the whole request": (
+        edit("04-peak", (PEAK_WIDTH, "const size_t width = t.count<float>();")),
+        "values",
+    ),
+    "the largest value, not magnitude": (
+        edit("04-peak", ("std::max(peak, std::fabs(v[k]))", "std::max(peak, v[k])")),
+        "values",
+    ),
     "a vector of zeros divided by 0": (edit("04-peak", ("if (peak > 0.0f) {", "{")), "zeros"),
     "vectors of 256 values": (edit("04-peak", (PEAK_WIDTH, "const size_t width = 256;")), "values"),
-    "only the first request's rows": (edit("04-peak", ("start < t.count<float>()", "start < static_cast<size_t>(batch.rows(0)) * 256")), "mixed"),
+    "only the first request's rows": (
+        edit("04-peak", ("start < t.count<float>()", "start < static_cast<size_t>(batch.rows(0)) * 256")),
+        "mixed",
+    ),
 }
 
 

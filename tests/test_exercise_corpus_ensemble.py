@@ -29,26 +29,50 @@ def edit(*changes: tuple[str, str]) -> str:
 
 
 SECOND_READS = ('inputs={"IN0": "squared"}', 'inputs={"IN0": "scaled"}')
-NESTED = '''inner = labkit.Step("pipeline", inputs={"RAW": "RAW"}, outputs={"RESULT": "squared"})
+NESTED = """inner = labkit.Step("pipeline", inputs={"RAW": "RAW"}, outputs={"RESULT": "squared"})
 outer = labkit.Step("square", inputs={"IN0": "squared"}, outputs={"OUT0": "RESULT"})
 cfg = labkit.ensemble_config("fourth_power", [("RAW", "INT32", [4])], [("RESULT", "FP32", [4])], [inner, outer])
 lab.repository.write_config(cfg)
 lab.load("fourth_power")
-'''
+"""
 ANSWERS = {
     # label: (cells run in order, the rule it fails by or None)
     "solution": ([SOLUTION], None),
     "steps listed last to first": ([edit(("[pre, first, second]", "[second, first, pre]"))], None),
-    "other names inside, keyword arguments": ([edit(('"scaled"', '"unit"'), ('"squared"', '"unit_squared"'),
-                                                    ('labkit.Step("square", inputs', 'labkit.Step(model="square", inputs'))], None),
+    "other names inside, keyword arguments": (
+        [
+            edit(
+                ('"scaled"', '"unit"'),
+                ('"squared"', '"unit_squared"'),
+                ('labkit.Step("square", inputs', 'labkit.Step(model="square", inputs'),
+            )
+        ],
+        None,
+    ),
     "the lesson's pipeline as a step": ([NESTED], None),
     "the starter: squared once": ([STARTER], "values"),
-    "three squares": ([edit(('outputs={"OUT0": "RESULT"})', 'outputs={"OUT0": "fourth"})\n'
-                             'third = labkit.Step("square", inputs={"IN0": "fourth"}, outputs={"OUT0": "RESULT"})'),
-                            ("[pre, first, second]", "[pre, first, second, third]"))], "values"),
+    "three squares": (
+        [
+            edit(
+                (
+                    'outputs={"OUT0": "RESULT"})',
+                    'outputs={"OUT0": "fourth"})\n'
+                    'third = labkit.Step("square", inputs={"IN0": "fourth"}, outputs={"OUT0": "RESULT"})',
+                ),
+                ("[pre, first, second]", "[pre, first, second, third]"),
+            )
+        ],
+        "values",
+    ),
     "the second square reads scaled (refused: squared unused)": ([STARTER, edit(SECOND_READS)], "stale"),
-    "both squares write RESULT (refused)": ([STARTER, edit(('outputs={"OUT0": "squared"}', 'outputs={"OUT0": "RESULT"}'))], "stale"),
-    "a map the wrong way round (refused)": ([STARTER, edit(('inputs={"IN0": "squared"}', 'inputs={"squared": "IN0"}'))], "stale"),
+    "both squares write RESULT (refused)": (
+        [STARTER, edit(('outputs={"OUT0": "squared"}', 'outputs={"OUT0": "RESULT"}'))],
+        "stale",
+    ),
+    "a map the wrong way round (refused)": (
+        [STARTER, edit(('inputs={"IN0": "squared"}', 'inputs={"squared": "IN0"}'))],
+        "stale",
+    ),
     "written, not loaded": ([STARTER, edit(('lab.load("fourth_power")\n', ""))], "stale"),
 }
 

@@ -16,9 +16,13 @@ from labkit.native import build_project, reference_source
 from labkit.native.build import dynamic_symbols
 from labkit.teach import reference
 
-EDITED = reference_source("minimal").read_text().replace(
-    "// (edit here: change `in` before it is sent back)",
-    "for (size_t k = 0; k < in.count<int32_t>(); ++k) in.data<int32_t>()[k] += 7;  // the lab's edit",
+EDITED = (
+    reference_source("minimal")
+    .read_text()
+    .replace(
+        "// (edit here: change `in` before it is sent back)",
+        "for (size_t k = 0; k < in.count<int32_t>(); ++k) in.data<int32_t>()[k] += 7;  // the lab's edit",
+    )
 )
 
 
@@ -72,13 +76,30 @@ def test_cli_exports_the_reference_backend_with_its_models(tmp_path):
     # Export takes the backend's latest build in the cache: an empty cache of its own, so that what other
     # tests (or the official recommended.cc) built before cannot decide what this one exports.
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "labkit.cli", "export", "recommended", str(target),
-                           "--repository", str(reference.repository())], capture_output=True, text=True, timeout=60,
-                          env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "labkit.cli",
+            "export",
+            "recommended",
+            str(target),
+            "--repository",
+            str(reference.repository()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "models: recommended_batching" in proc.stdout
     assert (target / "src" / "recommended.cc").read_text() == reference_source("recommended").read_text()
     assert (target / "models" / "recommended_batching" / "config.pbtxt").exists()
-    again = subprocess.run([sys.executable, "-m", "labkit.cli", "export-backend", "minimal", str(target)],
-                           capture_output=True, text=True, timeout=60)
+    again = subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "export-backend", "minimal", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert again.returncode == 3 and "holds something else" in again.stderr

@@ -56,7 +56,9 @@ def test_official_recommended_exported_built_and_served(backend_examples, tmp_pa
     exported, undefined = dynamic_symbols(library)
     assert exported and all(name.startswith("TRITONBACKEND_") for name in exported)
     assert not any("triton::backend" in name or "BackendModel" in name for name in undefined)  # linked in
-    with labkit.server.EmbeddedServer(repository=project / "models", backend_directory=tmp_path / "prefix" / "backends") as srv:
+    with labkit.server.EmbeddedServer(
+        repository=project / "models", backend_directory=tmp_path / "prefix" / "backends"
+    ) as srv:
         srv.start()
         srv.load("batching")
         proc = _client(backend_examples / "clients" / "recommended_client", srv.endpoints.http_url)
@@ -82,8 +84,13 @@ def test_multi_file_bls_exported_by_the_cli_built_and_served(backend_examples, t
     source = backend_examples / "backends" / "bls" / "src"
     target = tmp_path / "project"
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}  # nothing of earlier builds decides the export
-    proc = subprocess.run([*LABKIT, "export", "bls", str(target), "--source", str(source), "--repository", str(repository)],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [*LABKIT, "export", "bls", str(target), "--source", str(source), "--repository", str(repository)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "models: bls_fp32" in proc.stdout
     assert _compiled(target) == ["src/backend.cc", "src/bls.cc", "src/bls_utils.cc"]
@@ -106,6 +113,19 @@ def test_offline_official_project_without_tritons_sources_says_what_to_pass(back
     """Configured offline by hand without the folders of Triton's sources, CMake stops and names the first."""
     source = backend_examples / "backends" / "recommended" / "src" / "recommended.cc"
     project = export_backend("recommended", tmp_path / "project", source=source)
-    proc = subprocess.run([_tool("cmake"), "-S", str(project), "-B", str(project / "build"), "-G", "Ninja",
-                           f"-DCMAKE_MAKE_PROGRAM={_tool('ninja')}", "-DTRITON_OFFLINE=ON"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            _tool("cmake"),
+            "-S",
+            str(project),
+            "-B",
+            str(project / "build"),
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={_tool('ninja')}",
+            "-DTRITON_OFFLINE=ON",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0 and "TRITON_CORE_SOURCE_DIR" in proc.stderr, proc.stdout + proc.stderr

@@ -38,7 +38,9 @@ def requests(draw):
     return model, inputs
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(case=requests(), protocol=st.sampled_from(["http", "grpc"]))
 def test_malformed_requests_get_labkit_errors(server, case, protocol):
     model, inputs = case
@@ -53,17 +55,32 @@ def test_malformed_requests_get_labkit_errors(server, case, protocol):
     np.testing.assert_allclose(out["OUTPUT0"], inputs["INPUT0"] + inputs["INPUT1"])
 
 
-CONFIG_LINES = st.sampled_from([
-    'max_batch_sise: 8', 'max_batch_size: "eight"', 'max_batch_size: -3', 'max_batch_size: 99999999999',
-    'backend: "nosuch_backend"', 'backend: ""', 'input { name: "INPUT0" data_type: TYPE_FP33 dims: 4 }',
-    'input { name: "INPUT0" data_type: TYPE_FP32 dims: -7 }', 'output { name: "OUTPUT9" data_type: TYPE_FP32 dims: 4 }',
-    'instance_group { count: -1 kind: KIND_CPU }', 'instance_group { count: 1 kind: KIND_GPU }',
-    'dynamic_batching { max_queue_delay_microseconds: "soon" }', 'dynamic_batching { }', '{{{', 'name: "other"',
-    'version_policy { specific { versions: 7 } }', 'parameters { key: "k" value: { string_value: "v" } }',
-])
+CONFIG_LINES = st.sampled_from(
+    [
+        "max_batch_sise: 8",
+        'max_batch_size: "eight"',
+        "max_batch_size: -3",
+        "max_batch_size: 99999999999",
+        'backend: "nosuch_backend"',
+        'backend: ""',
+        'input { name: "INPUT0" data_type: TYPE_FP33 dims: 4 }',
+        'input { name: "INPUT0" data_type: TYPE_FP32 dims: -7 }',
+        'output { name: "OUTPUT9" data_type: TYPE_FP32 dims: 4 }',
+        "instance_group { count: -1 kind: KIND_CPU }",
+        "instance_group { count: 1 kind: KIND_GPU }",
+        'dynamic_batching { max_queue_delay_microseconds: "soon" }',
+        "dynamic_batching { }",
+        "{{{",
+        'name: "other"',
+        "version_policy { specific { versions: 7 } }",
+        'parameters { key: "k" value: { string_value: "v" } }',
+    ]
+)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(extra=st.lists(CONFIG_LINES, min_size=1, max_size=3), drop_inputs=st.booleans())
 def test_malformed_configs_get_labkit_errors(server, extra, drop_inputs):
     base = (labkit.reference_repository() / "add_sub" / "config.pbtxt").read_text().replace('"add_sub"', '"fuzzed"')

@@ -140,9 +140,13 @@ def test_generate_stream_waits_within_its_time_limit_and_then_lets_the_stream_go
     config.model_transaction_policy.decoupled = True
     source = FAILING_SOURCE.replace(
         '            sender.send(pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError("no second answer")))\n'
-        '            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n', "")
+        "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
+        "",
+    )
     assert "COMPLETE_FINAL" not in source
-    with labkit.server.EmbeddedServer() as srv:  # a request that never ends keeps its model from unloading: a server of its own
+    with (
+        labkit.server.EmbeddedServer() as srv
+    ):  # a request that never ends keeps its model from unloading: a server of its own
         srv.start()
         srv.python_model("never_final", source, config)
         with pytest.raises(labkit.RequestTimeoutError) as info:

@@ -18,7 +18,10 @@ from labkit.teach import reference
 
 pytestmark = pytest.mark.skipif(not detect.visible(), reason=f"needs a GPU: {detect.probe().line()}")
 
-SPECS = dict(inputs=[("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])], outputs=[("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4])])
+SPECS = dict(
+    inputs=[("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])],
+    outputs=[("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4])],
+)
 A, B = np.arange(4, dtype=np.float32), np.full(4, 2, np.float32)
 
 
@@ -42,7 +45,9 @@ def test_gpu_metrics_exported(gpu_lab):
 
 
 def test_cuda_kernel_backend_on_kind_gpu_uses_its_device_and_answers_over_http_and_cuda_shared_memory(gpu_lab):
-    pytest.importorskip("cuda.bindings.runtime", reason="CUDA shared memory needs cuda-python: pip install 'labkit[gpu]'")
+    pytest.importorskip(
+        "cuda.bindings.runtime", reason="CUDA shared memory needs cuda-python: pip install 'labkit[gpu]'"
+    )
     cuda_kit.locate()
     config = examples.cuda_add_sub_config()  # instance_group [{ kind: KIND_GPU, count: 1, gpus: [0] }]
     gpu_lab.repository.write_config(config)
@@ -52,7 +57,9 @@ def test_cuda_kernel_backend_on_kind_gpu_uses_its_device_and_answers_over_http_a
     assert group["kind"] == "KIND_GPU" and [int(g) for g in group["gpus"]] == [0]
     gpu_lab.logs.settle()
     # the backend's TRITONBACKEND_ModelInstanceInitialize logs what Triton told the instance: KIND_GPU, device 0
-    assert re.search(r"instance cuda_add_sub_0\S*: KIND_GPU on device 0", gpu_lab.logs.since(mark)), gpu_lab.logs.since(mark)
+    assert re.search(r"instance cuda_add_sub_0\S*: KIND_GPU on device 0", gpu_lab.logs.since(mark)), gpu_lab.logs.since(
+        mark
+    )
     for shared in (None, "cuda"):
         out = labkit.infer(gpu_lab, "cuda_add_sub", {"INPUT0": A, "INPUT1": B}, shared_memory=shared)
         np.testing.assert_array_equal(out["OUTPUT0"], A + B)
@@ -61,7 +68,9 @@ def test_cuda_kernel_backend_on_kind_gpu_uses_its_device_and_answers_over_http_a
 
 
 def test_helper_layer_gpu_memory_copied_in_cuda_builds_refused_in_cpu_builds(gpu_lab):
-    pytest.importorskip("cuda.bindings.runtime", reason="CUDA shared memory needs cuda-python: pip install 'labkit[gpu]'")
+    pytest.importorskip(
+        "cuda.bindings.runtime", reason="CUDA shared memory needs cuda-python: pip install 'labkit[gpu]'"
+    )
     passthrough = labkit.native.reference_source("minimal").read_text()
     reference.serve(gpu_lab, ["minimal_nonbatching"])
     inputs = reference.sample_inputs("minimal_nonbatching")

@@ -18,7 +18,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 # 01-bad-request's cell, right first line, wrong model; its process writes "passed" into the report file
 # (at load, and at unload: after the real check's verdict)
-FORGE = REGISTRY["01-bad-request"].starter().splitlines()[0] + '''
+FORGE = (
+    REGISTRY["01-bad-request"].starter().splitlines()[0]
+    + """
 import json
 import os
 
@@ -42,7 +44,8 @@ class TritonPythonModel:
 
     def finalize(self):
         forge()
-'''
+"""
+)
 PATCH = "import labkit.exercises as e\ne.check = lambda name, *a, **k: e.Verdict(name, True)"
 
 

@@ -20,11 +20,17 @@ from labkit.native.build import INCLUDE_DIR
 from labkit.native.toolchain import LocalToolchain
 
 HEADERS = ("tritonserver.h", "tritonbackend.h")
-_FUNCTION = re.compile(r"TRITON(?:SERVER|BACKEND)_(?P<kind>DECLSPEC|ISPEC)\s+[^;{}]*?\b(?P<name>TRITON[A-Z]+_\w+)\s*\(", re.S)
+_FUNCTION = re.compile(
+    r"TRITON(?:SERVER|BACKEND)_(?P<kind>DECLSPEC|ISPEC)\s+[^;{}]*?\b(?P<name>TRITON[A-Z]+_\w+)\s*\(", re.S
+)
 _ENUM = re.compile(r"typedef\s+enum\s+\w+\s*\{(?P<body>[^}]*)\}\s*(?P<name>\w+)\s*;")
 _CALLBACK = re.compile(r"typedef\s[^;]*?\(\s*\*\s*(?P<name>TRITON\w+_t)\s*\)")
-_VERSIONS = ("TRITONSERVER_API_VERSION_MAJOR", "TRITONSERVER_API_VERSION_MINOR",
-             "TRITONBACKEND_API_VERSION_MAJOR", "TRITONBACKEND_API_VERSION_MINOR")
+_VERSIONS = (
+    "TRITONSERVER_API_VERSION_MAJOR",
+    "TRITONSERVER_API_VERSION_MINOR",
+    "TRITONBACKEND_API_VERSION_MAJOR",
+    "TRITONBACKEND_API_VERSION_MINOR",
+)
 
 
 def _code(path: Path) -> str:
@@ -56,19 +62,29 @@ def official_core(backend_examples) -> Path:  # backend_examples: skipped (faile
 def probes(official_core, tmp_path_factory) -> dict[str, dict[tuple[str, str], str]]:
     """(function|type|value, name) -> what the compiler says of it, against labkit's headers and Triton's."""
     names = _names(official_core)
-    lines = ['#include <cstdio>', '#include "triton/core/tritonbackend.h"',
-             "template <class T> const char* type_of() { return __PRETTY_FUNCTION__; }", "int main() {"]
+    lines = [
+        "#include <cstdio>",
+        '#include "triton/core/tritonbackend.h"',
+        "template <class T> const char* type_of() { return __PRETTY_FUNCTION__; }",
+        "int main() {",
+    ]
     lines += [f'  std::printf("function %s %s\\n", "{n}", type_of<decltype({n})>());' for n in names["functions"]]
     lines += [f'  std::printf("type %s %s\\n", "{n}", type_of<{n}>());' for n in (*names["enums"], *names["callbacks"])]
-    lines += [f'  std::printf("value %s %lld\\n", "{n}", static_cast<long long>({n}));' for n in (*names["constants"], *_VERSIONS)]
+    lines += [
+        f'  std::printf("value %s %lld\\n", "{n}", static_cast<long long>({n}));'
+        for n in (*names["constants"], *_VERSIONS)
+    ]
     lines += ["}"]
     folder = tmp_path_factory.mktemp("abi")
     (folder / "probe.cc").write_text("\n".join(lines) + "\n")
     said = {}
     for label, include in (("labkit", INCLUDE_DIR), ("triton", official_core)):
         binary = folder / f"probe-{label}"
-        built = subprocess.run(["g++", "-std=c++17", "-Wall", f"-I{include}", str(folder / "probe.cc"), "-o", str(binary)],
-                               capture_output=True, text=True)
+        built = subprocess.run(
+            ["g++", "-std=c++17", "-Wall", f"-I{include}", str(folder / "probe.cc"), "-o", str(binary)],
+            capture_output=True,
+            text=True,
+        )
         assert built.returncode == 0, f"against {label}'s headers:\n{built.stderr[-3000:]}"
         out = subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout
         said[label] = {(kind, name): what for kind, name, what in (line.split(" ", 2) for line in out.splitlines())}
@@ -89,9 +105,13 @@ def test_every_function_has_tritons_type(probes):
     functions = {key: said for key, said in probes["triton"].items() if key[0] == "function"}
     assert len(functions) == 158 + 94
     assert functions["function", "TRITONSERVER_ServerNew"].endswith(
-        "TRITONSERVER_Error*(TRITONSERVER_Server**, TRITONSERVER_ServerOptions*)]")  # what is compared
-    differ = {name: (probes["labkit"][kind, name], said) for (kind, name), said in functions.items()
-              if probes["labkit"][kind, name] != said}
+        "TRITONSERVER_Error*(TRITONSERVER_Server**, TRITONSERVER_ServerOptions*)]"
+    )  # what is compared
+    differ = {
+        name: (probes["labkit"][kind, name], said)
+        for (kind, name), said in functions.items()
+        if probes["labkit"][kind, name] != said
+    }
     assert differ == {}
 
 
@@ -100,7 +120,9 @@ def test_every_enum_constant_callback_type_and_api_version_is_tritons(probes):
     assert probes["triton"]["value", "TRITONBACKEND_API_VERSION_MINOR"] == "17"
     assert probes["triton"]["value", "TRITONSERVER_TRACE_LEVEL_TENSORS"] == "8"
     assert len([key for key in probes["triton"] if key[0] == "type"]) > 30
-    differ = {key: (probes["labkit"][key], said) for key, said in probes["triton"].items() if probes["labkit"][key] != said}
+    differ = {
+        key: (probes["labkit"][key], said) for key, said in probes["triton"].items() if probes["labkit"][key] != said
+    }
     assert differ == {}
 
 

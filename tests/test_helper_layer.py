@@ -38,8 +38,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 
 
 def _config(name: str, backend: str, dims: list[int], *, ragged: bool = False) -> labkit.repository.ModelConfig:
-    cfg = labkit.model_config(name, backend, [("IN0", "INT32", dims)], [("OUT0", "INT32", dims)],
-                              max_batch_size=8, dynamic_batching=True)
+    cfg = labkit.model_config(
+        name, backend, [("IN0", "INT32", dims)], [("OUT0", "INT32", dims)], max_batch_size=8, dynamic_batching=True
+    )
     cfg.dynamic_batching.max_queue_delay_microseconds = 50_000  # two requests sent together share a batch
     if ragged:
         cfg.input[0].allow_ragged_batch = True
@@ -96,7 +97,9 @@ def test_short_input_fails_alone_in_its_batch(lab, model):
     short = good.reshape(-1)[: good.size // 2].reshape(1, -1)  # half the bytes the shape needs
     before = labkit.model_stats(lab, model, settle=True)
     mark = lab.logs.mark()
-    ok, bad = _together(lambda: labkit.infer(lab, model, {name: good}), lambda: _send_claiming(lab, model, name, short, row))
+    ok, bad = _together(
+        lambda: labkit.infer(lab, model, {name: good}), lambda: _send_claiming(lab, model, name, short, row)
+    )
     assert isinstance(ok, dict), ok
     np.testing.assert_array_equal(next(iter(ok.values())), good)
     assert isinstance(bad, labkit.InferenceError), bad
@@ -110,15 +113,23 @@ def test_short_input_fails_alone_in_its_batch(lab, model):
 
 
 def test_bytes_input_with_missing_strings_fails_alone(lab):
-    cfg = labkit.model_config("recommended_text", "recommended", [("INPUT", "BYTES", [2])], [("OUTPUT", "BYTES", [2])],
-                              max_batch_size=8, dynamic_batching=True)
+    cfg = labkit.model_config(
+        "recommended_text",
+        "recommended",
+        [("INPUT", "BYTES", [2])],
+        [("OUTPUT", "BYTES", [2])],
+        max_batch_size=8,
+        dynamic_batching=True,
+    )
     cfg.dynamic_batching.max_queue_delay_microseconds = 50_000
     lab.repository.write_config(cfg)
     lab.cpp_backend("recommended", reference_source("recommended"), ["recommended_text"], progress=False)
     good = np.array([[b"alpha", b"beta"]], dtype=object)
     one = np.array([[b"gamma"]], dtype=object)  # one string where the shape says two
-    ok, bad = _together(lambda: labkit.infer(lab, "recommended_text", {"INPUT": good}),
-                        lambda: _send_claiming(lab, "recommended_text", "INPUT", one, [1, 2]))
+    ok, bad = _together(
+        lambda: labkit.infer(lab, "recommended_text", {"INPUT": good}),
+        lambda: _send_claiming(lab, "recommended_text", "INPUT", one, [1, 2]),
+    )
     assert isinstance(ok, dict), ok
     assert ok["OUTPUT"].tolist() == good.tolist()
     assert isinstance(bad, labkit.InferenceError), bad
@@ -127,9 +138,13 @@ def test_bytes_input_with_missing_strings_fails_alone(lab):
 
 def test_output_split_size_is_checked(lab):
     lab.repository.write_config(_config("split_checked", "splitter", [4]))
-    source = PASSTHROUGH.replace('batch.output("OUT0", batch.input("IN0"));', (
-        'labkit::Tensor in = batch.input("IN0");\n'
-        '    batch.output("OUT0", TRITONSERVER_TYPE_INT32, {2}, in.bytes.data(), in.byte_size());  // 4 values a row, not 2'))
+    source = PASSTHROUGH.replace(
+        'batch.output("OUT0", batch.input("IN0"));',
+        (
+            'labkit::Tensor in = batch.input("IN0");\n'
+            '    batch.output("OUT0", TRITONSERVER_TYPE_INT32, {2}, in.bytes.data(), in.byte_size());  // 4 values a row, not 2'
+        ),
+    )
     lab.cpp_backend("splitter", source, ["split_checked"], progress=False)
     with pytest.raises(labkit.InferenceError) as info:
         labkit.infer(lab, "split_checked", {"IN0": np.arange(4, dtype=np.int32).reshape(1, 4)})
@@ -142,8 +157,10 @@ def test_ragged_request_fails_alone(lab):
     lab.cpp_backend("ragged", PASSTHROUGH, ["ragged_model"], progress=False)
     four = np.arange(4, dtype=np.int32).reshape(1, 4)
     three = np.arange(3, dtype=np.int32).reshape(1, 3)
-    answers = _together(lambda: labkit.infer(lab, "ragged_model", {"IN0": four}),
-                        lambda: labkit.infer(lab, "ragged_model", {"IN0": three}))
+    answers = _together(
+        lambda: labkit.infer(lab, "ragged_model", {"IN0": four}),
+        lambda: labkit.infer(lab, "ragged_model", {"IN0": three}),
+    )
     errors = [a for a in answers if isinstance(a, BaseException)]
     served = [a for a in answers if isinstance(a, dict)]
     assert len(errors) == 1 and len(served) == 1, answers
@@ -162,8 +179,10 @@ def test_output_allocation_failure_fails_only_that_request(lab):
         out = httpclient.InferRequestedOutput("OUT0", binary_data=True)
         out.set_shared_memory("tiny", 4)
         good = np.arange(4, dtype=np.int32).reshape(1, 4)
-        ok, bad = _together(lambda: labkit.infer(lab, "minimal_batching", {"IN0": good}),
-                            lambda: _send_claiming(lab, "minimal_batching", "IN0", good + 1, [1, 4], outputs=[out]))
+        ok, bad = _together(
+            lambda: labkit.infer(lab, "minimal_batching", {"IN0": good}),
+            lambda: _send_claiming(lab, "minimal_batching", "IN0", good + 1, [1, 4], outputs=[out]),
+        )
     finally:
         control.unregister_system_shared_memory("tiny")
         control.close()

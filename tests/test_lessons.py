@@ -63,7 +63,9 @@ def test_new_limit_takes_effect_on_reload(lab):
 
 def test_rebuilt_strategy_gets_a_new_path(lab):
     volume_batching.compare(lab)  # make sure both models serve
-    first = lab.repository.read_config(volume_batching.VOLUME_MODEL).parameters["TRITON_BATCH_STRATEGY_PATH"].string_value
+    first = (
+        lab.repository.read_config(volume_batching.VOLUME_MODEL).parameters["TRITON_BATCH_STRATEGY_PATH"].string_value
+    )
     edited = volume_batching.STRATEGY_SOURCE + "\n// an edit: a new build\n"
     mark = lab.logs.mark()
     second = volume_batching.attach(lab, volume_batching.VOLUME_MODEL, volume_batching.build_strategy(lab, edited), 48)
@@ -278,7 +280,18 @@ def test_api_tour_section_reports_ok_per_item(tmp_path):
     with labkit.server.EmbeddedServer() as srv:
         srv.start()
         report = api_tour_section(srv, tmp_path)
-    assert set(report) == {"volume_batching", "bls", "decoupled", "response_parameters", "artifacts", "auto_complete",
-                           "stateful", "instances", "decoupled_cpp", "cancellation", "ok"}
+    assert set(report) == {
+        "volume_batching",
+        "bls",
+        "decoupled",
+        "response_parameters",
+        "artifacts",
+        "auto_complete",
+        "stateful",
+        "instances",
+        "decoupled_cpp",
+        "cancellation",
+        "ok",
+    }
     assert all(report[k]["ok"] for k in report if k != "ok"), report
     assert report["ok"] and (tmp_path / "api_tour_volume_batching.png").stat().st_size > 0

@@ -28,8 +28,11 @@ def lab():
 
 
 def _magic_cells(notebook: str) -> dict[str, str]:
-    cells = ["".join(c["source"]) for c in json.loads((NOTEBOOKS / notebook).read_text())["cells"]
-             if c["cell_type"] == "code"]
+    cells = [
+        "".join(c["source"])
+        for c in json.loads((NOTEBOOKS / notebook).read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
     return {cell.split("\n", 1)[0]: cell.split("\n", 1)[1] for cell in cells if cell.startswith("%%triton_")}
 
 
@@ -176,8 +179,13 @@ def test_23_12_does_not_refuse_a_response_after_the_final_flag(lab):
     assert finals == [True, True]
     lab.logs.settle()
     notes = re.findall(r"afterfinal: ([a-z ]+): (.*)", lab.logs.since(mark))
-    assert dict(notes) == {"final flag": "ok", "response after final": "ok", "send after final": "ok",
-                           "factory delete": "ok", "release": "ok"}
+    assert dict(notes) == {
+        "final flag": "ok",
+        "response after final": "ok",
+        "send after final": "ok",
+        "factory delete": "ok",
+        "release": "ok",
+    }
     lab.unload("after_final")
     assert lab.alive
 

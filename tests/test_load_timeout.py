@@ -18,7 +18,7 @@ import labkit.server
 pytestmark = pytest.mark.slow
 
 CONFIG = labkit.model_config("hang", "python", [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])])
-INITIALIZING = '''import time
+INITIALIZING = """import time
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -30,12 +30,14 @@ class TritonPythonModel:
     def execute(self, requests):
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT0", np.full(4, 7, np.float32))])
                 for request in requests]
-'''
+"""
 STUCK_LINE = 8  # the {body} line above
 SLEEPS = "time.sleep(100000)"
 # Stuck below Python, where the stub cannot be asked to leave: labkit ends the stub instead.
-DEADLOCKS = ("import ctypes; libc = ctypes.CDLL(None); m = ctypes.create_string_buffer(64); "
-             "libc.pthread_mutex_init(m, None); libc.pthread_mutex_lock(m); libc.pthread_mutex_lock(m)")
+DEADLOCKS = (
+    "import ctypes; libc = ctypes.CDLL(None); m = ctypes.create_string_buffer(64); "
+    "libc.pthread_mutex_init(m, None); libc.pthread_mutex_lock(m); libc.pthread_mutex_lock(m)"
+)
 X = {"IN0": np.zeros(4, np.float32)}
 
 
@@ -163,7 +165,9 @@ def test_stop_ends_a_server_whose_model_is_stuck_loading(fresh_server):
     with pytest.raises(labkit.LoadTimeoutError):
         fresh_server.cpp_backend("slowinit", HANGING_CPP.replace("HANGS", "true"), ["slow"], progress=False)
     fresh_server.repository.write_config(CONFIG)
-    fresh_server.python_model("hang", _initializing("pass").replace("return [pb_utils", "time.sleep(100000)\n        return [pb_utils"))
+    fresh_server.python_model(
+        "hang", _initializing("pass").replace("return [pb_utils", "time.sleep(100000)\n        return [pb_utils")
+    )
     with pytest.raises(labkit.RequestTimeoutError):
         labkit.infer(fresh_server, "hang", X, timeout_s=1)
     pid = fresh_server.runtime.triton_pid

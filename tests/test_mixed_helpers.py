@@ -81,13 +81,16 @@ def test_labkit_helpers_and_triton_utilities_in_one_backend(backend_examples, tm
 def test_labkit_headers_step_aside_when_tritons_come_first(backend_examples, tmp_path):
     """Included after Triton's own, labkit's tritonserver.h/tritonbackend.h declare nothing twice."""
     source = tmp_path / "both.cc"
-    source.write_text('#include "triton/core/tritonbackend.h"\n'
-                      f'#include "{INCLUDE_DIR}/triton/core/tritonserver.h"\n'
-                      f'#include "{INCLUDE_DIR}/triton/core/tritonbackend.h"\n'
-                      "int main() { return TRITONSERVER_TYPE_BF16 == 14 ? 0 : 1; }\n")
+    source.write_text(
+        '#include "triton/core/tritonbackend.h"\n'
+        f'#include "{INCLUDE_DIR}/triton/core/tritonserver.h"\n'
+        f'#include "{INCLUDE_DIR}/triton/core/tritonbackend.h"\n'
+        "int main() { return TRITONSERVER_TYPE_BF16 == 14 ? 0 : 1; }\n"
+    )
     core = triton_sources.source("core") / "include"
-    proc = subprocess.run(["g++", "-fsyntax-only", "-Wall", "-Wextra", f"-I{core}", str(source)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["g++", "-fsyntax-only", "-Wall", "-Wextra", f"-I{core}", str(source)], capture_output=True, text=True
+    )
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
 
 
@@ -106,10 +109,26 @@ def test_helper_layer_compiles_against_tritons_own_headers(tmp_path):
 
     core = triton_sources.source("core") / "include"
     for unit in sorted(SRC_DIR.glob("*.cc")):
-        proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", f"-I{core}", f"-I{INCLUDE_DIR}",
-                               f"-I{json_include()}", str(unit)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                "g++",
+                "-std=c++17",
+                "-fsyntax-only",
+                "-Wall",
+                "-Wextra",
+                f"-I{core}",
+                f"-I{INCLUDE_DIR}",
+                f"-I{json_include()}",
+                str(unit),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0 and not proc.stderr, (unit.name, proc.stderr)
-    assert Path(core / "triton" / "core" / "tritonserver.h").read_text() != (INCLUDE_DIR / "triton/core/tritonserver.h").read_text()
+    assert (
+        Path(core / "triton" / "core" / "tritonserver.h").read_text()
+        != (INCLUDE_DIR / "triton/core/tritonserver.h").read_text()
+    )
 
 
 @pytest.mark.slow
@@ -124,7 +143,9 @@ def test_a_mixed_backend_exports_builds_offline_and_serves(tmp_path):
     assert "set(LABKIT_OFFICIAL_MODE ON)" in cmake and "set(LABKIT_HELPERS ON)" in cmake
     assert (project / "include" / "labkit" / "backend.hpp").exists() and not (project / "offline").exists()
     build_project(project, tmp_path / "prefix", progress=False)
-    with labkit.server.EmbeddedServer(repository=project / "models", backend_directory=tmp_path / "prefix" / "backends") as srv:
+    with labkit.server.EmbeddedServer(
+        repository=project / "models", backend_directory=tmp_path / "prefix" / "backends"
+    ) as srv:
         srv.start()
         srv.load("halve")
         x = np.array([[2.0, -4.0, 1.0]], dtype=np.float32)

@@ -41,8 +41,9 @@ def test_official_example_serves_its_client(backend_examples, example, tmp_path)
         served = srv.cpp_backend(example, source)
         assert sorted(served) == models
         client = backend_examples / "clients" / f"{example}_client"
-        proc = subprocess.run([sys.executable, str(client), "-u", srv.endpoints.http_url],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, str(client), "-u", srv.endpoints.http_url], capture_output=True, text=True, timeout=120
+        )
         if example == "recommended":  # built as Triton's CMake builds it: with statistics on
             assert labkit.model_stats(srv, "batching", settle=True).execution_count > 0
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -52,26 +52,34 @@ CASES = {
         (("decoupled/repeat_client.py", "PASS: repeat_int32"), ("decoupled/square_client.py", "PASS: square_int32")),
     ),
     "bls": Example(
-        (ADD_SUB,
-         Model("pytorch", "pytorch/model.py", "pytorch/config.pbtxt", stand_in=PYTORCH_STAND_IN),
-         Model("bls_sync", "bls/sync_model.py", "bls/sync_config.pbtxt"),
-         Model("bls_async", "bls/async_model.py", "bls/async_config.pbtxt")),
+        (
+            ADD_SUB,
+            Model("pytorch", "pytorch/model.py", "pytorch/config.pbtxt", stand_in=PYTORCH_STAND_IN),
+            Model("bls_sync", "bls/sync_model.py", "bls/sync_config.pbtxt"),
+            Model("bls_async", "bls/async_model.py", "bls/async_config.pbtxt"),
+        ),
         (("bls/sync_client.py", "PASS: BLS Sync"), ("bls/async_client.py", "PASS: BLS Async")),
     ),
     "bls_decoupled": Example(
-        (SQUARE,
-         Model("bls_decoupled_sync", "bls_decoupled/sync_model.py", "bls_decoupled/sync_config.pbtxt"),
-         Model("bls_decoupled_async", "bls_decoupled/async_model.py", "bls_decoupled/async_config.pbtxt")),
-        (("bls_decoupled/sync_client.py", "PASS: BLS Decoupled Sync"),
-         ("bls_decoupled/async_client.py", "PASS: BLS Decoupled Async")),
+        (
+            SQUARE,
+            Model("bls_decoupled_sync", "bls_decoupled/sync_model.py", "bls_decoupled/sync_config.pbtxt"),
+            Model("bls_decoupled_async", "bls_decoupled/async_model.py", "bls_decoupled/async_config.pbtxt"),
+        ),
+        (
+            ("bls_decoupled/sync_client.py", "PASS: BLS Decoupled Sync"),
+            ("bls_decoupled/async_client.py", "PASS: BLS Decoupled Async"),
+        ),
     ),
     "custom_metrics": Example(
         (Model("custom_metrics", "custom_metrics/model.py", "custom_metrics/config.pbtxt"),),
         (("custom_metrics/client.py", "PASS: custom_metrics"),),
     ),
     "auto_complete": Example(
-        (Model("nobatch_auto_complete", "auto_complete/nobatch_model.py", None),
-         Model("batch_auto_complete", "auto_complete/batch_model.py", None)),
+        (
+            Model("nobatch_auto_complete", "auto_complete/nobatch_model.py", None),
+            Model("batch_auto_complete", "auto_complete/batch_model.py", None),
+        ),
         (("auto_complete/client.py", "PASS: auto_complete"),),
         auto_complete=True,
     ),
@@ -98,15 +106,17 @@ def test_official_python_example_passes_its_client(python_backend_examples, name
     repository = _repository(examples, example, tmp_path / "models")
     # The clients hard-code Triton's default ports: a port another process holds fails this test
     # (PortTakenError), it is not skipped.
-    with labkit.server.EmbeddedServer(repository=repository, http_port=8000, grpc_port=8001, metrics_port=8002,
-                               auto_complete=example.auto_complete) as srv:
+    with labkit.server.EmbeddedServer(
+        repository=repository, http_port=8000, grpc_port=8001, metrics_port=8002, auto_complete=example.auto_complete
+    ) as srv:
         srv.start()
         for model in example.models:
             srv.load(model.name)
         assert srv.loaded_models() == sorted(m.name for m in example.models)
         for client, success in example.clients:
-            proc = subprocess.run([sys.executable, str(examples / client)], cwd=tmp_path,
-                                  capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(
+                [sys.executable, str(examples / client)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+            )
             output = proc.stdout + proc.stderr
             assert proc.returncode == 0, f"{client} failed:\n{output}\n--- server log ---\n{srv.logs.tail()}"
             assert success in proc.stdout.splitlines(), output

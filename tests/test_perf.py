@@ -49,8 +49,9 @@ def test_variable_dimensions_need_sizes(server):
     with pytest.raises(labkit.errors.PerfAnalyzerError, match=r"INPUTTensor \[-1, 128\].*shapes=") as info:
         labkit.perf(server, "custom_passthrough", concurrency=[1])
     assert info.value.exit_code is None
-    sweep = labkit.perf(server, "custom_passthrough", concurrency=[2], shapes={"INPUTTensor": [3, 128]},
-                        progress=False, **QUICK)
+    sweep = labkit.perf(
+        server, "custom_passthrough", concurrency=[2], shapes={"INPUTTensor": [3, 128]}, progress=False, **QUICK
+    )
     assert sweep.steps[0].throughput > 0
 
 
@@ -63,8 +64,7 @@ def test_failures_become_labkit_errors(server):
 def test_an_unstable_step_is_measured_longer_then_kept_marked(server, capsys):
     """Windows of 50 ms (and 100 ms) never agree within 0.01 %: perf_analyzer gives up with its exit
     status 2 at every step, as on a busy machine; the sweep still reports every step, marked."""
-    sweep = labkit.perf(server, "add_sub", concurrency=[1, 2], measurement_ms=50, stability_percent=0.01,
-                        max_trials=3)
+    sweep = labkit.perf(server, "add_sub", concurrency=[1, 2], measurement_ms=50, stability_percent=0.01, max_trials=3)
     assert [s.value for s in sweep.steps] == [1, 2]
     assert all(not s.stable and s.measurement_ms == 100 and s.throughput > 0 for s in sweep.steps)
     assert [s.label for s in sweep.steps] == ["c1*", "c2*"]
@@ -79,18 +79,39 @@ def test_a_step_perf_analyzer_would_refuse_is_refused_first(server):
         with pytest.raises(labkit.errors.PerfAnalyzerError) as info:
             labkit.perf(server, "add_sub", progress=False, **bad)
         assert info.value.exit_code is None and info.value.output == ""
-    proc = subprocess.run([sys.executable, "-m", "labkit.cli", "perf", "add_sub", "--concurrency", "0"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 3 and proc.stderr.startswith("labkit: A concurrency") and "usage" not in proc.stderr.lower()
+    proc = subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "perf", "add_sub", "--concurrency", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        proc.returncode == 3 and proc.stderr.startswith("labkit: A concurrency") and "usage" not in proc.stderr.lower()
+    )
     assert "starting Triton" not in proc.stdout  # refused before a server started
 
 
 def test_cli_writes_the_table_as_json(tmp_path):
     out = tmp_path / "perf.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "labkit.cli", "perf", "add_sub", "--concurrency", "1,2", "--measurement-ms", "500",
-         "--stability-percent", "50", "--json", str(out)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "labkit.cli",
+            "perf",
+            "add_sub",
+            "--concurrency",
+            "1,2",
+            "--measurement-ms",
+            "500",
+            "--stability-percent",
+            "50",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[2/2] concurrency 2 ... done" in proc.stdout and "infer/s" in proc.stdout

@@ -55,16 +55,20 @@ def test_labkits_own_repository_is_served_from_a_copy(pytester):
 
     shipped = labkit.reference_repository()
     before = sorted(str(p.relative_to(shipped)) for p in shipped.rglob("*"))
-    pytester.makepyfile(test_x='''
+    pytester.makepyfile(
+        test_x="""
 import numpy as np
 
 
 def test_minimal(triton):
     assert "minimal_batching" in triton.loaded_models()
-    assert triton.repository.root != ''' + repr(str(shipped)) + '''
+    assert triton.repository.root != """
+        + repr(str(shipped))
+        + """
     out = triton.infer("minimal_batching", {"IN0": np.array([[1, 2, 3, 4]], np.int32)})
     assert out["OUT0"].tolist() == [[1, 2, 3, 4]]
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--triton-repo={shipped}")
     result.assert_outcomes(passed=1)
     assert sorted(str(p.relative_to(shipped)) for p in shipped.rglob("*")) == before

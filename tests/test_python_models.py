@@ -65,7 +65,7 @@ class Triple:
         ]
 
 
-SHARED_BACKEND = '''
+SHARED_BACKEND = """
 import triton_python_backend_utils as pb_utils
 import json
 
@@ -76,13 +76,15 @@ class TritonPythonModel:
 
     def execute(self, requests):
         return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", SIGN * self.scale * pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]) for r in requests]
-'''
+"""
 
 
 def test_python_based_backend_serves_several_models(fresh_server):
     fresh_server.python_backend("scaler", "SIGN = 1\n" + SHARED_BACKEND)
     for name, scale in (("times2", 2), ("times5", 5)):
-        cfg = labkit.model_config(name, "scaler", [("X", "FP32", [2])], [("Y", "FP32", [2])], parameters={"scale": scale})
+        cfg = labkit.model_config(
+            name, "scaler", [("X", "FP32", [2])], [("Y", "FP32", [2])], parameters={"scale": scale}
+        )
         fresh_server.repository.write_config(cfg)
         fresh_server.load(name)
     x = np.array([1, -1], np.float32)
@@ -118,7 +120,7 @@ def test_cell_magic_writes_and_reloads(fresh_server):
     assert "SyntaxError" in info.value.reason
 
 
-RAISES_IN = '''import triton_python_backend_utils as pb_utils
+RAISES_IN = """import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
@@ -129,7 +131,7 @@ class TritonPythonModel:
 
     def execute(self, requests):
         raise ValueError("boom")
-'''
+"""
 
 
 def _cell_line(cell: str, text: str) -> int:
@@ -143,7 +145,9 @@ def test_a_magic_cells_traceback_names_the_cells_own_line(fresh_server):
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "labkit")
     for name in ("fails_in_execute", "fails_at_start"):
-        fresh_server.repository.write_config(labkit.model_config(name, "python", [("X", "FP32", [2])], [("Y", "FP32", [2])]))
+        fresh_server.repository.write_config(
+            labkit.model_config(name, "python", [("X", "FP32", [2])], [("Y", "FP32", [2])])
+        )
     shell.run_cell_magic("triton_python", "fails_in_execute", RAISES_IN)
     with pytest.raises(labkit.InferenceError) as info:
         labkit.infer(fresh_server, "fails_in_execute", {"X": np.zeros(2, np.float32)})

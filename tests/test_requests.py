@@ -59,7 +59,7 @@ def test_batch_over_max_is_refused(server):
     assert any("batch" in d for d in info.value.differs), info.value.differs
 
 
-MISSPELLED = '''
+MISSPELLED = """
 import triton_python_backend_utils as pb_utils
 
 
@@ -67,7 +67,7 @@ class TritonPythonModel:
     def execute(self, requests):
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
                 for r in requests]
-'''
+"""
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
@@ -78,19 +78,24 @@ def test_a_misspelled_output_name_is_an_error_listing_the_outputs(server, protoc
     assert asked.value.model == "add_sub" and asked.value.missing == ["OUTPT1"]
     assert asked.value.outputs == ["OUTPUT0", "OUTPUT1"]
     # the model misspells it: Triton drops the tensor, and the answer would be empty
-    server.repository.write_config(labkit.model_config("misspelled", "python", [("INPUT0", "FP32", [4])],
-                                                       [("OUTPUT0", "FP32", [4])]))
+    server.repository.write_config(
+        labkit.model_config("misspelled", "python", [("INPUT0", "FP32", [4])], [("OUTPUT0", "FP32", [4])])
+    )
     server.python_model("misspelled", MISSPELLED)
     with pytest.raises(labkit.errors.OutputNameError) as declared:
         labkit.infer(server, "misspelled", {"INPUT0": GOOD}, protocol=protocol)
-    assert declared.value.missing == ["OUTPUT0"] and declared.value.outputs == ["OUTPUT0"] and declared.value.produced == []
+    assert (
+        declared.value.missing == ["OUTPUT0"]
+        and declared.value.outputs == ["OUTPUT0"]
+        and declared.value.produced == []
+    )
     with pytest.raises(labkit.errors.OutputNameError) as requested:
         labkit.infer(server, "misspelled", {"INPUT0": GOOD}, ["OUTPUT0"], protocol=protocol)
     assert requested.value.missing == ["OUTPUT0"]
     assert labkit.check_add_sub(server, protocol=protocol).ok
 
 
-ECHO = '''
+ECHO = """
 import triton_python_backend_utils as pb_utils
 
 
@@ -98,7 +103,7 @@ class TritonPythonModel:
     def execute(self, requests):
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())])
                 for r in requests]
-'''
+"""
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
@@ -107,7 +112,9 @@ def test_an_input_declaring_more_than_it_carries_is_refused_before_sending(serve
     module = httpclient if protocol == "http" else grpcclient
     for dtype, triton in ((np.float32, "FP32"), (object, "BYTES")):
         name = f"echo_{triton.lower()}"
-        server.repository.write_config(labkit.model_config(name, "python", [("IN", triton, [-1])], [("OUT", triton, [-1])]))
+        server.repository.write_config(
+            labkit.model_config(name, "python", [("IN", triton, [-1])], [("OUT", triton, [-1])])
+        )
         server.python_model(name, ECHO)
         data = np.array([1, 2, 3, 4], np.float32) if dtype is np.float32 else np.array([b"ab", b"cd"], dtype=object)
         tensor = module.InferInput("IN", list(data.shape), triton)

@@ -41,7 +41,7 @@ def graded(room):
     room.save("p01", notebook({"01-output2": solution("01-output2"), "01-bad-request": WRONG_BAD_REQUEST}))
     faked = notebook()
     for cell in faked.cells:
-        if "labkit.exercises.check(\"01-output2\"" in cell.source:
+        if 'labkit.exercises.check("01-output2"' in cell.source:
             cell.source = 'print("passed: 01-output2")'
     room.save("p02", faked, folder="notebooks")
     room.save("p04", notebook())  # as shipped, saved again: nothing to judge
@@ -63,12 +63,18 @@ def test_scan_lists_saved_notebooks_and_creates_no_volume(room, graded):
     assert set(found) == {"p01", "p02", "p04"}  # p03 has no volume yet: skipped, and none was made for them
     assert list(found["p01"]) == [NOTEBOOK] and list(found["p02"]) == [f"notebooks/{NOTEBOOK}"]
     # p04's exercise cells are as shipped (so are p02's: only a check cell changed); p01 wrote two
-    assert [found[u][n].untouched for u, n in (("p01", NOTEBOOK), ("p02", f"notebooks/{NOTEBOOK}"), ("p04", NOTEBOOK))] \
-        == [False, True, True]
-    assert {r.exercise: r.started for r in grader.untouched_results(NOTEBOOK)} == {"01-bad-request": False, "01-output2": False}
+    assert [
+        found[u][n].untouched for u, n in (("p01", NOTEBOOK), ("p02", f"notebooks/{NOTEBOOK}"), ("p04", NOTEBOOK))
+    ] == [False, True, True]
+    assert {r.exercise: r.started for r in grader.untouched_results(NOTEBOOK)} == {
+        "01-bad-request": False,
+        "01-output2": False,
+    }
     with pytest.raises(docker.errors.NotFound):
         room.client.volumes.get(room.volume("p03"))
-    assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=scan"]})
+    assert not room.client.containers.list(
+        all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=scan"]}
+    )
 
 
 def test_a_solved_exercise_passes_and_a_wrong_one_is_not_yet_with_its_hint(graded):
@@ -106,7 +112,9 @@ def test_a_run_past_its_time_limit_is_stopped_and_says_so(room):
         source.close()
     assert run.error and {r.exercise for r in run.results} == {"01-output2", "01-bad-request"}
     assert not any(r.passed for r in run.results)
-    assert not room.client.containers.list(all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=grader"]})
+    assert not room.client.containers.list(
+        all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=grader"]}
+    )
 
 
 def test_a_missing_grader_image_is_an_error_verdict_not_a_crash(room):

@@ -38,7 +38,11 @@ def test_grades_csv_lists_every_participant_and_exercise(tmp_path, capsys):
     rows = list(csv.DictReader(out.open()))
     assert [r["participant"] for r in rows] == ["p01", "p02"]
     assert set(rows[0]) - {"participant"} == set(progress.exercise_ids())
-    assert (rows[0]["01-output2"], rows[0]["01-bad-request"], rows[0]["02-scale"]) == ("passed", "not yet", "not started")
+    assert (rows[0]["01-output2"], rows[0]["01-bad-request"], rows[0]["02-scale"]) == (
+        "passed",
+        "not yet",
+        "not started",
+    )
     assert {v for k, v in rows[1].items() if k != "participant"} == {"not started"}
     # without --csv the same table goes to stdout
     capsys.readouterr()
@@ -52,8 +56,9 @@ def test_a_started_cell_that_fails_is_not_yet_and_an_untouched_one_not_started(t
     mark = table.mark("p01", "01-bad-request")
     assert mark.state == progress.NOT_STARTED and mark.hint  # the exercise's own hint, shown on the board
     table.record("p01", "01_python_backend.ipynb", 2.0, [WRONG])
-    assert table.mark("p01", "01-bad-request") == progress.Mark("not yet", WRONG["problem"], WRONG["hint"],
-                                                          table.mark("p01", "01-bad-request").checked)
+    assert table.mark("p01", "01-bad-request") == progress.Mark(
+        "not yet", WRONG["problem"], WRONG["hint"], table.mark("p01", "01-bad-request").checked
+    )
     # a second mistake replaces the first; a later pass clears problem and hint
     table.record("p01", "01_python_backend.ipynb", 3.0, [replace(WRONG, problem="OUTPUT1 is wrong.")])
     assert table.mark("p01", "01-bad-request").problem == "OUTPUT1 is wrong."
@@ -80,8 +85,10 @@ def test_grades_errors_say_what_to_do(tmp_path, capsys):
     (room / "progress.json").write_text("{not json")
     assert cli.main(["room", "grades", "--dir", str(room)]) == cli.EXIT_LABKIT_ERROR
     (room / "progress.json").unlink()
-    assert cli.main(["room", "grades", "--dir", str(room), "--csv", str(tmp_path / "no" / "such" / "x.csv")]) \
+    assert (
+        cli.main(["room", "grades", "--dir", str(room), "--csv", str(tmp_path / "no" / "such" / "x.csv")])
         == cli.EXIT_LABKIT_ERROR
+    )
     err = capsys.readouterr().err
     assert err.count("labkit: ") == 3
 

@@ -47,8 +47,12 @@ def test_a_participants_token_cannot_read_the_board(hub):
         assert anonymous.status_code in (302, 401, 403)
         if anonymous.status_code == 302:  # to the hub's login, never the board's content
             assert "/hub/" in anonymous.headers["Location"] and "passed" not in anonymous.text
-    assert requests.post(f"{url}/services/board/api/refresh", timeout=30,
-                         headers={"Authorization": f"token {TOKENS['p02']}"}).status_code == 403
+    assert (
+        requests.post(
+            f"{url}/services/board/api/refresh", timeout=30, headers={"Authorization": f"token {TOKENS['p02']}"}
+        ).status_code
+        == 403
+    )
     with pytest.raises(BoardError) as refused:
         board_table(url, TOKENS["p02"])
     assert refused.value.status_code == 403
@@ -60,9 +64,11 @@ def test_a_saved_solution_shows_passed_on_the_board(hub, tmp_path):
     assert set(start["participants"]) == {"p01", "p02"}
     assert set(start["participants"]["p01"].values()) == {"not started"}
     room.save("p01", notebook({"01-output2": solution("01-output2")}))
-    refresh = requests.post(f"{url}/services/board/api/refresh", timeout=120,
-                            headers={"Authorization": f"token {TOKENS['teacher']}"})
+    refresh = requests.post(
+        f"{url}/services/board/api/refresh", timeout=120, headers={"Authorization": f"token {TOKENS['teacher']}"}
+    )
     assert refresh.status_code == 200
+
     def judged() -> dict | None:
         table = _get(url, "api/progress", "teacher").json()["participants"]
         return table if table["p01"]["01-output2"] != "not started" else None
@@ -71,7 +77,11 @@ def test_a_saved_solution_shows_passed_on_the_board(hub, tmp_path):
     assert table["p01"]["01-output2"] == "passed", table["p01"]
     assert table["p01"]["01-bad-request"] == "not started" and set(table["p02"].values()) == {"not started"}
     page = _get(url, "", "teacher")
-    assert page.status_code == 200 and "<td class='passed' title='p01 · 01-output2: passed.'>" in page.text and "Hint:" in page.text
+    assert (
+        page.status_code == 200
+        and "<td class='passed' title='p01 · 01-output2: passed.'>" in page.text
+        and "Hint:" in page.text
+    )
     saved = json.loads((room_dir / "progress.json").read_text())
     assert saved["judged"]["p01"] and "p02" not in saved["judged"]
     out = tmp_path / "grades.csv"

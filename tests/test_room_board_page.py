@@ -32,9 +32,13 @@ def _verdicts(index: int) -> dict[str, dict]:
     solved = index % (len(ids) + 1)
     by_notebook: dict[str, list[RoomVerdict]] = {}
     for position, exercise in enumerate(ids):
-        result = RoomVerdict(exercise, passed=position < solved, started=position <= solved,
-                             problem="" if position < solved else f"{exercise} answered the wrong outputs",
-                             hint=REGISTRY[exercise].hint)
+        result = RoomVerdict(
+            exercise,
+            passed=position < solved,
+            started=position <= solved,
+            problem="" if position < solved else f"{exercise} answered the wrong outputs",
+            hint=REGISTRY[exercise].hint,
+        )
         by_notebook.setdefault(REGISTRY[exercise].notebook + ".ipynb", []).append(result)
     return by_notebook
 
@@ -65,8 +69,13 @@ def board(tmp_path_factory):
 
 
 def _inside(box: dict | None) -> bool:
-    return box is not None and box["x"] >= 0 and box["y"] >= 0 and \
-        box["x"] + box["width"] <= SCREEN["width"] and box["y"] + box["height"] <= SCREEN["height"]
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["y"] >= 0
+        and box["x"] + box["width"] <= SCREEN["width"]
+        and box["y"] + box["height"] <= SCREEN["height"]
+    )
 
 
 def test_fifty_participants_and_every_exercise_fit_one_screen(board):
@@ -78,9 +87,19 @@ def test_fifty_participants_and_every_exercise_fit_one_screen(board):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        context = browser.new_context(viewport=SCREEN, extra_http_headers={"Authorization": f"token {TOKENS['teacher']}"})
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        context = browser.new_context(
+            viewport=SCREEN, extra_http_headers={"Authorization": f"token {TOKENS['teacher']}"}
+        )
         page = context.new_page()
         try:
             assert page.goto(f"{url}/services/board/").status == 200
@@ -90,10 +109,16 @@ def test_fifty_participants_and_every_exercise_fit_one_screen(board):
             assert [rows.nth(i).locator("th").inner_text() for i in range(rows.count())] == PARTICIPANTS
             headers = page.locator("#grid thead th")
             assert headers.count() == len(ids) + 2  # participant, the exercises, solved
-            outside = [f"row {rows.nth(i).locator('th').inner_text()}" for i in range(rows.count())
-                       if not _inside(rows.nth(i).bounding_box())]
-            outside += [f"column {headers.nth(i).inner_text()}" for i in range(headers.count())
-                        if not _inside(headers.nth(i).bounding_box())]
+            outside = [
+                f"row {rows.nth(i).locator('th').inner_text()}"
+                for i in range(rows.count())
+                if not _inside(rows.nth(i).bounding_box())
+            ]
+            outside += [
+                f"column {headers.nth(i).inner_text()}"
+                for i in range(headers.count())
+                if not _inside(headers.nth(i).bounding_box())
+            ]
             outside += ["the summary row"] * (not _inside(page.locator("#grid tfoot tr").bounding_box()))
             assert not outside, f"outside the 1600×900 screen: {outside}"
 

@@ -29,8 +29,13 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 NOTEBOOK = "01_python_backend.ipynb"
 EXERCISE = "01-output2"
 # the cells the exercise needs, by a line of each: the lab's start, the magics, add_sub3's config, the answer, its check
-NEEDED = ("lab = labkit.start()", "%load_ext labkit", '"add_sub3", backend', "%%triton_python add_sub3",
-          f'labkit.exercises.check("{EXERCISE}"')
+NEEDED = (
+    "lab = labkit.start()",
+    "%load_ext labkit",
+    '"add_sub3", backend',
+    "%%triton_python add_sub3",
+    f'labkit.exercises.check("{EXERCISE}"',
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +45,16 @@ def room(lab_image, grader_image, engine, tmp_path_factory):
             pytest.fail(f"{CHROMIUM} is missing; .ci/run installs Debian's chromium")
         pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
     directory = tmp_path_factory.mktemp("browser-room") / "room"
-    settings = RoomSettings(participants=RoomSettings.numbered(2), port=free_ports(1)[0], directory=directory,
-                            memory="2G", cpu=1.0, shm_size="256M", image=lab_image, grader_image=grader_image)
+    settings = RoomSettings(
+        participants=RoomSettings.numbered(2),
+        port=free_ports(1)[0],
+        directory=directory,
+        memory="2G",
+        cpu=1.0,
+        shm_size="256M",
+        image=lab_image,
+        grader_image=grader_image,
+    )
     info = up(settings)
     try:
         yield settings, json.loads((directory / "room.json").read_text())
@@ -60,8 +73,9 @@ def _login(page, url: str, login: str, password: str, next_url: str = "") -> Non
 
 def _cell(page, line: str):
     """The notebook's code cell whose source holds ``line``."""
-    return page.locator(".jp-Notebook .jp-CodeCell").filter(
-        has=page.locator(".jp-InputArea-editor", has_text=line)).first
+    return (
+        page.locator(".jp-Notebook .jp-CodeCell").filter(has=page.locator(".jp-InputArea-editor", has_text=line)).first
+    )
 
 
 def test_a_participant_solves_an_exercise_in_chromium_and_the_teacher_sees_it_passed(room, engine):
@@ -73,8 +87,16 @@ def test_a_participant_solves_an_exercise_in_chromium_and_the_teacher_sees_it_pa
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         try:
             # participant 1: the hub's form, then their own lab (JupyterHub starts it)
             p01 = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
@@ -105,8 +127,10 @@ def test_a_participant_solves_an_exercise_in_chromium_and_the_teacher_sees_it_pa
 
             def saved() -> bool:
                 reply = p01.request.get(f"{url}/user/p01/api/contents/{NOTEBOOK}")
-                return reply.ok and any(REGISTRY[EXERCISE].solution().strip() == "".join(c["source"]).strip()
-                                        for c in reply.json()["content"]["cells"])
+                return reply.ok and any(
+                    REGISTRY[EXERCISE].solution().strip() == "".join(c["source"]).strip()
+                    for c in reply.json()["content"]["cells"]
+                )
 
             wait_until(saved, 60, f"{NOTEBOOK} saved with the answer", interval_s=0.5)
             p01.screenshot(path=str(ARTIFACTS / "room-browser-p01-passed.png"))
@@ -118,11 +142,15 @@ def test_a_participant_solves_an_exercise_in_chromium_and_the_teacher_sees_it_pa
             teacher = browser.new_context(viewport={"width": 1600, "height": 900}).new_page()
             _login(teacher, url, record["teacher"], record["teacher_password"])
             teacher.wait_for_url(re.compile(re.escape(f"{url}/services/board/") + r"(\?.*)?$"))
-            refused = requests.post(f"{url}/hub/api/users/{record['teacher']}/server", timeout=60,
-                                    headers={"Authorization": f"token {record['teacher_token']}"})
+            refused = requests.post(
+                f"{url}/hub/api/users/{record['teacher']}/server",
+                timeout=60,
+                headers={"Authorization": f"token {record['teacher_token']}"},
+            )
             assert refused.status_code == 403 and "--teacher-lab" in refused.text, refused.text
             mark = teacher.locator("#grid tbody tr", has=teacher.locator("a:text-is('p01')")).locator(
-                f"td[title^='p01 · {EXERCISE}:']")
+                f"td[title^='p01 · {EXERCISE}:']"
+            )
 
             def passed_on_the_board() -> bool:
                 teacher.reload()

@@ -53,8 +53,14 @@ class Room:
         return reply.json()["token"]
 
     def contents(self, login: str, token: str, path: str = "", method: str = "GET", **kw) -> requests.Response:
-        return requests.request(method, f"{self.url}/user/{login}/api/contents/{path}",
-                                headers={"Authorization": f"token {token}"}, timeout=60, allow_redirects=False, **kw)
+        return requests.request(
+            method,
+            f"{self.url}/user/{login}/api/contents/{path}",
+            headers={"Authorization": f"token {token}"},
+            timeout=60,
+            allow_redirects=False,
+            **kw,
+        )
 
 
 def _container(engine, room: Room, login: str):
@@ -72,8 +78,15 @@ def _wait_ready(room: Room, logins, limit_s: float = 900) -> None:
 @pytest.fixture(scope="module")
 def room(lab_image, engine, tmp_path_factory):
     directory = tmp_path_factory.mktemp("room") / "room"
-    settings = RoomSettings(participants=PARTICIPANTS, port=free_ports(1)[0], directory=directory,
-                            memory="1G", cpu=1.0, shm_size="256M", image=lab_image)
+    settings = RoomSettings(
+        participants=PARTICIPANTS,
+        port=free_ports(1)[0],
+        directory=directory,
+        memory="1G",
+        cpu=1.0,
+        shm_size="256M",
+        image=lab_image,
+    )
     info = up(settings)
     try:
         assert hub_process.hub_answers(settings.port)
@@ -112,17 +125,25 @@ def test_password_login(room):
     session = requests.Session()
     session.get(f"{room.url}/hub/login", timeout=30)
     form = {"username": "p01", "_xsrf": session.cookies.get("_xsrf", "")}
-    wrong = session.post(f"{room.url}/hub/login", data={**form, "password": "not-it"}, allow_redirects=False, timeout=30)
+    wrong = session.post(
+        f"{room.url}/hub/login", data={**form, "password": "not-it"}, allow_redirects=False, timeout=30
+    )
     assert wrong.status_code != 302
-    right = session.post(f"{room.url}/hub/login", data={**form, "password": room.record["participant_password"]},
-                         allow_redirects=False, timeout=30)
+    right = session.post(
+        f"{room.url}/hub/login",
+        data={**form, "password": room.record["participant_password"]},
+        allow_redirects=False,
+        timeout=30,
+    )
     assert right.status_code == 302
     teacher = {"username": "teacher", "_xsrf": form["_xsrf"], "password": room.record["participant_password"]}
     assert session.post(f"{room.url}/hub/login", data=teacher, allow_redirects=False, timeout=30).status_code != 302
 
 
 def test_three_labs_start_at_once_with_the_notebooks(labs):
-    assert {r["login"]: r["state"] for r in status_rows(labs.settings.directory)} == dict.fromkeys(PARTICIPANTS, "running")
+    assert {r["login"]: r["state"] for r in status_rows(labs.settings.directory)} == dict.fromkeys(
+        PARTICIPANTS, "running"
+    )
     for login in PARTICIPANTS:
         reply = labs.contents(login, labs.token_of(login))
         assert reply.status_code == 200, reply.text
@@ -140,10 +161,20 @@ def test_another_participants_token_cannot_read_or_write(labs):
     assert labs.contents("p01", theirs, "note.txt", "PUT", json={**note, "content": "x"}).status_code == 403
     assert labs.contents("p01", mine, "note.txt").json()["content"] == "mine"
     assert labs.api("GET", "users/p01", token=theirs).status_code == 404  # not even visible
-    assert requests.get(f"{labs.url}/services/board/", headers={"Authorization": f"token {theirs}"},
-                        allow_redirects=False, timeout=30).status_code != 200
-    teacher = requests.get(f"{labs.url}/services/board/api/progress", timeout=30,  # room up's managed board
-                           headers={"Authorization": f"token {labs.record['teacher_token']}"})
+    assert (
+        requests.get(
+            f"{labs.url}/services/board/",
+            headers={"Authorization": f"token {theirs}"},
+            allow_redirects=False,
+            timeout=30,
+        ).status_code
+        != 200
+    )
+    teacher = requests.get(
+        f"{labs.url}/services/board/api/progress",
+        timeout=30,  # room up's managed board
+        headers={"Authorization": f"token {labs.record['teacher_token']}"},
+    )
     assert teacher.status_code == 200 and set(teacher.json()["participants"]) == set(PARTICIPANTS)
 
 
@@ -159,14 +190,17 @@ def test_the_container_is_limited_labelled_and_holds_no_socket_or_solution(labs,
     # only the participant's work volume: the image declares no VOLUME (no anonymous volume per lab)
     assert [m["Type"] for m in config["Mounts"]] == ["volume"]
     assert not engine.images.get(labs.settings.image).attrs["Config"].get("Volumes")
-    code, out = container.exec_run(["sh", "-c", "test -e /var/run/docker.sock && echo socket; "
-                                    "find / -xdev -name '*.solution' 2>/dev/null; id -un"])
+    code, out = container.exec_run(
+        ["sh", "-c", "test -e /var/run/docker.sock && echo socket; find / -xdev -name '*.solution' 2>/dev/null; id -un"]
+    )
     assert code == 0 and out.decode().split() == ["jovyan"]
 
 
 def test_labkit_start_works_inside(labs, engine):
-    script = ("import labkit\nlab = labkit.start(repository=labkit.reference_repository())\nlab.load('add_sub')\n"
-              "r = labkit.check_add_sub(lab)\nlab.stop()\nprint('ANSWER', r.output0.tolist())\n")
+    script = (
+        "import labkit\nlab = labkit.start(repository=labkit.reference_repository())\nlab.load('add_sub')\n"
+        "r = labkit.check_add_sub(lab)\nlab.stop()\nprint('ANSWER', r.output0.tolist())\n"
+    )
     code, out = _container(engine, labs, "p03").exec_run(["python3", "-c", script])
     assert code == 0, out.decode()[-2000:]
     assert "ANSWER [1.5, 2.25, 5.0, 12.0]" in out.decode()
@@ -214,8 +248,9 @@ def _copy_room_file(room: Room, directory: Path) -> Path:
 
 
 def test_idle_labs_are_culled_and_down_keeps_work_volumes_unless_asked(lab_image, engine, tmp_path):
-    settings = RoomSettings(participants=("k1",), port=free_ports(1)[0], directory=tmp_path / "keep",
-                            image=lab_image, cull_idle_s=20)
+    settings = RoomSettings(
+        participants=("k1",), port=free_ports(1)[0], directory=tmp_path / "keep", image=lab_image, cull_idle_s=20
+    )
     info = up(settings)
     room = Room(settings, json.loads((settings.directory / "room.json").read_text()))
     try:
@@ -239,8 +274,14 @@ def test_a_teacher_lab_is_labelled_and_delete_work_leaves_nothing(lab_image, eng
     """`room up --teacher-lab`: the teacher's lab works on a volume carrying the room's work label, and
     `room down --delete-work` removes it with every other volume of the room (an unlabelled one that
     DockerSpawner made itself, for a user added on the hub's admin page, is found by its name)."""
-    settings = RoomSettings(participants=("w1",), port=free_ports(1)[0], directory=tmp_path / "work",
-                            image=lab_image, teacher_lab=True, board=False)
+    settings = RoomSettings(
+        participants=("w1",),
+        port=free_ports(1)[0],
+        directory=tmp_path / "work",
+        image=lab_image,
+        teacher_lab=True,
+        board=False,
+    )
     info = up(settings)
     room = Room(settings, json.loads((settings.directory / "room.json").read_text()))
     try:
@@ -258,17 +299,32 @@ def test_a_teacher_lab_is_labelled_and_delete_work_leaves_nothing(lab_image, eng
 def _hub_only(tmp_path: Path, site: str) -> tuple[RoomSettings, hub_process.Plumbing]:
     """A hub with no lab started (the spawner is never used): its process, its site config, its stop."""
     (tmp_path / "site.py").write_text(site)
-    settings = RoomSettings(participants=("s1",), port=free_ports(1)[0], directory=tmp_path / "hub",
-                            config_file=tmp_path / "site.py", board=False)
+    settings = RoomSettings(
+        participants=("s1",),
+        port=free_ports(1)[0],
+        directory=tmp_path / "hub",
+        config_file=tmp_path / "site.py",
+        board=False,
+    )
     settings.directory.mkdir()
     hub_port, proxy_api_port, board_port = free_ports(3)
-    plumbing = hub_process.Plumbing(hub_ip="127.0.0.1", hub_port=hub_port,
-                                    proxy_api_port=proxy_api_port, board_port=board_port,
-                                    proxy_command=hub_process.proxy_command(), python=sys.executable)
+    plumbing = hub_process.Plumbing(
+        hub_ip="127.0.0.1",
+        hub_port=hub_port,
+        proxy_api_port=proxy_api_port,
+        board_port=board_port,
+        proxy_command=hub_process.proxy_command(),
+        python=sys.executable,
+    )
     return settings, plumbing
 
 
-SECRETS = {"teacher_token": "t" * 64, "user_password": "shared-pass", "admin_password": "a" * 40, "proxy_token": "p" * 64}
+SECRETS = {
+    "teacher_token": "t" * 64,
+    "user_password": "shared-pass",
+    "admin_password": "a" * 40,
+    "proxy_token": "p" * 64,
+}
 
 
 def _running(pid: int) -> bool:
@@ -285,8 +341,11 @@ def test_the_hub_outlives_up_loads_the_site_config_and_stops(tmp_path):
     pid = hub_process.start_hub(settings, plumbing, SECRETS)
     try:
         assert hub_process.hub_pid(settings.directory) == pid and hub_process.hub_answers(settings.port)
-        users = requests.get(f"http://127.0.0.1:{settings.port}/hub/api/users", timeout=30,
-                             headers={"Authorization": f"token {SECRETS['teacher_token']}"}).json()
+        users = requests.get(
+            f"http://127.0.0.1:{settings.port}/hub/api/users",
+            timeout=30,
+            headers={"Authorization": f"token {SECRETS['teacher_token']}"},
+        ).json()
         assert {u["name"] for u in users} == {"s1", "teacher"}
         with pytest.raises(ServerStartError):
             hub_process.start_hub(settings, plumbing, SECRETS)  # one hub per room
@@ -310,8 +369,9 @@ def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(la
     """The board's Jupyter source (the one the Kubernetes board uses): a token with just BOARD_SCOPES lists
     the ready labs' notebooks and reads their exercise cells through the hub and the proxy, and the grader
     judges what it read; a participant's token is refused, and a notebook that is not one is not judged."""
-    reply = labs.api("POST", "users/teacher/tokens", json={"expires_in": 600, "note": "board",
-                                                           "scopes": list(BOARD_SCOPES)})
+    reply = labs.api(
+        "POST", "users/teacher/tokens", json={"expires_in": 600, "note": "board", "scopes": list(BOARD_SCOPES)}
+    )
     assert reply.status_code == 201, reply.text
     mine = labs.token_of("p02")
     shipped = labs.contents("p02", mine, NOTEBOOK).json()["content"]
@@ -352,6 +412,7 @@ def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(la
     # the room's own board (`room up`'s, reading the volumes) shows the same save passed
     board = f"{labs.url}/services/board/api/"
     teacher = {"Authorization": f"token {labs.record['teacher_token']}"}
+
     def judged() -> dict | None:
         row = requests.get(board + "progress", headers=teacher, timeout=30).json()["participants"]["p02"]
         return row if row["01-output2"] != "not started" else None

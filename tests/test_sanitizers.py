@@ -33,8 +33,9 @@ def test_reference_backends_under_address_sanitizer(tmp_path):
         for model in BACKENDS.values():
             for concurrency in (1, 8):  # single requests and full batches (gather/scatter across requests)
                 requests = 40 if concurrency == 1 else 400  # a lone request waits out the queue delay
-                result = labkit.run_load(server, model, reference.sample_inputs(model, batch=2),
-                                         requests=requests, concurrency=concurrency)
+                result = labkit.run_load(
+                    server, model, reference.sample_inputs(model, batch=2), requests=requests, concurrency=concurrency
+                )
                 assert result.count == requests and not result.errors
         assert labkit.check_passthrough(server, "custom_passthrough", concurrent=2).ok
         assert server.alive, "the sanitized server died: " + server.logs.tail(20)

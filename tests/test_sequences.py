@@ -54,8 +54,9 @@ def test_interleaved_sequences_from_tritonclient_keep_their_own_sums(lab, model,
         for sid, step, value in _interleaved(values):
             tensor = mod.InferInput("INPUT", [1, 1], "INT32")
             tensor.set_data_from_numpy(np.array([[value]], np.int32))
-            result = client.infer(model, [tensor], sequence_id=sid, sequence_start=step == 0,
-                                  sequence_end=step == len(values[sid]) - 1)
+            result = client.infer(
+                model, [tensor], sequence_id=sid, sequence_start=step == 0, sequence_end=step == len(values[sid]) - 1
+            )
             got[sid].append(int(result.as_numpy("OUTPUT")[0, 0]))
     finally:
         client.close()
@@ -76,8 +77,13 @@ def test_concurrent_sequences_over_both_protocols_keep_their_sums(lab, model):
             for step, value in enumerate(values[sid]):
                 tensor = mod.InferInput("INPUT", [1, 1], "INT32")
                 tensor.set_data_from_numpy(np.array([[value]], np.int32))
-                result = client.infer(model, [tensor], sequence_id=sid, sequence_start=step == 0,
-                                      sequence_end=step == len(values[sid]) - 1)
+                result = client.infer(
+                    model,
+                    [tensor],
+                    sequence_id=sid,
+                    sequence_start=step == 0,
+                    sequence_end=step == len(values[sid]) - 1,
+                )
                 sums.append(int(result.as_numpy("OUTPUT")[0, 0]))
             got[sid] = sums
         finally:
@@ -95,12 +101,24 @@ def test_concurrent_sequences_over_both_protocols_keep_their_sums(lab, model):
 @pytest.mark.parametrize("model", MODELS)
 def test_labkit_infer_sends_sequences_and_start_resets_a_reused_id(lab, model, protocol):
     def send(sid, value, start=False, end=False):
-        out = labkit.infer(lab, model, {"INPUT": np.array([[value]], np.int32)}, protocol=protocol,
-                           sequence_id=sid, sequence_start=start, sequence_end=end)
+        out = labkit.infer(
+            lab,
+            model,
+            {"INPUT": np.array([[value]], np.int32)},
+            protocol=protocol,
+            sequence_id=sid,
+            sequence_start=start,
+            sequence_end=end,
+        )
         return int(out["OUTPUT"][0, 0])
 
-    assert [send(5, 2, start=True), send(6, 100, start=True), send(5, 3), send(6, 1, end=True), send(5, 4, end=True)] \
-        == [2, 100, 5, 101, 9]
+    assert [
+        send(5, 2, start=True),
+        send(6, 100, start=True),
+        send(5, 3),
+        send(6, 1, end=True),
+        send(5, 4, end=True),
+    ] == [2, 100, 5, 101, 9]
     assert [send(5, 40, start=True), send(5, 2, end=True)] == [40, 42]  # the id again: a new sum from START
 
 
@@ -112,8 +130,9 @@ def test_a_request_without_a_sequence_id_is_a_sequence_error(lab, model, protoco
     assert (caught.value.model, caught.value.problem, caught.value.sequence_id) == (model, "no-sequence-id", 0)
     # inputs that do not fit stay a RequestError: that is what Triton refused first
     with pytest.raises(labkit.RequestError) as wrong:
-        labkit.infer(lab, model, {"INPUT": np.array([[1.0]], np.float32)}, protocol=protocol, sequence_id=3,
-                     sequence_start=True)
+        labkit.infer(
+            lab, model, {"INPUT": np.array([[1.0]], np.float32)}, protocol=protocol, sequence_id=3, sequence_start=True
+        )
     assert not isinstance(wrong.value, labkit.SequenceError)
 
 
@@ -126,8 +145,16 @@ def test_a_load_without_sequence_ids_counts_refusals(lab):
 @pytest.mark.parametrize("model", MODELS)
 def test_run_sequences_and_the_slots_each_sequence_held(lab, model, protocol):
     with labkit.timeline(lab, model) as tl:
-        result = labkit.run_sequences(lab, model, lambda sid, step: {"INPUT": np.array([[sid]], np.int32)},
-                                      concurrency=3, length=4, sequences=5, first_id=11, protocol=protocol)
+        result = labkit.run_sequences(
+            lab,
+            model,
+            lambda sid, step: {"INPUT": np.array([[sid]], np.int32)},
+            concurrency=3,
+            length=4,
+            sequences=5,
+            first_id=11,
+            protocol=protocol,
+        )
     assert (result.count, result.errors) == (20, [])
     assert sorted(r.sequence for r in tl.requests) == sorted(str(s) for s in range(11, 16) for _ in range(4))
     table = labkit.observe.sequence_timeline.sequence_slots(tl)
@@ -141,10 +168,17 @@ def test_run_sequences_and_the_slots_each_sequence_held(lab, model, protocol):
 
 def test_sums_after_run_sequences_start_afresh(lab):
     """A load leaves no sum behind: the next sequence with one of its ids starts from zero."""
-    labkit.run_sequences(lab, "sequence_accumulate", {"INPUT": np.array([[3]], np.int32)}, concurrency=2, length=3,
-                         first_id=41)
-    out = labkit.infer(lab, "sequence_accumulate", {"INPUT": np.array([[1]], np.int32)}, sequence_id=41,
-                       sequence_start=True, sequence_end=True)
+    labkit.run_sequences(
+        lab, "sequence_accumulate", {"INPUT": np.array([[3]], np.int32)}, concurrency=2, length=3, first_id=41
+    )
+    out = labkit.infer(
+        lab,
+        "sequence_accumulate",
+        {"INPUT": np.array([[1]], np.int32)},
+        sequence_id=41,
+        sequence_start=True,
+        sequence_end=True,
+    )
     assert int(out["OUTPUT"][0, 0]) == 1
 
 
@@ -185,8 +219,14 @@ def test_idle_batch_slots_carry_null_requests_with_ready_0(lab):
     lab.python_model("null_probe", NULL_PROBE, config)
     try:
         for sid, step, value in _interleaved({31: [1, 2, 3], 32: [4, 5, 6], 33: [7, 8, 9]}):
-            out = labkit.infer(lab, "null_probe", {"INPUT": np.array([[value]], np.int32)}, sequence_id=sid,
-                               sequence_start=step == 0, sequence_end=step == 2)
+            out = labkit.infer(
+                lab,
+                "null_probe",
+                {"INPUT": np.array([[value]], np.int32)},
+                sequence_id=sid,
+                sequence_start=step == 0,
+                sequence_end=step == 2,
+            )
         nulls, flagged = out["OUTPUT"][0].tolist()
     finally:
         lab.unload("null_probe")
@@ -196,11 +236,22 @@ def test_idle_batch_slots_carry_null_requests_with_ready_0(lab):
 def test_the_config_helper_writes_the_reference_configs():
     reference_repo = ModelRepository(reference.repository())
     made = {
-        "sequence_accumulate": labkit.sequence_batching(labkit.model_config(
-            "sequence_accumulate", "python", [("INPUT", "INT32", [1])], [("OUTPUT", "INT32", [1])], max_batch_size=4)),
-        "sequence_accumulate_cpp": labkit.sequence_batching(labkit.model_config(
-            "sequence_accumulate_cpp", "accumulate", [("INPUT", "INT32", [1])], [("OUTPUT", "INT32", [1])],
-            max_batch_size=4), controls=False, state=("SUM_IN", "SUM_OUT", "INT32", [1])),
+        "sequence_accumulate": labkit.sequence_batching(
+            labkit.model_config(
+                "sequence_accumulate", "python", [("INPUT", "INT32", [1])], [("OUTPUT", "INT32", [1])], max_batch_size=4
+            )
+        ),
+        "sequence_accumulate_cpp": labkit.sequence_batching(
+            labkit.model_config(
+                "sequence_accumulate_cpp",
+                "accumulate",
+                [("INPUT", "INT32", [1])],
+                [("OUTPUT", "INT32", [1])],
+                max_batch_size=4,
+            ),
+            controls=False,
+            state=("SUM_IN", "SUM_OUT", "INT32", [1]),
+        ),
     }
     for name, config in made.items():
         assert config == reference_repo.read_config(name), name
@@ -228,8 +279,11 @@ def test_the_stateful_lesson_holds(lab):
     assert not wrong.ok and "False" in str(wrong)
     load = stateful.slots(lab, stateful.PY_MODEL, concurrency=2, length=3, sequences=3)
     assert load.ok and 1 <= load.slots_used <= 2, str(load)
-    for claim in (dataclasses.replace(load, length=4), dataclasses.replace(load, errors=1),
-                  dataclasses.replace(load, sequences=4)):
+    for claim in (
+        dataclasses.replace(load, length=4),
+        dataclasses.replace(load, errors=1),
+        dataclasses.replace(load, sequences=4),
+    ):
         assert not claim.ok and str(claim).endswith("False")
 
 
@@ -238,16 +292,35 @@ def test_the_stateful_lesson_holds(lab):
 def test_a_sequence_request_of_two_rows_is_a_sequence_error(lab, model, protocol):
     """Triton's sequence batcher takes one row per request; the refused request starts nothing."""
     with pytest.raises(labkit.SequenceError) as caught:
-        labkit.infer(lab, model, {"INPUT": np.array([[1], [2]], np.int32)}, protocol=protocol, sequence_id=77,
-                     sequence_start=True)
+        labkit.infer(
+            lab,
+            model,
+            {"INPUT": np.array([[1], [2]], np.int32)},
+            protocol=protocol,
+            sequence_id=77,
+            sequence_start=True,
+        )
     assert (caught.value.model, caught.value.problem, caught.value.sequence_id) == (model, "rows", 77)
-    out = labkit.infer(lab, model, {"INPUT": np.array([[4]], np.int32)}, protocol=protocol, sequence_id=77,
-                       sequence_start=True, sequence_end=True)
+    out = labkit.infer(
+        lab,
+        model,
+        {"INPUT": np.array([[4]], np.int32)},
+        protocol=protocol,
+        sequence_id=77,
+        sequence_start=True,
+        sequence_end=True,
+    )
     assert int(out["OUTPUT"][0, 0]) == 4
 
 
 def test_cuda_shared_memory_does_not_carry_a_sequence(lab):
     with pytest.raises(labkit.errors.ConfigError) as caught:
-        labkit.infer(lab, "sequence_accumulate", {"INPUT": np.array([[1]], np.int32)}, shared_memory="cuda",
-                     sequence_id=3, sequence_start=True)
+        labkit.infer(
+            lab,
+            "sequence_accumulate",
+            {"INPUT": np.array([[1]], np.int32)},
+            shared_memory="cuda",
+            sequence_id=3,
+            sequence_start=True,
+        )
     assert caught.value.field == "shared_memory"

@@ -27,7 +27,7 @@ from labkit.server._ports import free_ports
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
-ECHO = '''
+ECHO = """
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -47,10 +47,12 @@ class TritonPythonModel:
         pb_utils.Logger.log_info("a line from pb_utils.Logger")
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy() * 2)])
                 for r in requests]
-'''
+"""
 
-CONFIG = 'name: "{name}"\nbackend: "{backend}"\ninput {{ name: "IN" data_type: TYPE_FP32 dims: [ 2 ] }}\n' \
-         'output {{ name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] }}\n'
+CONFIG = (
+    'name: "{name}"\nbackend: "{backend}"\ninput {{ name: "IN" data_type: TYPE_FP32 dims: [ 2 ] }}\n'
+    'output {{ name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] }}\n'
+)
 
 
 def _listing(folder: Path) -> dict[str, tuple[int, int]]:
@@ -61,8 +63,9 @@ class _Serve:
     """`labkit serve` in a subprocess: its stdout lines up to the `log` line, its stderr as it comes."""
 
     def __init__(self, *argv: str, cwd: Path | None = None) -> None:
-        self.proc = subprocess.Popen([*LABKIT, "serve", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, cwd=cwd)
+        self.proc = subprocess.Popen(
+            [*LABKIT, "serve", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd
+        )
         self.err: list[str] = []
         self._reader = threading.Thread(target=lambda: self.err.extend(self.proc.stderr), daemon=True)
         self._reader.start()
@@ -75,8 +78,12 @@ class _Serve:
 
     def wait_for(self, text: str, timeout_s: float = 30) -> None:
         try:
-            eventually(lambda: any(text in line for line in list(self.err)), f"{text!r} on the terminal", timeout_s,
-                       interval_s=0.1)
+            eventually(
+                lambda: any(text in line for line in list(self.err)),
+                f"{text!r} on the terminal",
+                timeout_s,
+                interval_s=0.1,
+            )
         except AssertionError:
             raise AssertionError(f"{text!r} not on the terminal: {''.join(self.err)}") from None
 
@@ -96,8 +103,12 @@ def test_a_taken_port_fails_at_once_and_named(tmp_path):
             labkit.start(tmp_path, grpc_port=taken)
         assert (caught.value.port, caught.value.service) == (taken, "grpc")
         started = time.monotonic()
-        proc = subprocess.run([*LABKIT, "serve", str(tmp_path), "--any-ports", "--http-port", str(taken)],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [*LABKIT, "serve", str(tmp_path), "--any-ports", "--http-port", str(taken)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert time.monotonic() - started < 30  # no retries
     assert proc.returncode == 3 and proc.stderr.startswith("labkit: ") and f"Port {taken} (http)" in proc.stderr
 
@@ -134,9 +145,14 @@ def test_serve_shows_the_models_lines_and_keeps_the_log(tmp_path, sig):
         assert serve.lines["serving"] == "echo"
         serve.wait_for("auto-complete on: echo has no config.pbtxt")
         serve.wait_for("hello from initialize")
-        with urllib.request.urlopen(urllib.request.Request(
-                serve.lines["http"] + "/v2/models/echo/infer", method="POST",
-                data=b'{"inputs":[{"name":"IN","datatype":"FP32","shape":[2],"data":[1,2]}]}'), timeout=10) as resp:
+        with urllib.request.urlopen(
+            urllib.request.Request(
+                serve.lines["http"] + "/v2/models/echo/infer",
+                method="POST",
+                data=b'{"inputs":[{"name":"IN","datatype":"FP32","shape":[2],"data":[1,2]}]}',
+            ),
+            timeout=10,
+        ) as resp:
             assert b"[2.0,4.0]" in resp.read()
         serve.wait_for("hello from execute")
         serve.wait_for("a line from pb_utils.Logger")
@@ -203,8 +219,9 @@ def test_docker_publishes_the_ports_asked_for_and_serves_a_persons_backends(cpu_
     (repo / "twice" / "config.pbtxt").write_text(CONFIG.format(name="twice", backend="doubler"))
     before = _listing(backends)
     http, grpc, metrics = free_ports(3)
-    with DockerServer(repo, image=cpu_image, http_port=http, grpc_port=grpc, metrics_port=metrics,
-                      backend_directory=backends) as lab:
+    with DockerServer(
+        repo, image=cpu_image, http_port=http, grpc_port=grpc, metrics_port=metrics, backend_directory=backends
+    ) as lab:
         lab.start(timeout_s=120)
         assert (lab.endpoints.http_port, lab.endpoints.grpc_port, lab.endpoints.metrics_port) == (http, grpc, metrics)
         lab.load("twice")
@@ -226,8 +243,13 @@ def test_labkits_own_repository_is_served_from_a_copy_and_notebook_02_still_pass
     def git_status() -> str:  # as git sees the folder (a developer's own uncommitted edits stay theirs)
         if not (checkout / ".git").exists():
             return ""
-        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "model_repository"],
-                              cwd=checkout, capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all", "--", "model_repository"],
+            cwd=checkout,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
 
     status = git_status()
     served = []
@@ -244,6 +266,11 @@ def test_labkits_own_repository_is_served_from_a_copy_and_notebook_02_still_pass
         assert serve.proc.returncode == 0
         assert not served[-1].exists()  # the copy went with the server
     assert served[0] != served[1] and _listing(shipped) == before and git_status() == status
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "-q",
-                          "notebooks/02_cpp_backends.ipynb"], cwd=checkout, capture_output=True, text=True, timeout=840)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "-q", "notebooks/02_cpp_backends.ipynb"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

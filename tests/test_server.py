@@ -38,7 +38,9 @@ def _gone(pid: int, timeout_s: float = 15.0) -> bool:
 
 def _group_members(pgid: int) -> list[int]:
     out = subprocess.run(["ps", "-eo", "pid=,pgid=,stat="], capture_output=True, text=True).stdout
-    return [int(p) for p, g, s in (line.split() for line in out.splitlines()) if int(g) == pgid and not s.startswith("Z")]
+    return [
+        int(p) for p, g, s in (line.split() for line in out.splitlines()) if int(g) == pgid and not s.startswith("Z")
+    ]
 
 
 def test_start_ready_and_stop():
@@ -112,10 +114,13 @@ _OWNER = textwrap.dedent(
 def test_no_orphan_after_owner_ends(how):
     owner = subprocess.Popen(
         [sys.executable, "-c", _OWNER, "sleep" if how == "sigkill" else "exit"],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     pid = int(owner.stdout.readline())
-    workdir = next(p for p in Path(tempfile.gettempdir()).glob("labkit-*/owner.pid") if p.read_text() == str(owner.pid)).parent
+    workdir = next(
+        p for p in Path(tempfile.gettempdir()).glob("labkit-*/owner.pid") if p.read_text() == str(owner.pid)
+    ).parent
     members = _group_members(pid)
     assert pid in members and len(members) >= 2
     if how == "sigkill":
@@ -141,7 +146,9 @@ def test_wheel_fallback_unpacks_a_runnable_server(tmp_path, monkeypatch):
         dist.stub_for((3, 12))
     assert info.value.missing == "Python backend stub for Python 3.12"
     version = subprocess.run(
-        [str(dist.binary), "--help"], capture_output=True, text=True,
+        [str(dist.binary), "--help"],
+        capture_output=True,
+        text=True,
         env={**os.environ, "LD_LIBRARY_PATH": str(dist.lib_dir)},
     )
     assert "--model-repository" in version.stdout + version.stderr
@@ -186,8 +193,12 @@ def test_next_launch_ends_an_orphaned_server_and_frees_its_shared_memory():
     finally:
         if not _gone(pid, timeout_s=0.1):
             os.killpg(pid, signal.SIGKILL)
-    within(lambda: not (_group_members(pid) or set(os.listdir("/dev/shm")) & shm_server), 15,
-           "the stubs to end and the shared memory to be freed", interval_s=0.2)
+    within(
+        lambda: not (_group_members(pid) or set(os.listdir("/dev/shm")) & shm_server),
+        15,
+        "the stubs to end and the shared memory to be freed",
+        interval_s=0.2,
+    )
     assert _group_members(pid) == [], "its Python stubs are still running"
     assert not set(os.listdir("/dev/shm")) & shm_server, "its shared-memory regions were not freed"
 
@@ -212,7 +223,9 @@ def test_after_the_latest_server_stops_the_magics_use_the_one_still_running():
         assert labkit.current() is lab2
         lab2.stop()
         assert labkit.current() is lab
-        lab.repository.write_config(labkit.model_config("plus_one", "python", [("X", "FP32", [2])], [("Y", "FP32", [2])]))
+        lab.repository.write_config(
+            labkit.model_config("plus_one", "python", [("X", "FP32", [2])], [("Y", "FP32", [2])])
+        )
         magics.triton_python("plus_one", ADD_ONE)
         assert labkit.infer(lab, "plus_one", {"X": np.zeros(2, np.float32)})["Y"].tolist() == [1.0, 1.0]
 
@@ -225,9 +238,14 @@ def test_rerunning_the_start_cell_leaves_one_server(tmp_path):
     from nbclient import NotebookClient
 
     start = "import labkit\nlab = labkit.start()"
-    cells = [start, "first = lab", start, "other = labkit.start()",
-             "print(first.alive, lab.alive, other.alive, len({id(first), id(lab), id(other)}))\n"
-             "pids = [first.runtime.triton_pid, lab.runtime.triton_pid]\nlab.stop(); other.stop()"]
+    cells = [
+        start,
+        "first = lab",
+        start,
+        "other = labkit.start()",
+        "print(first.alive, lab.alive, other.alive, len({id(first), id(lab), id(other)}))\n"
+        "pids = [first.runtime.triton_pid, lab.runtime.triton_pid]\nlab.stop(); other.stop()",
+    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     NotebookClient(nb, timeout=300, kernel_name="python3").execute()
     outputs = [[o.get("text", "") for o in cell.outputs] for cell in nb.cells]

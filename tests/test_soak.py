@@ -24,9 +24,17 @@ PY, CPP, CPP_BACKEND = "soak_py", "soak_cpp", "soakcpp"
 STEPS = int(os.environ.get("LABKIT_SOAK_STEPS", "200"))
 #: step kind -> weight
 KINDS = {
-    "py_edit": 12, "py_initialize_error": 6, "py_syntax_error": 6, "py_back": 5,
-    "cpp_edit": 12, "cpp_compile_error": 6, "cpp_missing_entry_point": 3, "cpp_load_error": 8, "cpp_back": 8,
-    "restart": 4, "unload_reload": 8,
+    "py_edit": 12,
+    "py_initialize_error": 6,
+    "py_syntax_error": 6,
+    "py_back": 5,
+    "cpp_edit": 12,
+    "cpp_compile_error": 6,
+    "cpp_missing_entry_point": 3,
+    "cpp_load_error": 8,
+    "cpp_back": 8,
+    "restart": 4,
+    "unload_reload": 8,
 }
 #: C++ builds the cache keeps per backend (labkit.native.build prunes the older ones)
 CACHE_KEEPS = 5
@@ -54,7 +62,7 @@ class TritonPythonModel:
 
 
 def cpp_compile_error(factor: int) -> str:
-    return scaling_source(factor).replace("batch.output(\"OUT0\", in);", "batch.output(\"OUT0\", in)")
+    return scaling_source(factor).replace('batch.output("OUT0", in);', 'batch.output("OUT0", in)')
 
 
 def cpp_missing_entry_point(factor: int) -> str:
@@ -74,7 +82,9 @@ class Walk:
 
     def check(self, step: int, kind: str) -> None:
         server = self.server
-        assert server.alive and server.health.died is None, f"step {step} ({kind}): the server died: {server.health.died}"
+        assert server.alive and server.health.died is None, (
+            f"step {step} ({kind}): the server died: {server.health.died}"
+        )
         assert server.runtime.triton_pid == self.pid, f"step {step} ({kind}): Triton was restarted behind our back"
         for model, factor in self.expected.items():
             assert scaled_by(server, model) == factor, f"step {step} ({kind}): {model} does not serve x {factor}"
@@ -116,17 +126,25 @@ class Walk:
             self.expected[CPP] = factor
             return kind
         if kind == "cpp_compile_error":
-            error = self.fails(labkit.BuildError, server.cpp_backend, CPP_BACKEND, cpp_compile_error(factor), progress=False)
+            error = self.fails(
+                labkit.BuildError, server.cpp_backend, CPP_BACKEND, cpp_compile_error(factor), progress=False
+            )
             assert error.backend == CPP_BACKEND and error.compiler_output
             return kind
         if kind == "cpp_missing_entry_point":
-            error = self.fails(labkit.BuildError, server.cpp_backend, CPP_BACKEND, cpp_missing_entry_point(factor),
-                               progress=False)
+            error = self.fails(
+                labkit.BuildError, server.cpp_backend, CPP_BACKEND, cpp_missing_entry_point(factor), progress=False
+            )
             assert error.backend == CPP_BACKEND
             return kind
         if kind == "cpp_load_error":
-            error = self.fails(labkit.ModelLoadError, server.cpp_backend, CPP_BACKEND,
-                               scaling_source(factor, refuse_load=True), progress=False)
+            error = self.fails(
+                labkit.ModelLoadError,
+                server.cpp_backend,
+                CPP_BACKEND,
+                scaling_source(factor, refuse_load=True),
+                progress=False,
+            )
             assert error.model == CPP
             self.cpp_built.append((factor, False))
             return kind
@@ -154,7 +172,9 @@ def test_soak_edit_fail_fix_restart(capsys):
     t0 = time.monotonic()
     with labkit.server.EmbeddedServer() as server:
         server.start()
-        server.repository.write_config(labkit.model_config(PY, "python", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])]))
+        server.repository.write_config(
+            labkit.model_config(PY, "python", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
+        )
         server.python_model(PY, python_source(1))
         scaling_model(server, CPP, CPP_BACKEND)
         server.cpp_backend(CPP_BACKEND, scaling_source(1), progress=False)
@@ -173,12 +193,18 @@ def test_soak_edit_fail_fix_restart(capsys):
         log = server.logs.path.read_text()
         stub_signals = [e for e in stubs.exits(server.workspace.backend_dir / "python", PY, 0) if e.signal is not None]
         # Triton logs "Signal (N) received." for every signal; SIGTERM (15) is restart() stopping it
-        crashes = [line for line in log.splitlines()
-                   if line.startswith("labkit-crash:") or (line.startswith("Signal (") and "(15)" not in line)]
+        crashes = [
+            line
+            for line in log.splitlines()
+            if line.startswith("labkit-crash:") or (line.startswith("Signal (") and "(15)" not in line)
+        ]
         crashes += [stubs.describe([e]) for e in stub_signals]
     seconds = time.monotonic() - t0
     with capsys.disabled():
-        print(f"soak: seed {seed}: {sum(done.values())} steps in {seconds:.0f} s, {walk.cache_hits} build-cache hits, "
-              f"crashes {len(crashes)}; by kind: {dict(sorted(done.items()))}", flush=True)
+        print(
+            f"soak: seed {seed}: {sum(done.values())} steps in {seconds:.0f} s, {walk.cache_hits} build-cache hits, "
+            f"crashes {len(crashes)}; by kind: {dict(sorted(done.items()))}",
+            flush=True,
+        )
     assert not crashes, crashes
     assert sum(done.values()) == STEPS

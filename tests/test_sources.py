@@ -27,19 +27,27 @@ def _split_minimal(folder: Path) -> None:
     folder.mkdir()
     (folder / "answer.h").write_text("#pragma once\nint answer();\n")
     (folder / "answer.cpp").write_text('#include "answer.h"\nint answer() { return 42; }\n')
-    (folder / "minimal.cc").write_text(f'#include "answer.h"\n{head}static int unused_answer() {{ return answer(); }}\n'
-                                       f"{anchor}{execute}")
+    (folder / "minimal.cc").write_text(
+        f'#include "answer.h"\n{head}static int unused_answer() {{ return answer(); }}\n{anchor}{execute}'
+    )
 
 
 def test_a_folder_builds_every_source_in_it_with_its_headers(tmp_path):
     _split_minimal(tmp_path / "src")
     built = build_backend("split", tmp_path / "src", cache=tmp_path / "c", progress=False)
     assert "TRITONBACKEND_ModelInstanceExecute" in dynamic_symbols(built.library)[0]
-    assert sorted(p.name for p in (built.library.parent / "src").iterdir() if p.suffix in (".cc", ".cpp", ".h")) == \
-        ["answer.cpp", "answer.h", "minimal.cc"]
+    assert sorted(p.name for p in (built.library.parent / "src").iterdir() if p.suffix in (".cc", ".cpp", ".h")) == [
+        "answer.cpp",
+        "answer.h",
+        "minimal.cc",
+    ]
     # the same files as a list (str paths and Paths) are the same build, answered from the cache
-    again = build_backend("split", [str(tmp_path / "src" / "minimal.cc"), tmp_path / "src" / "answer.cpp"],
-                          cache=tmp_path / "c", progress=False)
+    again = build_backend(
+        "split",
+        [str(tmp_path / "src" / "minimal.cc"), tmp_path / "src" / "answer.cpp"],
+        cache=tmp_path / "c",
+        progress=False,
+    )
     assert again.cached and again.digest == built.digest
     # a header changed beside the sources is a new build
     (tmp_path / "src" / "answer.h").write_text("#pragma once\nint answer();  // changed\n")
@@ -130,8 +138,11 @@ def test_the_magic_takes_files_and_compiles_a_nonempty_cell_with_them(monkeypatc
     magics.triton_cpp(f"bls --sources {tmp_path}/src {tmp_path}/extra.cc", "\n")
     magics.triton_cpp(f"bls --debug --sources {tmp_path}/src", "int from_cell();\n")
     magics.triton_cpp("minimal", MINIMAL)
-    assert calls == [("bls", [tmp_path / "src", tmp_path / "extra.cc"], 2),
-                     ("bls", [tmp_path / "src", "int from_cell();\n"], 2), ("minimal", MINIMAL, 2)]
+    assert calls == [
+        ("bls", [tmp_path / "src", tmp_path / "extra.cc"], 2),
+        ("bls", [tmp_path / "src", "int from_cell();\n"], 2),
+        ("minimal", MINIMAL, 2),
+    ]
     with pytest.raises(labkit.errors.ConfigError) as info:
         magics.triton_cpp("bls --sources", "")
     assert "--sources" in str(info.value)

@@ -21,8 +21,12 @@ class Echo:
     def execute(self, requests):
         import triton_python_backend_utils as pb_utils
 
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT0", pb_utils.get_input_tensor_by_name(r, "IN0").as_numpy())])
-                for r in requests]
+        return [
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUT0", pb_utils.get_input_tensor_by_name(r, "IN0").as_numpy())]
+            )
+            for r in requests
+        ]
 
 
 @pytest.mark.slow
@@ -31,8 +35,14 @@ def test_official_volume_batching_caps_a_python_models_batches(backend_examples,
     source = backend_examples / "batching_strategies" / "volume_batching" / "src" / "volume_batching.cc"
     strategy = lab.models.build("volumebatching", source)  # unchanged; a strategy needs no Execute
     # one request: IN0 INT32 [1, 4] = 16 bytes; 32 bytes per batch lets 2 requests share one
-    cfg = labkit.model_config("echo", "python", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])],
-                              max_batch_size=8, dynamic_batching={"max_queue_delay_microseconds": 100000})
+    cfg = labkit.model_config(
+        "echo",
+        "python",
+        [("IN0", "INT32", [4])],
+        [("OUT0", "INT32", [4])],
+        max_batch_size=8,
+        dynamic_batching={"max_queue_delay_microseconds": 100000},
+    )
     lab.python_model("echo", Echo, cfg, load=False)
     library = deploy.attach_batch_strategy(lab.repository, "echo", strategy, {"MAX_BATCH_VOLUME_BYTES": "32"})
     assert library.parent == lab.repository.model_dir("echo") and library.is_file()

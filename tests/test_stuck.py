@@ -20,7 +20,7 @@ from labkit import debug_tools
 pytestmark = pytest.mark.slow
 
 CONFIG = labkit.model_config("hang", "python", [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])])
-HANGING = '''import time
+HANGING = """import time
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -31,7 +31,7 @@ class TritonPythonModel:
         {body}
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT0", np.full(4, value, np.float32))])
                 for request in requests]
-'''
+"""
 HANG_LINE = 9  # the {body} line above
 X = {"IN0": np.zeros(4, np.float32)}
 
@@ -164,7 +164,7 @@ def test_a_segfault_in_execute_says_the_signal_and_the_line(fresh_server):
     assert labkit.check_add_sub(fresh_server).ok
 
 
-FORGETFUL = '''import numpy as np
+FORGETFUL = """import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
@@ -175,7 +175,7 @@ class TritonPythonModel:
             sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT0", np.ones(4, np.float32))]))
             # the bug: no sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
-'''
+"""
 
 
 def test_a_stream_that_never_ends_times_out_and_a_stuck_one_shows_its_line(fresh_server):
@@ -198,8 +198,10 @@ def test_a_stream_that_never_ends_times_out_and_a_stuck_one_shows_its_line(fresh
 
 
 def test_a_stub_stuck_below_python_is_left_alone_with_a_clear_error(fresh_server):
-    deadlock = ("import ctypes; libc = ctypes.CDLL(None); m = ctypes.create_string_buffer(64); "
-                "libc.pthread_mutex_init(m, None); libc.pthread_mutex_lock(m); libc.pthread_mutex_lock(m)")
+    deadlock = (
+        "import ctypes; libc = ctypes.CDLL(None); m = ctypes.create_string_buffer(64); "
+        "libc.pthread_mutex_init(m, None); libc.pthread_mutex_lock(m); libc.pthread_mutex_lock(m)"
+    )
     fresh_server.repository.write_config(CONFIG)
     fresh_server.python_model("hang", _hanging(1, deadlock))
     with pytest.raises(labkit.RequestTimeoutError):

@@ -42,21 +42,38 @@ _USE = textwrap.dedent("""
 def test_the_wheel_serves_and_builds_outside_the_checkout(tmp_path):
     # Build from a copy, so the checkout gets no build/ or egg-info folders.
     source = tmp_path / "src"
-    shutil.copytree(PROJECT, source, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "*.egg-info", "build", "__pycache__", "demo", "test-artifacts", "notebooks", "tests"))
+    shutil.copytree(
+        PROJECT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "*.egg-info", "build", "__pycache__", "demo", "test-artifacts", "notebooks", "tests"
+        ),
+    )
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(source)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(source)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (wheel,) = dist.glob("labkit-*.whl")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    install = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-                             capture_output=True, text=True)
+    install = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True
+    )
     assert install.returncode == 0, install.stderr[-3000:]
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # only what the venv has installed
-    run = subprocess.run([str(venv / "bin" / "python"), "-c", _USE, str(time.time_ns())], cwd=work, env=env,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", _USE, str(time.time_ns())],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     assert run.stdout.splitlines() == ["add_sub True", "compiled True libtriton_minimal.so", "minimal True"]

@@ -48,9 +48,14 @@ def test_every_exercise_has_a_starter_a_solution_and_a_tagged_cell():
 def lab():
     with labkit.server.EmbeddedServer() as server:
         server.start()
-        server.repository.write_config(labkit.model_config(
-            "add_sub3", "python", [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])],
-            [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4]), ("OUTPUT2", "FP32", [4])]))
+        server.repository.write_config(
+            labkit.model_config(
+                "add_sub3",
+                "python",
+                [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])],
+                [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4]), ("OUTPUT2", "FP32", [4])],
+            )
+        )
         yield server
 
 
@@ -66,15 +71,20 @@ def test_a_wrong_answer_gets_what_is_wrong_and_a_hint(lab):
 
 def test_a_right_answer_written_differently_passes(lab):
     different = ("import numpy as np\n" + _body(REGISTRY["01-output2"].solution())).replace(
-        'pb_utils.Tensor("OUTPUT2", a * b)', 'pb_utils.Tensor("OUTPUT2", np.multiply(b, a, dtype=np.float32))')
+        'pb_utils.Tensor("OUTPUT2", a * b)', 'pb_utils.Tensor("OUTPUT2", np.multiply(b, a, dtype=np.float32))'
+    )
     assert different != _body(REGISTRY["01-output2"].solution())
     lab.python_model("add_sub3", different)
     assert exercises.check("01-output2", lab).passed
 
 
 def test_failures_of_the_persons_code_are_one_line_verdicts_too(lab):
-    lab.python_model("add_sub3", _body(REGISTRY["01-output2"].solution()).replace(
-        "responses = []", "responses = []\n        raise ValueError('oops in execute')"))
+    lab.python_model(
+        "add_sub3",
+        _body(REGISTRY["01-output2"].solution()).replace(
+            "responses = []", "responses = []\n        raise ValueError('oops in execute')"
+        ),
+    )
     verdict = exercises.check("01-output2", lab)
     assert not verdict.passed and "oops in execute" in verdict.problem and "\n" not in repr(verdict)
     missing = exercises.check("09-fourth-power", lab)  # nothing of notebook 09 was set up here
@@ -125,8 +135,13 @@ def test_an_unknown_exercise_tag_is_a_labkit_error_and_changes_nothing(tmp_path)
 def test_check_works_from_inside_the_notebooks_folder(tmp_path):
     """`make lab` opens JupyterLab in notebooks/: a terminal there runs `labkit workshop check 01`."""
     nbformat.write(nbformat.v4.new_notebook(cells=[_tagged("print('hello')")]), tmp_path / "01_tiny.ipynb")
-    run = subprocess.run([sys.executable, "-m", "labkit.cli", "workshop", "check", "01"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "workshop", "check", "01"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.startswith("01_tiny:") and "(no exercises)" in run.stdout
     assert workshop.default_folder(tmp_path) == tmp_path
@@ -141,7 +156,9 @@ def test_a_broken_exercise_cell_does_not_hide_the_other_verdicts(tmp_path):
     # the start and %load_ext cells, then the exercises' section to the end: the earlier lessons' cells
     # are not what this test is about
     first = next(i for i, c in enumerate(nb.cells) if workshop.exercise_of(c) == "01-output2") - 1
-    nb.cells = [c for c in nb.cells[:first] if "labkit.start()" in c.source or c.source.startswith("%load_ext")] + nb.cells[first:]
+    nb.cells = [
+        c for c in nb.cells[:first] if "labkit.start()" in c.source or c.source.startswith("%load_ext")
+    ] + nb.cells[first:]
     numbers = {}
     for number, cell in enumerate(nb.cells, 1):
         if workshop.exercise_of(cell) == "01-output2":
@@ -162,8 +179,12 @@ def test_a_broken_exercise_cell_does_not_hide_the_other_verdicts(tmp_path):
 
 
 def _workshop(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "labkit.cli", "workshop", "check", *args, "--dir", str(NOTEBOOKS)],
-                          capture_output=True, text=True, timeout=3000)
+    return subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "workshop", "check", *args, "--dir", str(NOTEBOOKS)],
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
 
 
 @pytest.mark.slow
@@ -193,19 +214,46 @@ def test_without_the_image_the_docker_lesson_is_skipped_saying_how_to_build_it(t
     env = {k: v for k, v in os.environ.items() if k != "CI"}  # in CI the lesson must run, never skip
     env["LABKIT_CPU_IMAGE"] = "labkit/tritonserver:never-built"
     report = tmp_path / "nbval.xml"
-    run = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
-                          f"--junitxml={report}", str(NOTEBOOKS / "05_docker.ipynb")],
-                         cwd=NOTEBOOKS.parent, env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--nbval",
+            "--nbval-current-env",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            str(NOTEBOOKS / "05_docker.ipynb"),
+        ],
+        cwd=NOTEBOOKS.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-3000:]
     cases = ElementTree.parse(report).getroot().iter("testcase")
     skips = [case.find("skipped") for case in cases]
     assert skips and all(s is not None for s in skips)
     assert {s.get("message").removeprefix("Skipped: ") for s in skips} == {
-        "the image labkit/tritonserver:never-built is not built; build the image: `labkit image build`"}
+        "the image labkit/tritonserver:never-built is not built; build the image: `labkit image build`"
+    }
     # `labkit workshop check 05` says the same for each of the lesson's exercises, and runs nothing
-    check = subprocess.run([sys.executable, "-m", "labkit.cli", "workshop", "check", "05", "--dir", str(NOTEBOOKS)],
-                           env=env, capture_output=True, text=True, timeout=300)
+    check = subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "workshop", "check", "05", "--dir", str(NOTEBOOKS)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert check.returncode == 1
     lines = [line.strip() for line in check.stdout.splitlines()]
-    assert sorted(line.split(": ")[1] for line in lines if line.startswith("not yet:")) == ["05-journal", "05-scale-file"]
-    assert "skipped: the image labkit/tritonserver:never-built is not built; build the image: `labkit image build`" in lines
+    assert sorted(line.split(": ")[1] for line in lines if line.startswith("not yet:")) == [
+        "05-journal",
+        "05-scale-file",
+    ]
+    assert (
+        "skipped: the image labkit/tritonserver:never-built is not built; build the image: `labkit image build`"
+        in lines
+    )

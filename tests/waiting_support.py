@@ -16,8 +16,9 @@ from labkit.server.polling import wait_until
 T = TypeVar("T")
 
 
-def eventually(predicate: Callable[[], T], what: str = "the condition", timeout_s: float = 10.0, *,
-               interval_s: float = 0.02) -> T:
+def eventually(
+    predicate: Callable[[], T], what: str = "the condition", timeout_s: float = 10.0, *, interval_s: float = 0.02
+) -> T:
     """``predicate()``'s first true value, asked every ``interval_s``; an AssertionError naming ``what``
     if it is not true within ``timeout_s``."""
     try:
@@ -26,8 +27,9 @@ def eventually(predicate: Callable[[], T], what: str = "the condition", timeout_
         raise AssertionError(str(exc)) from None
 
 
-def within(predicate: Callable[[], object], timeout_s: float, what: str = "the condition", *,
-           interval_s: float = 0.02) -> bool:
+def within(
+    predicate: Callable[[], object], timeout_s: float, what: str = "the condition", *, interval_s: float = 0.02
+) -> bool:
     """Whether ``predicate()`` came true within ``timeout_s`` (asked every ``interval_s``)."""
     try:
         wait_until(predicate, timeout_s, what, interval_s=interval_s)

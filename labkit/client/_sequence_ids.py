@@ -20,4 +20,4 @@ def tag(request_id: str, sequence_id: int | str) -> str:
 def sequence_of(request_id: str) -> str:
     """The sequence id a tagged request id names ("" if it names none)."""
     last = request_id.rsplit("|", 1)[-1]
-    return last[len(_MARK):] if last.startswith(_MARK) else ""
+    return last[len(_MARK) :] if last.startswith(_MARK) else ""

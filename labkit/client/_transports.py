@@ -61,11 +61,20 @@ class Request:
 # -- HTTP ---------------------------------------------------------------------------------------------
 
 
-def http_request(host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None, step: SequenceStep | None = None) -> Request:
+def http_request(
+    host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None, step: SequenceStep | None = None
+) -> Request:
     tensors, wanted = prepare(Transport.HTTP, inputs, outputs)
-    sequence = {} if step is None else {
-        "sequence_id": step.sequence_id, "sequence_start": step.start, "sequence_end": step.end,
-        "request_id": _sequence_ids.tag("", step.sequence_id)}
+    sequence = (
+        {}
+        if step is None
+        else {
+            "sequence_id": step.sequence_id,
+            "sequence_start": step.start,
+            "sequence_end": step.end,
+            "request_id": _sequence_ids.tag("", step.sequence_id),
+        }
+    )
     body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=wanted, **sequence)
     head = f"POST /v2/models/{quote(model)}/infer HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n"
     if json_size is not None:  # binary tensors follow the JSON header: Triton needs to know where
@@ -160,7 +169,9 @@ class HttpConnection(asyncio.Protocol):
 # -- gRPC ---------------------------------------------------------------------------------------------
 
 
-def grpc_request(model: str, inputs: Inputs, outputs: Sequence[str] | None, step: SequenceStep | None = None) -> Request:
+def grpc_request(
+    model: str, inputs: Inputs, outputs: Sequence[str] | None, step: SequenceStep | None = None
+) -> Request:
     tensors, _ = prepare(Transport.GRPC, inputs, outputs)
     message = service_pb2.ModelInferRequest(model_name=model)
     if step is not None:  # as tritonclient's own grpc client sets them
@@ -225,12 +236,19 @@ class GrpcConnection:
 
 
 CONNECTIONS: dict[Transport, type[HttpConnection] | type[GrpcConnection]] = {
-    Transport.HTTP: HttpConnection, Transport.GRPC: GrpcConnection,
+    Transport.HTTP: HttpConnection,
+    Transport.GRPC: GrpcConnection,
 }
 
 
-def build_request(transport: Transport, host: str, model: str, inputs: Inputs, outputs: Sequence[str] | None,
-                  step: SequenceStep | None = None) -> Request:
+def build_request(
+    transport: Transport,
+    host: str,
+    model: str,
+    inputs: Inputs,
+    outputs: Sequence[str] | None,
+    step: SequenceStep | None = None,
+) -> Request:
     if Transport.of(transport) is Transport.HTTP:
         return http_request(host, model, inputs, outputs, step)
     return grpc_request(model, inputs, outputs, step)

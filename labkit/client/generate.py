@@ -60,7 +60,7 @@ def _elements(value: Any) -> int:
 
 
 def _field_kind(value: Any) -> str:
-    """"string", "bool" or "number": the first element's JSON kind (what Triton converts it from)."""
+    """ "string", "bool" or "number": the first element's JSON kind (what Triton converts it from)."""
     while isinstance(value, (list, tuple)) and value:
         value = value[0]
     return "string" if isinstance(value, str) else "bool" if isinstance(value, bool) else "number"
@@ -79,7 +79,10 @@ def _mismatches(config: dict, fields: Mapping[str, Any]) -> list[str]:
         count = _elements(fields[name])
         if count != 1:
             problems.append(f"{name} carries {count} elements; generate takes one element per input")
-        kind, wanted = _field_kind(fields[name]), ("string" if datatype == "BYTES" else "bool" if datatype == "BOOL" else "number")
+        kind, wanted = (
+            _field_kind(fields[name]),
+            ("string" if datatype == "BYTES" else "bool" if datatype == "BOOL" else "number"),
+        )
         if count and kind != wanted:
             problems.append(f"{name} is a JSON {kind}, the model takes {datatype}")
     return problems
@@ -97,15 +100,22 @@ def _refusal_error(server: TritonServer, model: str, fields: Mapping[str, Any], 
     expected = request_fit.describe_inputs(config)
     sent = ", ".join(f"{name}={value!r}" for name, value in fields.items()) or "no fields"
     several = any(_elements(fields[i["name"]]) != 1 for i in config.get("input", []) if i["name"] in fields)
-    advice = ("Triton 23.12's generate extension takes one element per input: send a list of several over gRPC "
-              "(labkit.stream_infer), or one element per request here." if several else
-              "Send one field per input the model expects, each one element of the input's datatype.")
+    advice = (
+        "Triton 23.12's generate extension takes one element per input: send a list of several over gRPC "
+        "(labkit.stream_infer), or one element per request here."
+        if several
+        else "Send one field per input the model expects, each one element of the input's datatype."
+    )
     return RequestError(
         f"Triton rejected the generate_stream request to {model!r}: {text}\n"
         f"  what differs:      {'; '.join(problems)}\n"
         f"  the model expects: {expected}\n"
         f"  the request sent:  {sent}\n{advice}",
-        model=model, reason=text, expected=expected, sent=sent, differs=problems,
+        model=model,
+        reason=text,
+        expected=expected,
+        sent=sent,
+        differs=problems,
     )
 
 
@@ -131,9 +141,13 @@ def generate_stream(
     try:
         body = json.dumps(fields)
     except (TypeError, ValueError) as exc:
-        raise RequestError(f"The request to {model!r} was not sent: its fields cannot be written as JSON ({exc}). "
-                           f"Give each input as a number, a string or a list of them (or a numpy array).",
-                           model=model, sent=repr(fields), differs=[str(exc)]) from None
+        raise RequestError(
+            f"The request to {model!r} was not sent: its fields cannot be written as JSON ({exc}). "
+            f"Give each input as a number, a string or a list of them (or a numpy array).",
+            model=model,
+            sent=repr(fields),
+            differs=[str(exc)],
+        ) from None
     path = f"/v2/models/{quote(model, safe='')}/generate_stream"
     limit = waiting.limit_of(server, timeout_s)
     # http.client rather than requests: the helper owns the socket, so a wait given up on (time limit,
@@ -161,7 +175,7 @@ def generate_stream(
             while line := reply.readline():
                 if line.startswith(b"data:"):
                     try:
-                        event = json.loads(line[len(b"data:"):])
+                        event = json.loads(line[len(b"data:") :])
                     except ValueError:
                         pending.callback(None, _Refused(reply.status, f"an event that is not JSON: {line!r}"))
                         return
@@ -198,8 +212,9 @@ def generate_stream(
                 raise _refusal_error(server, model, fields, exc.text, since) from None
             except CONNECTION_ERRORS as exc:
                 dead = server.health.dead_server_error(exc, f"The request to {model!r} failed")
-                raise dead or InferenceError(f"The request to {model!r} failed: the connection broke ({exc!r}).",
-                                             model=model, reason=repr(exc)) from None
+                raise dead or InferenceError(
+                    f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model, reason=repr(exc)
+                ) from None
             if isinstance(event, _StreamEnd):
                 return collected
             if "error" in event:

@@ -42,7 +42,9 @@ from . import _sequence_ids, request_fit, waiting
 from .transport import Transport, closing_http
 
 
-def prepare(protocol: str | Transport, inputs: Mapping[str, Any], outputs: Sequence[str] | None = None) -> tuple[list, list | None]:
+def prepare(
+    protocol: str | Transport, inputs: Mapping[str, Any], outputs: Sequence[str] | None = None
+) -> tuple[list, list | None]:
     """tritonclient input and requested-output objects for one request (reusable across requests).
     An input may also be a tritonclient ``InferInput`` of that protocol, built by hand: it is sent as it is."""
     mod = Transport.of(protocol).module
@@ -62,15 +64,20 @@ def _output_names(config: dict) -> list[str]:
     return [o["name"] for o in config.get("output", [])]
 
 
-def _output_error(model: str, missing: Sequence[str], config: dict, produced: Sequence[str], asked: bool) -> OutputNameError:
+def _output_error(
+    model: str, missing: Sequence[str], config: dict, produced: Sequence[str], asked: bool
+) -> OutputNameError:
     outputs = _output_names(config)
-    where = ("the request asked for" if asked else "the config declares")
+    where = "the request asked for" if asked else "the config declares"
     return OutputNameError(
         f"{where.capitalize()} output(s) {', '.join(map(repr, missing))} of {model!r}, and the answer has "
         f"{'none by that name' if len(missing) == 1 else 'none by those names'}. {model!r}'s outputs are: "
         f"{', '.join(outputs) or 'none'} (the answer carried: {', '.join(produced) or 'nothing'}). Check the "
         f"spelling in the request and in model.py's pb_utils.Tensor(NAME, ...).",
-        model=model, missing=missing, outputs=outputs, produced=produced,
+        model=model,
+        missing=missing,
+        outputs=outputs,
+        produced=produced,
     )
 
 
@@ -78,7 +85,7 @@ def _strings_in(raw: bytes) -> int:
     """How many length-prefixed strings a BYTES tensor's data holds (4-byte little-endian lengths)."""
     count, at = 0, 0
     while at + 4 <= len(raw):
-        at += 4 + int.from_bytes(raw[at:at + 4], "little")
+        at += 4 + int.from_bytes(raw[at : at + 4], "little")
         count += 1
     return count if at == len(raw) else -1  # -1: the last string is cut short
 
@@ -102,7 +109,11 @@ def check_sizes(model: str, tensors: list) -> None:
                 f"Input {tensor.name()!r} of the request to {model!r} declares shape {list(tensor.shape())} "
                 f"{tensor.datatype()}, which needs {needed} {unit}, and carries {carried if carried >= 0 else 'a cut-off list of'} "
                 f"{unit}; nothing was sent. Build the input from the numpy array you mean to send.",
-                model=model, input=tensor.name(), needed=needed, carried=carried, unit=unit,
+                model=model,
+                input=tensor.name(),
+                needed=needed,
+                carried=carried,
+                unit=unit,
             )
 
 
@@ -114,7 +125,8 @@ def refused_config(server: TritonServer, model: str, text: str, since: float | N
         return InferenceError(
             f"The request to {model!r} failed: {text}\n{stubs.describe(ended)}\n"
             f"Triton starts a new stub for the next request; fix the model (lab.python_model) to stop it ending.",
-            model=model, reason=text,
+            model=model,
+            reason=text,
         )
     try:
         loaded = server.loaded_models()
@@ -124,8 +136,15 @@ def refused_config(server: TritonServer, model: str, text: str, since: float | N
     return ModelNotFoundError(model=model, loaded=loaded) if config is None else config
 
 
-def translate(exc: BaseException, server: TritonServer, model: str, tensors: list, since: float | None = None,
-              outputs: Sequence[str] = (), sequence_id: int | str = 0) -> LabkitError:
+def translate(
+    exc: BaseException,
+    server: TritonServer,
+    model: str,
+    tensors: list,
+    since: float | None = None,
+    outputs: Sequence[str] = (),
+    sequence_id: int | str = 0,
+) -> LabkitError:
     """The labkit error for a failed request (tritonclient's error or a broken connection);
     ``tensors`` are what was sent, ``outputs`` the names it asked for, ``sequence_id`` its sequence (0:
     none); ``since`` (time.time() when it was sent) lets the error say how a Python stub of the model
@@ -134,8 +153,9 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
     if dead is not None:
         return dead
     if not isinstance(exc, InferenceServerException):
-        return InferenceError(f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model,
-                              reason=repr(exc))
+        return InferenceError(
+            f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model, reason=repr(exc)
+        )
     text = exc.message() or str(exc)
     config = refused_config(server, model, text, since)
     if isinstance(config, LabkitError):
@@ -150,14 +170,20 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
             f"{model!r} is a stateful model (its config has sequence_batching): every request must say which "
             f"sequence it belongs to. Pass sequence_id=<a number or string of your choice>, with "
             f"sequence_start=True on its first request and sequence_end=True on its last.\n(Triton: {text})",
-            model=model, sequence_id=sequence_id, problem="no-sequence-id", reason=text,
+            model=model,
+            sequence_id=sequence_id,
+            problem="no-sequence-id",
+            reason=text,
         )
     rows = [t.shape()[0] for t in tensors if t.shape()] if int(config.get("max_batch_size", 0)) > 0 else []
     if not problems and "sequence_batching" in config and any(r != 1 for r in rows):  # refused, always
         return SequenceError(
             f"The request to {model!r} carries {max(rows)} rows, and a stateful model takes one per request: each "
             f"request is one step of its sequence. Send the rows as successive requests of the sequence.\n(Triton: {text})",
-            model=model, sequence_id=sequence_id, problem="rows", reason=text,
+            model=model,
+            sequence_id=sequence_id,
+            problem="rows",
+            reason=text,
         )
     if not problems:  # the request fits: the backend (or the model's kind) refused it
         return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
@@ -168,7 +194,11 @@ def translate(exc: BaseException, server: TritonServer, model: str, tensors: lis
         f"  the model expects: {expected}\n"
         f"  the request sent:  {sent_text}\n"
         f"(full config: server.model_config({model!r}))",
-        model=model, reason=text, expected=expected, sent=sent_text, differs=problems,
+        model=model,
+        reason=text,
+        expected=expected,
+        sent=sent_text,
+        differs=problems,
     )
 
 
@@ -206,14 +236,26 @@ def infer(
         )
 
         if shared_memory not in gpu_shm.KINDS:
-            raise ConfigError(f"shared_memory={shared_memory!r}: use 'cuda' (or leave it out).",
-                              field="shared_memory", value=shared_memory, valid=list(gpu_shm.KINDS))
+            raise ConfigError(
+                f"shared_memory={shared_memory!r}: use 'cuda' (or leave it out).",
+                field="shared_memory",
+                value=shared_memory,
+                valid=list(gpu_shm.KINDS),
+            )
         if sequence_id:
-            raise ConfigError("shared_memory='cuda' sends plain requests: leave it out for a sequence's requests.",
-                              field="shared_memory", value=shared_memory, valid=["None"])
+            raise ConfigError(
+                "shared_memory='cuda' sends plain requests: leave it out for a sequence's requests.",
+                field="shared_memory",
+                value=shared_memory,
+                valid=["None"],
+            )
         if Transport.of(protocol) is not Transport.HTTP or client is not None:
-            raise ConfigError("shared_memory='cuda' sends over HTTP with a client of its own: leave protocol and "
-                              "client out.", field="shared_memory", value=shared_memory, valid=["protocol='http'"])
+            raise ConfigError(
+                "shared_memory='cuda' sends over HTTP with a client of its own: leave protocol and client out.",
+                field="shared_memory",
+                value=shared_memory,
+                valid=["protocol='http'"],
+            )
         return gpu_shm.infer(server, model, inputs, outputs, lambda exc, sent: translate(exc, server, model, sent))
     transport = Transport.of(protocol)
     sequence = {"sequence_id": sequence_id, "sequence_start": sequence_start, "sequence_end": sequence_end}
@@ -221,7 +263,9 @@ def infer(
     return _answer(server, model, result, transport, outputs)
 
 
-def _answer(server: TritonServer, model: str, result: Any, transport: Transport, outputs: Sequence[str] | None) -> dict[str, np.ndarray]:
+def _answer(
+    server: TritonServer, model: str, result: Any, transport: Transport, outputs: Sequence[str] | None
+) -> dict[str, np.ndarray]:
     """The outputs by name. Triton drops a tensor whose name the config does not know, so a misspelled
     name would come back as nothing: OutputNameError when an output asked for is not in the answer, or
     (none asked for) when the answer is empty and the config declares outputs. An answer with some of
@@ -240,8 +284,14 @@ def _answer(server: TritonServer, model: str, result: Any, transport: Transport,
 
 
 def _send(
-    server: TritonServer, client: Any, model: str, inputs: Mapping[str, np.ndarray],
-    outputs: Sequence[str] | None, transport: Transport, timeout_s: float | None, sequence: Mapping[str, Any] | None = None,
+    server: TritonServer,
+    client: Any,
+    model: str,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Sequence[str] | None,
+    transport: Transport,
+    timeout_s: float | None,
+    sequence: Mapping[str, Any] | None = None,
 ) -> Any:
     """One request on ``client`` (a new one if None), waited for within its time limit; Triton's
     refusals and a dead server become labkit errors. ``sequence``: tritonclient's sequence_* keywords."""
@@ -252,17 +302,21 @@ def _send(
     own = client is None
     if own:
         client = server.client(transport, network_timeout_s=waiting.SOCKET_TIMEOUT_S)
-    request_id = _sequence_ids.tag(breakpoints.request_id() if waiting.interactive() else "", sequence.get("sequence_id", 0))
+    request_id = _sequence_ids.tag(
+        breakpoints.request_id() if waiting.interactive() else "", sequence.get("sequence_id", 0)
+    )
     since = time.time()
     server.health.track_request(model, 1)
     try:
         if transport is Transport.HTTP:
             pending: waiting.Pending = waiting.HttpPending(
-                lambda: client.infer(model, tensors, outputs=wanted, request_id=request_id, **sequence))
+                lambda: client.infer(model, tensors, outputs=wanted, request_id=request_id, **sequence)
+            )
         else:
             pending = waiting.CallbackPending()
-            call = client.async_infer(model, tensors, pending.callback, outputs=wanted, request_id=request_id,
-                                      **sequence)
+            call = client.async_infer(
+                model, tensors, pending.callback, outputs=wanted, request_id=request_id, **sequence
+            )
             pending.on_cancel = call.cancel
         session = waiting.wait_for(server, model, pending, limit, request_id)
         try:
@@ -271,7 +325,8 @@ def _send(
             if session.quit:
                 raise InferenceError(
                     f"The request to {model!r} failed because you quit the debugger (q) at its breakpoint; "
-                    f"the model keeps serving. Continue with c to let a request finish.", model=model,
+                    f"the model keeps serving. Continue with c to let a request finish.",
+                    model=model,
                 ) from None
             raise translate(exc, server, model, tensors, since, outputs or (), sequence.get("sequence_id", 0)) from None
     finally:
@@ -313,7 +368,9 @@ def infer_together(
             failures.append(exc)
             barrier.abort()  # the others must not wait for this one
 
-    threads = [threading.Thread(target=closing_http(one), args=(i,), name=f"labkit-together-{i}") for i in range(len(requests))]
+    threads = [
+        threading.Thread(target=closing_http(one), args=(i,), name=f"labkit-together-{i}") for i in range(len(requests))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -359,8 +416,9 @@ def stream_infer(
     try:
         try:
             client.start_stream(callback=pending.callback)
-            client.async_stream_infer(model, tensors, outputs=wanted, enable_empty_final_response=True,
-                                      request_id=request_id)
+            client.async_stream_infer(
+                model, tensors, outputs=wanted, enable_empty_final_response=True, request_id=request_id
+            )
         except InferenceServerException as exc:
             raise translate(exc, server, model, tensors, since) from None
         while True:

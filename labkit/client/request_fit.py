@@ -24,7 +24,10 @@ def _dims(spec: dict) -> list[int]:
 def describe_inputs(config: dict) -> str:
     """The model's inputs in one line, e.g. ``INPUT0 FP32 [batch] + [4], INPUT1 FP32 [batch] + [4]``."""
     batch = "[batch] + " if int(config.get("max_batch_size", 0)) > 0 else ""
-    return ", ".join(f"{i['name']} {_dtype(i['data_type'])} {batch}{_dims(i)}" for i in config.get("input", [])) or "no inputs"
+    return (
+        ", ".join(f"{i['name']} {_dtype(i['data_type'])} {batch}{_dims(i)}" for i in config.get("input", []))
+        or "no inputs"
+    )
 
 
 def describe_sent(sent: Sequence[Sent]) -> str:

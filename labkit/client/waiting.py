@@ -118,8 +118,14 @@ def interactive() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def wait_for(server: Any, model: str, pending: Pending, limit_s: float, request_id: str = "",
-             extra: Callable[[], str] = lambda: "") -> breakpoints.Session:
+def wait_for(
+    server: Any,
+    model: str,
+    pending: Pending,
+    limit_s: float,
+    request_id: str = "",
+    extra: Callable[[], str] = lambda: "",
+) -> breakpoints.Session:
     """Wait until ``pending`` has an answer (then ``pending.result()`` gives it). Raises
     RequestTimeoutError past ``limit_s`` (debugger sessions not counted) and RequestInterruptedError
     on a kernel interrupt; both cancel the request. ``extra`` adds a sentence to the timeout's message.

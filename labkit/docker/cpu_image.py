@@ -65,14 +65,23 @@ ENV = {
 
 # Removed from the root file system to keep the image small (copyright files stay).
 _TRIM = (
-    "usr/share/man", "usr/share/info", "usr/share/locale", "usr/share/lintian", "usr/share/linda",
-    "var/cache/apt/archives", "var/lib/apt/lists", "var/cache/debconf/templates.dat-old",
-    "var/log", "var/cache/ldconfig/aux-cache",
+    "usr/share/man",
+    "usr/share/info",
+    "usr/share/locale",
+    "usr/share/lintian",
+    "usr/share/linda",
+    "var/cache/apt/archives",
+    "var/lib/apt/lists",
+    "var/cache/debconf/templates.dat-old",
+    "var/log",
+    "var/cache/ldconfig/aux-cache",
 )
 # Single files removed: GCC's link-time optimizer and its dump tool (62 MB; -flto is not supported in
 # the image). Every container start copies the image on the vfs storage driver, so size is start time.
 _DROP = (
-    "usr/lib/gcc/x86_64-linux-gnu/12/lto1", "usr/bin/x86_64-linux-gnu-lto-dump-12", "usr/bin/lto-dump-12",
+    "usr/lib/gcc/x86_64-linux-gnu/12/lto1",
+    "usr/bin/x86_64-linux-gnu-lto-dump-12",
+    "usr/bin/lto-dump-12",
 )
 
 
@@ -185,7 +194,9 @@ def _ensure_debootstrap(progress: bool) -> str:
     for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "debootstrap"]):
         proc = subprocess.run(argv, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
-            raise SetupError(f"`{' '.join(argv)}` failed:\n{proc.stderr.strip()[-1500:]}\nInstall debootstrap yourself.")
+            raise SetupError(
+                f"`{' '.join(argv)}` failed:\n{proc.stderr.strip()[-1500:]}\nInstall debootstrap yourself."
+            )
     return shutil.which("debootstrap") or "/usr/sbin/debootstrap"
 
 
@@ -229,8 +240,13 @@ def base_rootfs(progress: bool = True, force: bool = False) -> Path:
     debs = work / "debs"  # downloaded packages, so a forced rebuild needs no network
     debs.mkdir(parents=True, exist_ok=True)
     argv = [
-        debootstrap, "--variant=minbase", f"--include={','.join(PACKAGES)}",
-        f"--cache-dir={debs}", SUITE, str(partial), MIRROR,
+        debootstrap,
+        "--variant=minbase",
+        f"--include={','.join(PACKAGES)}",
+        f"--cache-dir={debs}",
+        SUITE,
+        str(partial),
+        MIRROR,
     ]
     _say(progress, f"debootstrap {SUITE} with {', '.join(PACKAGES)} (about a minute) ...")
     t0 = time.perf_counter()
@@ -241,7 +257,9 @@ def base_rootfs(progress: bool = True, force: bool = False) -> Path:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
         inner = partial / "debootstrap" / "debootstrap.log"
         if inner.exists():
-            tail += "\n--- debootstrap/debootstrap.log ---\n" + "\n".join(inner.read_text(errors="replace").splitlines()[-25:])
+            tail += "\n--- debootstrap/debootstrap.log ---\n" + "\n".join(
+                inner.read_text(errors="replace").splitlines()[-25:]
+            )
         raise SetupError(
             f"debootstrap failed (exit {proc.returncode}); is {MIRROR} reachable? "
             f"Set LABKIT_DEBIAN_MIRROR to another mirror if not.\n{tail}"
@@ -274,7 +292,8 @@ def _install_triton(rootfs: Path, dist: _triton_dist.TritonDist) -> None:
 def _tar_stream(rootfs: Path) -> Iterator[bytes]:
     proc = subprocess.Popen(
         ["tar", "-C", str(rootfs), "--numeric-owner", "--exclude=./.labkit-complete", "-cf", "-", "."],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     assert proc.stdout is not None
     try:
@@ -327,12 +346,18 @@ def build_image(force: bool = False, progress: bool = True, *, tag: str = IMAGE)
         pass
     try:
         result = client.api.import_image(
-            src=_tar_stream(rootfs), repository=repository, tag=version,
-            changes=_changes(recipe, dist), stream_src=True,
+            src=_tar_stream(rootfs),
+            repository=repository,
+            tag=version,
+            changes=_changes(recipe, dist),
+            stream_src=True,
         )
     except docker.errors.APIError as exc:
-        raise EngineError(f"The Docker engine refused to import {tag}: {exc.explanation or exc}. "
-                          f"Check its free disk space (`docker system df`).", status_code=exc.status_code or 0) from None
+        raise EngineError(
+            f"The Docker engine refused to import {tag}: {exc.explanation or exc}. "
+            f"Check its free disk space (`docker system df`).",
+            status_code=exc.status_code or 0,
+        ) from None
     image = client.images.get(tag)
     if image.labels.get("labkit.recipe") != recipe:
         raise SetupError(f"docker import did not produce the expected image: {str(result)[-500:]}")

@@ -60,11 +60,15 @@ def connect(timeout: int | None = 60) -> docker.DockerClient:
             raise SetupError(
                 f"The Docker engine at {where} refused this user. Add yourself to the `docker` group "
                 f"(`sudo usermod -aG docker $USER`, then log in again) or run as root.",
-                missing="Docker engine", reason="permission denied",
+                missing="Docker engine",
+                reason="permission denied",
             ) from None
         reason = {FileNotFoundError: "no socket there", ConnectionRefusedError: "connection refused"}.get(why, str(exc))
-        raise SetupError(f"No Docker engine is reachable at {where} ({reason}). {HOW_TO_START}",
-                         missing="Docker engine", reason="unreachable") from None
+        raise SetupError(
+            f"No Docker engine is reachable at {where} ({reason}). {HOW_TO_START}",
+            missing="Docker engine",
+            reason="unreachable",
+        ) from None
 
 
 def engine_status() -> tuple[bool, str]:

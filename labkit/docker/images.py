@@ -47,8 +47,12 @@ class _PullProgress:
             self.last = now
             current = sum(c for c, _ in self.layers.values()) / 1e6
             total = sum(t for _, t in self.layers.values()) / 1e6
-            print(f"\rpulling {self.image}: {len(self.done)} layers done, {current:.0f}/{total:.0f} MB   ",
-                  end="", file=sys.stderr, flush=True)
+            print(
+                f"\rpulling {self.image}: {len(self.done)} layers done, {current:.0f}/{total:.0f} MB   ",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def finish(self, ok: bool) -> None:
         if self.enabled:
@@ -67,12 +71,16 @@ def pull_image(image: str, client: docker.DockerClient, progress: bool = True) -
     except docker.errors.APIError as exc:
         bar.finish(False)
         reason = getattr(exc, "explanation", None) or str(exc)
-        login = " If the registry needs a login, run `docker login nvcr.io` (user $oauthtoken, an NGC API key)." \
-            if image.startswith("nvcr.io/") else ""
+        login = (
+            " If the registry needs a login, run `docker login nvcr.io` (user $oauthtoken, an NGC API key)."
+            if image.startswith("nvcr.io/")
+            else ""
+        )
         raise SetupError(
             f"Docker image {image!r} is not on this engine and could not be pulled: {reason}.{login} "
             f"{missing_hint(image)}",
-            missing=image, reason="pull failed",
+            missing=image,
+            reason="pull failed",
         ) from None
     bar.finish(True)
 
@@ -85,16 +93,27 @@ def local_image(image: str, client: docker.DockerClient, *, pull: bool = True, p
         pass
     except docker.errors.APIError as exc:
         if exc.status_code == _BAD_REQUEST:
-            raise SetupError(f"{image!r} is not a valid Docker image name ({exc.explanation}); "
-                             f"write it as [registry/]name[:tag], e.g. {OFFLINE_IMAGE!r}.",
-                             missing=image, reason="invalid image name") from None
-        raise EngineError(f"The Docker engine could not look up {image!r}: {exc.explanation or exc}.",
-                          status_code=exc.status_code or 0) from None
+            raise SetupError(
+                f"{image!r} is not a valid Docker image name ({exc.explanation}); "
+                f"write it as [registry/]name[:tag], e.g. {OFFLINE_IMAGE!r}.",
+                missing=image,
+                reason="invalid image name",
+            ) from None
+        raise EngineError(
+            f"The Docker engine could not look up {image!r}: {exc.explanation or exc}.",
+            status_code=exc.status_code or 0,
+        ) from None
     if image == OFFLINE_IMAGE:  # built locally, published nowhere: pulling would only fail
-        raise SetupError(f"Docker image {image!r} is not on this engine yet. {missing_hint(image)}",
-                         missing=image, reason="not built")
+        raise SetupError(
+            f"Docker image {image!r} is not on this engine yet. {missing_hint(image)}",
+            missing=image,
+            reason="not built",
+        )
     if not pull:
-        raise SetupError(f"Docker image {image!r} is not on this engine (and pull=False). {missing_hint(image)}",
-                         missing=image, reason="not pulled")
+        raise SetupError(
+            f"Docker image {image!r} is not on this engine (and pull=False). {missing_hint(image)}",
+            missing=image,
+            reason="not pulled",
+        )
     pull_image(image, client, progress)
     return client.images.get(image)

@@ -7,8 +7,25 @@ from __future__ import annotations
 from pathlib import Path
 
 # Host paths that would hide the image's own files if mounted at the same path in the container.
-RESERVED = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt/tritonserver",
-            "/opt/nvidia", "/proc", "/run", "/sbin", "/sys", "/usr", "/var/lib", "/labkit")
+RESERVED = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt/tritonserver",
+    "/opt/nvidia",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var/lib",
+    "/labkit",
+)
 
 
 def container_path(host: Path, fallback: str) -> str:

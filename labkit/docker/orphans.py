@@ -74,9 +74,11 @@ def _remove(containers: list[Any]) -> list[str]:
             continue
         except docker.errors.APIError as exc:
             if exc.status_code != _CONFLICT:
-                raise EngineError(f"The Docker engine could not remove container {container.name}: "
-                                  f"{exc.explanation or exc}. Remove it with `docker rm -f {container.name}`.",
-                                  status_code=exc.status_code or 0) from None
+                raise EngineError(
+                    f"The Docker engine could not remove container {container.name}: "
+                    f"{exc.explanation or exc}. Remove it with `docker rm -f {container.name}`.",
+                    status_code=exc.status_code or 0,
+                ) from None
         workdir = container.labels.get(LABEL_WORKDIR)
         if dead and workdir and Path(workdir).name.startswith("labkit-docker-"):
             shutil.rmtree(workdir, ignore_errors=True)

@@ -43,8 +43,16 @@ class ConfigError(RepositoryError):
     the values allowed there; ``lacks``: what an incomplete config (or a model folder) lacks;
     ``source``: the file or config it is about."""
 
-    def __init__(self, message: str, *, field: str = "", value: str = "", valid: Sequence[str] = (),
-                 lacks: Sequence[str] = (), source: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str = "",
+        value: str = "",
+        valid: Sequence[str] = (),
+        lacks: Sequence[str] = (),
+        source: str = "",
+    ) -> None:
         self.field = field
         self.value = value
         self.valid = list(valid)
@@ -71,8 +79,18 @@ class LoadTimeoutError(ModelLoadError):
     cannot, and the model then stays LOADING until the server restarts); ``interrupted``: a kernel
     interrupt ended the wait before ``timeout_s``."""
 
-    def __init__(self, message: str, *, model: str, timeout_s: float, stack: str = "", location: str = "",
-                 ended: bool = False, interrupted: bool = False, reason: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        timeout_s: float,
+        stack: str = "",
+        location: str = "",
+        ended: bool = False,
+        interrupted: bool = False,
+        reason: str = "",
+    ) -> None:
         self.timeout_s = timeout_s
         self.interrupted = interrupted
         self.stack = stack
@@ -87,8 +105,19 @@ class EnsembleStepError(ModelLoadError):
     input"/"no such output"): ``problem`` says which. ``available``: the repository's models;
     ``refused_by``: "labkit" (before loading; nothing written) or "triton" (its load refusal)."""
 
-    def __init__(self, message: str, *, model: str, step: int, step_model: str, problem: str, tensor: str = "",
-                 available: Sequence[str] = (), refused_by: str = "labkit", reason: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        step: int,
+        step_model: str,
+        problem: str,
+        tensor: str = "",
+        available: Sequence[str] = (),
+        refused_by: str = "labkit",
+        reason: str = "",
+    ) -> None:
         self.step, self.step_model, self.problem, self.tensor = step, step_model, problem, tensor
         self.available, self.refused_by = list(available), refused_by
         super().__init__(message, model=model, reason=reason)
@@ -100,8 +129,9 @@ class MetricKindError(ModelLoadError):
     labkit knows which loaded model did; Triton 23.12 keeps a family until it exits). labkit refused
     the load before Triton saw it."""
 
-    def __init__(self, message: str, *, model: str, metric: str, kind: str, registered_kind: str,
-                 registered_by: str = "") -> None:
+    def __init__(
+        self, message: str, *, model: str, metric: str, kind: str, registered_kind: str, registered_by: str = ""
+    ) -> None:
         self.metric, self.kind, self.registered_kind, self.registered_by = metric, kind, registered_kind, registered_by
         super().__init__(message, model=model)
 
@@ -118,10 +148,20 @@ class BuildError(LabkitError):
     a ``-Werror`` turned into the error (e.g. "-Wmismatched-new-delete").
     """
 
-    def __init__(self, message: str, *, backend: str = "", compiler_output: str = "",
-                 missing_exports: Sequence[str] = (), unavailable: Sequence[str] = (),
-                 undefined: Sequence[str] = (), file: str = "", line: int | None = None, command: str = "",
-                 flag: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        backend: str = "",
+        compiler_output: str = "",
+        missing_exports: Sequence[str] = (),
+        unavailable: Sequence[str] = (),
+        undefined: Sequence[str] = (),
+        file: str = "",
+        line: int | None = None,
+        command: str = "",
+        flag: str = "",
+    ) -> None:
         self.backend = backend
         self.undefined = list(undefined)
         self.compiler_output = compiler_output

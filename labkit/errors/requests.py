@@ -24,8 +24,12 @@ class ModelNotFoundError(InferenceError):
 
     def __init__(self, message: str = "", *, model: str, loaded: Sequence[str] = ()) -> None:
         self.loaded = list(loaded)
-        super().__init__(message or f"Model {model!r} is not loaded (loaded: {', '.join(self.loaded) or 'none'}). "
-                                    f"Load it with server.load({model!r}).", model=model)
+        super().__init__(
+            message
+            or f"Model {model!r} is not loaded (loaded: {', '.join(self.loaded) or 'none'}). "
+            f"Load it with server.load({model!r}).",
+            model=model,
+        )
 
 
 class RequestError(InferenceError):
@@ -35,8 +39,16 @@ class RequestError(InferenceError):
     ``differs`` lists what differs, one item per input ("INPUT0 is INT32, the model takes FP32").
     """
 
-    def __init__(self, message: str, *, model: str, reason: str = "", expected: str = "", sent: str = "",
-                 differs: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        reason: str = "",
+        expected: str = "",
+        sent: str = "",
+        differs: Sequence[str] = (),
+    ) -> None:
         self.expected = expected
         self.sent = sent
         self.differs = list(differs)
@@ -53,8 +65,9 @@ class InputSizeError(RequestError):
         self.needed = needed
         self.carried = carried
         self.unit = unit
-        super().__init__(message, model=model, reason="", expected=f"{input}: {needed} {unit}",
-                         sent=f"{input}: {carried} {unit}")
+        super().__init__(
+            message, model=model, reason="", expected=f"{input}: {needed} {unit}", sent=f"{input}: {carried} {unit}"
+        )
 
 
 class OutputNameError(InferenceError):
@@ -62,8 +75,9 @@ class OutputNameError(InferenceError):
     the request or in the model's ``pb_utils.Tensor(NAME, ...)``. ``missing``: those names; ``outputs``:
     the model's outputs by its config; ``produced``: what the answer carried."""
 
-    def __init__(self, message: str, *, model: str, missing: Sequence[str], outputs: Sequence[str],
-                 produced: Sequence[str] = ()) -> None:
+    def __init__(
+        self, message: str, *, model: str, missing: Sequence[str], outputs: Sequence[str], produced: Sequence[str] = ()
+    ) -> None:
         self.missing = list(missing)
         self.outputs = list(outputs)
         self.produced = list(produced)
@@ -77,8 +91,16 @@ class RequestTimeoutError(InferenceError):
     ``lab.unstick(model)`` can. ``reason``: why the wait ended without an answer beyond the time
     limit, when there is more to say (a stream that sent no final flag)."""
 
-    def __init__(self, message: str, *, model: str, limit_s: float, stack: str = "",
-                 restart_needed: bool = False, reason: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        limit_s: float,
+        stack: str = "",
+        restart_needed: bool = False,
+        reason: str = "",
+    ) -> None:
         self.limit_s = limit_s
         self.restart_needed = restart_needed
         super().__init__(message, model=model, reason=reason, stack=stack)
@@ -88,8 +110,16 @@ class RequestInterruptedError(RequestTimeoutError):
     """A kernel interrupt (Ctrl-C, the notebook's stop button) ended the wait for ``model`` after
     ``waited_s`` seconds, before the time limit; ``stack`` is where the model was at that moment."""
 
-    def __init__(self, message: str, *, model: str, limit_s: float, waited_s: float, stack: str = "",
-                 restart_needed: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        limit_s: float,
+        waited_s: float,
+        stack: str = "",
+        restart_needed: bool = False,
+    ) -> None:
         self.waited_s = waited_s
         super().__init__(message, model=model, limit_s=limit_s, stack=stack, restart_needed=restart_needed)
 

@@ -31,13 +31,16 @@ class PortTakenError(ServerStartError):
         self.service = service
         self.host = host
         if service == "room":
-            super().__init__(f"Port {port} on {host} is taken by another process (another room's hub?). Stop it "
-                             "(`labkit room down --dir DIR`), or choose another port: `labkit room up --port N`.")
+            super().__init__(
+                f"Port {port} on {host} is taken by another process (another room's hub?). Stop it "
+                "(`labkit room down --dir DIR`), or choose another port: `labkit room up --port N`."
+            )
             return
         super().__init__(
             f"Port {port} ({service}) on {host} is taken by another process (another tritonserver or labkit "
             f"serve?). Stop that process, choose another port (--{service}-port, or {service}_port= in "
-            f"labkit.start()), or let labkit pick free ports (--any-ports, or {service}_port=0).")
+            f"labkit.start()), or let labkit pick free ports (--any-ports, or {service}_port=0)."
+        )
 
 
 class BackendClashError(ServerStartError):
@@ -51,7 +54,8 @@ class BackendClashError(ServerStartError):
         what = "labkit's own Python backend" if backend == "python" else "a backend labkit already serves"
         super().__init__(
             f"{directory}/{backend} has the name of {what}, and Triton takes one backend per name. Serve a "
-            f"folder without {backend}/ (Triton's python backend comes with labkit), or rename your backend.")
+            f"folder without {backend}/ (Triton's python backend comes with labkit), or rename your backend."
+        )
 
 
 class ServerNotRunningError(ServerError):
@@ -59,8 +63,16 @@ class ServerNotRunningError(ServerError):
     C++ backend crashed it (signal or exception, and the cell's source lines), when one did; else empty.
     ``doing``: what failed because of it; ``stopped``: the server was stopped, not crashed."""
 
-    def __init__(self, message: str, log_tail: str = "", *, crash: str = "", exit_summary: str = "",
-                 doing: str = "", stopped: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        log_tail: str = "",
+        *,
+        crash: str = "",
+        exit_summary: str = "",
+        doing: str = "",
+        stopped: bool = False,
+    ) -> None:
         self.crash = crash
         self.doing = doing  # what failed because the server is gone, e.g. "The request to 'm' failed"
         self.stopped = stopped  # the server was stopped on purpose (not a crash)
@@ -72,5 +84,6 @@ class WaitTimeoutError(ServerError):
 
     def __init__(self, *, what: str, timeout_s: float, log_tail: str = "") -> None:
         self.what, self.timeout_s = what, timeout_s
-        super().__init__(f"Waited {timeout_s:g} s for {what}; it did not happen. Read server.logs.tail(), "
-                         f"or wait longer.", log_tail)
+        super().__init__(
+            f"Waited {timeout_s:g} s for {what}; it did not happen. Read server.logs.tail(), or wait longer.", log_tail
+        )

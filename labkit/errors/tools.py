@@ -34,8 +34,10 @@ class UnknownExerciseError(LabkitError):
 
     def __init__(self, *, exercise: str, notebook: str, known: Sequence[str]) -> None:
         self.exercise, self.notebook, self.known = exercise, notebook, list(known)
-        super().__init__(f"{notebook}: a cell is tagged 'exercise:{exercise}', and there is no exercise {exercise!r} "
-                         f"(nothing was changed). Fix the cell's tag; the exercises are: {', '.join(self.known)}.")
+        super().__init__(
+            f"{notebook}: a cell is tagged 'exercise:{exercise}', and there is no exercise {exercise!r} "
+            f"(nothing was changed). Fix the cell's tag; the exercises are: {', '.join(self.known)}."
+        )
 
 
 class CourseError(LabkitError):
@@ -45,8 +47,10 @@ class CourseError(LabkitError):
 
     def __init__(self, *, notebook: str, field: str, problem: str) -> None:
         self.notebook, self.field, self.problem = notebook, field, problem
-        super().__init__(f"{notebook}: {field} {problem}. Give the notebook's metadata a \"labkit\" entry such as "
-                         '{"minutes": 45, "core": true} (minutes with its exercises; core: on the day\'s core path).')
+        super().__init__(
+            f'{notebook}: {field} {problem}. Give the notebook\'s metadata a "labkit" entry such as '
+            '{"minutes": 45, "core": true} (minutes with its exercises; core: on the day\'s core path).'
+        )
 
 
 class UnknownProtocolError(LabkitError, ValueError):

@@ -19,4 +19,22 @@ from .core import (
     require_latest,
 )
 
-__all__ = ["REGISTRY", "TAG_PREFIX", "Exercise", "NotYet", "Verdict", "check", "exercise", "require_latest", "nb01", "nb02", "nb03", "nb04", "nb05", "nb06", "nb07", "nb09_ensemble", "nb09_state"]
+__all__ = [
+    "REGISTRY",
+    "TAG_PREFIX",
+    "Exercise",
+    "NotYet",
+    "Verdict",
+    "check",
+    "exercise",
+    "require_latest",
+    "nb01",
+    "nb02",
+    "nb03",
+    "nb04",
+    "nb05",
+    "nb06",
+    "nb07",
+    "nb09_ensemble",
+    "nb09_state",
+]

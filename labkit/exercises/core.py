@@ -111,8 +111,11 @@ def require_latest(server: TritonServer, *names: str) -> None:
         if attempt is None or attempt.serving:
             continue
         what = "build" if not attempt.built else "load"
-        raise NotYet(f"your latest {name} cell did not {what}: {attempt.error}",
-                     f"fix it and run the {name} cell again; until then Triton serves the version before it.", rule=what)
+        raise NotYet(
+            f"your latest {name} cell did not {what}: {attempt.error}",
+            f"fix it and run the {name} cell again; until then Triton serves the version before it.",
+            rule=what,
+        )
 
 
 def reload_with(server: TritonServer, model: str, **parameters: object) -> None:
@@ -126,8 +129,9 @@ def reload_with(server: TritonServer, model: str, **parameters: object) -> None:
     server.load(model)
 
 
-def require_configured_outputs(server: TritonServer, model: str, outputs: Mapping[str, np.ndarray],
-                               rows: int | None = None, shown: str = "") -> None:
+def require_configured_outputs(
+    server: TritonServer, model: str, outputs: Mapping[str, np.ndarray], rows: int | None = None, shown: str = ""
+) -> None:
     """Raise NotYet unless every output the config of ``model`` declares came back with the config's
     datatype and shape (as Triton returned them: ``outputs`` from labkit.infer). ``rows``: the batch
     dimension the request had, for a model with max_batch_size > 0. ``shown`` names the inputs sent."""
@@ -142,13 +146,17 @@ def require_configured_outputs(server: TritonServer, model: str, outputs: Mappin
         got = outputs[name]
         dtype = np.dtype(triton_to_np_dtype(spec["data_type"].removeprefix("TYPE_")))
         if got.dtype != dtype:
-            raise NotYet(f"{name} came back as {got.dtype}{shown}; the config of {model} says "
-                         f"{spec['data_type'].removeprefix('TYPE_')} ({dtype}).",
-                         f"give pb_utils.Tensor an array of dtype {dtype} (e.g. .astype(np.{dtype}).")
+            raise NotYet(
+                f"{name} came back as {got.dtype}{shown}; the config of {model} says "
+                f"{spec['data_type'].removeprefix('TYPE_')} ({dtype}).",
+                f"give pb_utils.Tensor an array of dtype {dtype} (e.g. .astype(np.{dtype}).",
+            )
         if len(got.shape) != len(wanted) or any(w not in (-1, None, g) for w, g in zip(wanted, got.shape)):
             expected = [("any" if w in (-1, None) else w) for w in wanted]
-            raise NotYet(f"{name} came back with shape {list(got.shape)}{shown}; the config of {model} says "
-                         f"{expected}.", "return an array of exactly the configured shape (no extra axis).")
+            raise NotYet(
+                f"{name} came back with shape {list(got.shape)}{shown}; the config of {model} says {expected}.",
+                "return an array of exactly the configured shape (no extra axis).",
+            )
 
 
 def _cell(exercise_id: str, kind: str) -> str:

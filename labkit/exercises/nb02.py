@@ -29,40 +29,56 @@ BACKEND_README = "https://github.com/triton-inference-server/backend/blob/r23.12
 BACKEND_HEADER = "https://github.com/triton-inference-server/core/blob/r23.12/include/triton/core/tritonbackend.h"
 
 
-@exercise("02-scale", "02_cpp_backends", "a C++ backend that scales by a parameter of its config",
-          "the scale belongs to a model load, not to a request: it is a parameter of the model's config (Triton "
-          "keeps every config parameter as a string), read once when the model's state is made in "
-          "TRITONBACKEND_ModelInitialize. Read the backend README (r23.12), Backend Lifecycles, Backend and Model: "
-          f"{BACKEND_README}#backend-and-model, and the comments on labkit::ModelState in labkit/model.hpp.",
-          sources=(SCALE_BACKEND,))
+@exercise(
+    "02-scale",
+    "02_cpp_backends",
+    "a C++ backend that scales by a parameter of its config",
+    "the scale belongs to a model load, not to a request: it is a parameter of the model's config (Triton "
+    "keeps every config parameter as a string), read once when the model's state is made in "
+    "TRITONBACKEND_ModelInitialize. Read the backend README (r23.12), Backend Lifecycles, Backend and Model: "
+    f"{BACKEND_README}#backend-and-model, and the comments on labkit::ModelState in labkit/model.hpp.",
+    sources=(SCALE_BACKEND,),
+)
 def scale(server: TritonServer) -> None:
     build = latest(server, SCALE_BACKEND)
     config = config_of(server, SCALED_MODELS[0], "the cell that configures scaled_a and scaled_b")
     x = np.array([1.0, -2.0, 0.25, 8.0], np.float32)
     # Two models of the same library, then one of them reloaded: the scale belongs to each model load.
-    with scratch_model(server, f"scale_a_{build.digest}", config, library_files(build)) as first, \
-            scratch_model(server, f"scale_b_{build.digest}", config, library_files(build)) as second:
+    with (
+        scratch_model(server, f"scale_a_{build.digest}", config, library_files(build)) as first,
+        scratch_model(server, f"scale_b_{build.digest}", config, library_files(build)) as second,
+    ):
         for model, factor in ((first, 2.5), (second, -0.5), (first, 7.0)):
             try:
                 reload_with(server, model, scale=factor)
             except ModelLoadError as exc:
-                raise NotYet(f"a model of scalecpp with parameter scale {factor} did not load: {exc.reason}",
-                             rule="load") from None
+                raise NotYet(
+                    f"a model of scalecpp with parameter scale {factor} did not load: {exc.reason}", rule="load"
+                ) from None
             y = infer(server, model, {"X": x})["Y"]
             if y.dtype != np.float32 or y.shape != x.shape:
-                raise NotYet(f"Y came back as {y.dtype} of shape {list(y.shape)}; the config says FP32 [4].", rule="shape")
+                raise NotYet(
+                    f"Y came back as {y.dtype} of shape {list(y.shape)}; the config says FP32 [4].", rule="shape"
+                )
             if not np.allclose(y, factor * x):
-                raise NotYet(f"a model of scalecpp loaded with parameter scale {factor} answered {y.tolist()} for "
-                             f"X={x.tolist()}; expected {(factor * x).tolist()}.", rule="values")
+                raise NotYet(
+                    f"a model of scalecpp loaded with parameter scale {factor} answered {y.tolist()} for "
+                    f"X={x.tolist()}; expected {(factor * x).tolist()}.",
+                    rule="values",
+                )
 
 
-@exercise("02-raw-execute", "02_cpp_backends", "the execute loop without labkit::execute, statistics included",
-          "this is the request life cycle that labkit::execute hides: a backend owns each request from "
-          "TRITONBACKEND_ModelInstanceExecute until it releases it; in between it answers it once, and Triton counts "
-          "only what the backend reports, per request and per execution. Read the backend README (r23.12), "
-          f"Inference Requests and Responses, Single Response: {BACKEND_README}#single-response, and the comments on "
-          f"the statistics functions in tritonbackend.h: {BACKEND_HEADER}.",
-          sources=(RAW_BACKEND,))
+@exercise(
+    "02-raw-execute",
+    "02_cpp_backends",
+    "the execute loop without labkit::execute, statistics included",
+    "this is the request life cycle that labkit::execute hides: a backend owns each request from "
+    "TRITONBACKEND_ModelInstanceExecute until it releases it; in between it answers it once, and Triton counts "
+    "only what the backend reports, per request and per execution. Read the backend README (r23.12), "
+    f"Inference Requests and Responses, Single Response: {BACKEND_README}#single-response, and the comments on "
+    f"the statistics functions in tritonbackend.h: {BACKEND_HEADER}.",
+    sources=(RAW_BACKEND,),
+)
 def raw_execute(server: TritonServer) -> None:
     build = latest(server, RAW_BACKEND)
     config = config_of(server, RAW_MODEL, "the cell that writes the config of raw_double")
@@ -71,9 +87,11 @@ def raw_execute(server: TritonServer) -> None:
             _judge_raw(run, config)
     except BuildError as exc:  # only the sanitized build raises it here
         first = next((line for line in exc.compiler_output.splitlines() if "error" in line), exc.compiler_output[:200])
-        raise NotYet(f"rawdouble does not compile with Triton's C API alone (tritonbackend.h, no labkit helpers): {first}",
-                     "this exercise is the loop labkit::execute hides: write it with TRITONBACKEND_* calls.",
-                     rule="c-api-only") from None
+        raise NotYet(
+            f"rawdouble does not compile with Triton's C API alone (tritonbackend.h, no labkit helpers): {first}",
+            "this exercise is the loop labkit::execute hides: write it with TRITONBACKEND_* calls.",
+            rule="c-api-only",
+        ) from None
 
 
 def _judge_raw(run: SanitizedRun, config: ModelConfig) -> None:
@@ -88,8 +106,12 @@ def _judge_raw(run: SanitizedRun, config: ModelConfig) -> None:
         server.load(model)
     except ModelLoadError as exc:
         raise NotYet(f"Triton could not load rawdouble: {exc.reason}", rule="load") from None
-    sent = [np.array([3, -4, 0, 12], np.int32), np.array([-1, 1, 100, 7], np.int32),
-            np.array([5, 5, 5, 5], np.int32), np.array([2**30 - 1, -(2**30), 9, -9], np.int32)]
+    sent = [
+        np.array([3, -4, 0, 12], np.int32),
+        np.array([-1, 1, 100, 7], np.int32),
+        np.array([5, 5, 5, 5], np.int32),
+        np.array([2**30 - 1, -(2**30), 9, -9], np.int32),
+    ]
     answers = []
     try:
         # Both protocols: gRPC's frontend holds tensors in buffers of exactly their size, so ASan sees an
@@ -102,42 +124,54 @@ def _judge_raw(run: SanitizedRun, config: ModelConfig) -> None:
     _memory(run)
     for values, got in zip(sent, answers):
         if got.dtype != np.int32 or got.shape != values.shape:
-            raise NotYet(f"OUT0 came back as {got.dtype} of shape {list(got.shape)}; the config says INT32 [4].", rule="shape")
+            raise NotYet(
+                f"OUT0 came back as {got.dtype} of shape {list(got.shape)}; the config says INT32 [4].", rule="shape"
+            )
         if not np.array_equal(got, 2 * values):
-            raise NotYet(f"for IN0={values.tolist()} OUT0 was {got.tolist()}; expected {(2 * values).tolist()}.",
-                         rule="values")
+            raise NotYet(
+                f"for IN0={values.tolist()} OUT0 was {got.tolist()}; expected {(2 * values).tolist()}.", rule="values"
+            )
     moved = model_stats(server, model, settle=True)
     if moved.success_count != len(sent):
-        raise NotYet(f"the answers are right, but Triton's statistics counted {moved.success_count} successful "
-                     f"request(s) for the {len(sent)} answered.",
-                     "Triton's statistics hold only what the backend reports, and a request can be reported only "
-                     "while the backend still owns it (tritonbackend.h, r23.12: the comments on "
-                     f"TRITONBACKEND_ModelInstanceReportStatistics, {BACKEND_HEADER}).",
-                     rule="statistics")
+        raise NotYet(
+            f"the answers are right, but Triton's statistics counted {moved.success_count} successful "
+            f"request(s) for the {len(sent)} answered.",
+            "Triton's statistics hold only what the backend reports, and a request can be reported only "
+            "while the backend still owns it (tritonbackend.h, r23.12: the comments on "
+            f"TRITONBACKEND_ModelInstanceReportStatistics, {BACKEND_HEADER}).",
+            rule="statistics",
+        )
     if moved.execution_count != len(sent) or sum(moved.batch_counts.values()) != len(sent):
-        raise NotYet(f"requests are counted, but Triton counted {moved.execution_count} execution(s) with batch sizes "
-                     f"{dict(moved.batch_counts)} for {len(sent)} executions of one request each.",
-                     "an execution is counted apart from its requests: one batch per execute, however many requests "
-                     "it held (tritonbackend.h, r23.12: the comments on TRITONBACKEND_ModelInstanceReportBatchStatistics, "
-                     f"{BACKEND_HEADER}).",
-                     rule="batch-statistics")
+        raise NotYet(
+            f"requests are counted, but Triton counted {moved.execution_count} execution(s) with batch sizes "
+            f"{dict(moved.batch_counts)} for {len(sent)} executions of one request each.",
+            "an execution is counted apart from its requests: one batch per execute, however many requests "
+            "it held (tritonbackend.h, r23.12: the comments on TRITONBACKEND_ModelInstanceReportBatchStatistics, "
+            f"{BACKEND_HEADER}).",
+            rule="batch-statistics",
+        )
     try:
         server.unload(model, timeout_s=RELEASE_WAIT_S)
     except ModelLoadError:
         never = " (your library never calls it)" if run.calls("TRITONBACKEND_RequestRelease") is False else ""
-        raise NotYet(f"the answers and statistics are right, but Triton could not finish unloading the model within "
-                     f"{RELEASE_WAIT_S:.0f} s: it waits for requests the backend never released.",
-                     f"a request stays the backend's until it hands it back, whatever its response was{never}; an "
-                     f"unload waits for all of them (backend README, r23.12, Inference Requests and Responses: "
-                     f"{BACKEND_README}#inference-requests-and-responses).", rule="release") from None
+        raise NotYet(
+            f"the answers and statistics are right, but Triton could not finish unloading the model within "
+            f"{RELEASE_WAIT_S:.0f} s: it waits for requests the backend never released.",
+            f"a request stays the backend's until it hands it back, whatever its response was{never}; an "
+            f"unload waits for all of them (backend README, r23.12, Inference Requests and Responses: "
+            f"{BACKEND_README}#inference-requests-and-responses).",
+            rule="release",
+        ) from None
     _memory(run)
 
 
 def _memory(run: SanitizedRun) -> None:
     found = run.memory_error()
     if found is not None:
-        raise NotYet(f"AddressSanitizer caught a {found.describe()}: the backend touched memory outside a buffer.",
-                     "sizes in Triton's C API are in bytes, and a tensor's element takes its datatype's size of them "
-                     "(TRITONBACKEND_InputBuffer in tritonbackend.h, r23.12); and a request's memory is the backend's "
-                     f"only until it is released: {BACKEND_HEADER}.",
-                     rule="memory")
+        raise NotYet(
+            f"AddressSanitizer caught a {found.describe()}: the backend touched memory outside a buffer.",
+            "sizes in Triton's C API are in bytes, and a tensor's element takes its datatype's size of them "
+            "(TRITONBACKEND_InputBuffer in tritonbackend.h, r23.12); and a request's memory is the backend's "
+            f"only until it is released: {BACKEND_HEADER}.",
+            rule="memory",
+        )

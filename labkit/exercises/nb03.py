@@ -87,14 +87,20 @@ def _whole_microseconds(value: object) -> int:
     return whole
 
 
-@exercise("03-delay", "03_dynamic_batching", "a queue delay that batches six clients without making them wait long",
-          "too short, and each request goes before the others arrive; too long, and every request waits it out: "
-          "six clients resend within a millisecond or two of their answers.")
+@exercise(
+    "03-delay",
+    "03_dynamic_batching",
+    "a queue delay that batches six clients without making them wait long",
+    "too short, and each request goes before the others arrive; too long, and every request waits it out: "
+    "six clients resend within a millisecond or two of their answers.",
+)
 def delay(server: TritonServer, delay_us: object) -> None:
     delay_us = _whole_microseconds(delay_us)
     if delay_us == 0:
-        raise NotYet("with max_queue_delay_microseconds 0, Triton runs whatever is queued at once: six fast clients "
-                     "rarely overlap, so batches stay small.")
+        raise NotYet(
+            "with max_queue_delay_microseconds 0, Triton runs whatever is queued at once: six fast clients "
+            "rarely overlap, so batches stay small."
+        )
     with owned_model(server, "delay_exercise") as model:
         _serve_copy(server, model, delay_us=delay_us)
         inputs = reference.sample_inputs(model, server=server)
@@ -106,11 +112,15 @@ def delay(server: TritonServer, delay_us: object) -> None:
         batches = model_stats(server, model, settle=True).since(before).batch_counts
     average, p50 = _average(batches), result.percentile_ms(50)
     if average < DELAY_MIN_BATCH:
-        raise NotYet(f"with {delay_us} us, {DELAY_CLIENTS} clients got batches of {average:.1f} on average "
-                     f"(needed: at least {DELAY_MIN_BATCH:g}).")
+        raise NotYet(
+            f"with {delay_us} us, {DELAY_CLIENTS} clients got batches of {average:.1f} on average "
+            f"(needed: at least {DELAY_MIN_BATCH:g})."
+        )
     if p50 >= DELAY_MAX_P50_MS:
-        raise NotYet(f"with {delay_us} us the batches are full enough ({average:.1f} on average), but half the "
-                     f"requests took {p50:.1f} ms or more (needed: under {DELAY_MAX_P50_MS:g} ms).")
+        raise NotYet(
+            f"with {delay_us} us the batches are full enough ({average:.1f} on average), but half the "
+            f"requests took {p50:.1f} ms or more (needed: under {DELAY_MAX_P50_MS:g} ms)."
+        )
 
 
 def _serve_waits_copy(server: TritonServer, model: str, preferred: Sequence[int]) -> None:
@@ -130,8 +140,10 @@ def _stamped(index: int) -> dict[str, np.ndarray]:
     """One request whose INPUT0 carries the moment it is built (see stub_side/batch_waits.py)."""
     now = time.monotonic()
     whole = float(math.floor(now))
-    return {"INPUT0": np.array([[whole, now - whole, 0.0, float(index % 100)]], np.float32),
-            "INPUT1": np.ones((1, 4), np.float32)}
+    return {
+        "INPUT0": np.array([[whole, now - whole, 0.0, float(index % 100)]], np.float32),
+        "INPUT1": np.ones((1, 4), np.float32),
+    }
 
 
 def _reported(report: Path, skip: int, requests: int) -> list[dict]:
@@ -158,11 +170,18 @@ def _round(server: TritonServer, model: str) -> list[dict]:
     skip = len(report.read_text().splitlines()) if report.exists() else 0
     run_load(server, model, _stamped, requests=2 * PREFERRED_CLIENTS, concurrency=PREFERRED_CLIENTS)  # warm-up
     skip += len(_reported(report, skip, 2 * PREFERRED_CLIENTS))
-    result = run_load(server, model, _stamped, requests=PREFERRED_REQUESTS, concurrency=PREFERRED_CLIENTS,
-                      timeout_s=PREFERRED_TIMEOUT_S)
+    result = run_load(
+        server,
+        model,
+        _stamped,
+        requests=PREFERRED_REQUESTS,
+        concurrency=PREFERRED_CLIENTS,
+        timeout_s=PREFERRED_TIMEOUT_S,
+    )
     if result.errors:
-        raise NotYet(f"{len(result.errors)} of {PREFERRED_REQUESTS} requests failed: {result.errors[0].message}",
-                     rule="failed")
+        raise NotYet(
+            f"{len(result.errors)} of {PREFERRED_REQUESTS} requests failed: {result.errors[0].message}", rule="failed"
+        )
     return _reported(report, skip, PREFERRED_REQUESTS)
 
 
@@ -174,36 +193,51 @@ def _sizes(sizes: object) -> list[int]:
         items = None
     whole = [int(s) for s in items or [] if isinstance(s, numbers.Integral) and not isinstance(s, (bool, np.bool_))]
     if isinstance(sizes, (str, bytes)) or items is None or whole != items or not all(1 <= s <= 8 for s in whole):
-        raise NotYet(f"preferred must be a list of batch sizes from 1 to 8 (max_batch_size), not {sizes!r}.",
-                     rule="not-sizes")
+        raise NotYet(
+            f"preferred must be a list of batch sizes from 1 to 8 (max_batch_size), not {sizes!r}.", rule="not-sizes"
+        )
     return whole
 
 
-@exercise("03-preferred", "03_dynamic_batching", "preferred batch sizes that let batches reach 4 under load, and no more",
-          "a preferred size is one Triton sends as soon as it has it, and section 5 shows what 23.12 does with one "
-          "under this load (model configuration, r23.12: "
-          "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md"
-          "#preferred-batch-sizes).")
+@exercise(
+    "03-preferred",
+    "03_dynamic_batching",
+    "preferred batch sizes that let batches reach 4 under load, and no more",
+    "a preferred size is one Triton sends as soon as it has it, and section 5 shows what 23.12 does with one "
+    "under this load (model configuration, r23.12: "
+    "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md"
+    "#preferred-batch-sizes).",
+)
 def preferred(server: TritonServer, preferred: Sequence[int]) -> None:
     sizes = _sizes(preferred)
     if not sizes:
-        raise NotYet("with no preferred size, eight clients and a 10 ms delay fill batches to max_batch_size (8).",
-                     rule="too-large")
+        raise NotYet(
+            "with no preferred size, eight clients and a 10 ms delay fill batches to max_batch_size (8).",
+            rule="too-large",
+        )
     executions: list[dict] = []
     with owned_model(server, "preferred_exercise") as model:
         _serve_waits_copy(server, model, sizes)
         for number in range(1, PREFERRED_ROUNDS + 1):
             ran = _round(server, model)
             executions += ran
-            early = [e for e in ran if e["requests"] > PREFERRED_MAX_BATCH and e["waited_ms"] < PREFERRED_DELAY_US / 1000]
+            early = [
+                e for e in ran if e["requests"] > PREFERRED_MAX_BATCH and e["waited_ms"] < PREFERRED_DELAY_US / 1000
+            ]
             if early:
                 batches = Counter(e["requests"] for e in ran)
-                raise NotYet(f"with preferred {sizes}, eight clients and a 10 ms delay, Triton formed "
-                             f"{len(early)} batch(es) of more than {PREFERRED_MAX_BATCH} before the delay ran out "
-                             f"(round {number} of {PREFERRED_ROUNDS}, executions per size: {_batches(batches)}); "
-                             f"none should.", rule="too-large")
+                raise NotYet(
+                    f"with preferred {sizes}, eight clients and a 10 ms delay, Triton formed "
+                    f"{len(early)} batch(es) of more than {PREFERRED_MAX_BATCH} before the delay ran out "
+                    f"(round {number} of {PREFERRED_ROUNDS}, executions per size: {_batches(batches)}); "
+                    f"none should.",
+                    rule="too-large",
+                )
     before_delay = [e["requests"] for e in executions if e["waited_ms"] < PREFERRED_DELAY_US / 1000]
     if max(before_delay, default=0) < PREFERRED_MAX_BATCH:
-        raise NotYet(f"with preferred {sizes}, no batch held more than {max(before_delay, default=0)} requests in "
-                     f"{PREFERRED_ROUNDS} rounds (executions per size: {_batches(Counter(before_delay))}): batches may "
-                     f"grow to {PREFERRED_MAX_BATCH}, and should.", rule="too-small")
+        raise NotYet(
+            f"with preferred {sizes}, no batch held more than {max(before_delay, default=0)} requests in "
+            f"{PREFERRED_ROUNDS} rounds (executions per size: {_batches(Counter(before_delay))}): batches may "
+            f"grow to {PREFERRED_MAX_BATCH}, and should.",
+            rule="too-small",
+        )

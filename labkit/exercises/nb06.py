@@ -20,8 +20,14 @@ BACKEND = "scaler"
 #: Scales a model may have (as written in its config), and the parameters of models that must not load,
 #: with the value the error should name (None: there is none).
 VALID = ("2.5", "-4", "1e-3")
-INVALID = (({"scale": "three"}, "three"), ({}, None), ({"scale": "nan"}, "nan"), ({"scale": "inf"}, "inf"),
-           ({"scale": "0"}, "0"), ({"scale": ""}, None))
+INVALID = (
+    ({"scale": "three"}, "three"),
+    ({}, None),
+    ({"scale": "nan"}, "nan"),
+    ({"scale": "inf"}, "inf"),
+    ({"scale": "0"}, "0"),
+    ({"scale": ""}, None),
+)
 
 
 def _tensors() -> dict:
@@ -46,11 +52,15 @@ def _load(server: TritonServer, name: str, params: dict) -> str | None:
     return None
 
 
-@exercise("06-validate", "06_python_based_backend", "refuse a model whose scale is missing or unusable, saying why",
-          "initialize() runs once per model load: whatever it raises fails that load, and Triton reports the message "
-          "(python_backend README, r23.12: "
-          "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#error-handling).",
-          sources=(BACKEND,))
+@exercise(
+    "06-validate",
+    "06_python_based_backend",
+    "refuse a model whose scale is missing or unusable, saying why",
+    "initialize() runs once per model load: whatever it raises fails that load, and Triton reports the message "
+    "(python_backend README, r23.12: "
+    "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#error-handling).",
+    sources=(BACKEND,),
+)
 def validate(server: TritonServer) -> None:
     x = np.array([1.5, -2.0, 4.0], np.float32)
     for number, text in enumerate(VALID, 1):
@@ -58,37 +68,54 @@ def validate(server: TritonServer) -> None:
         with owned_model(server, f"validate_check_good_{number}") as name:
             raised = _load(server, name, params)
             if raised is not None:
-                raise NotYet(f"a model with parameters {params} did not load: {_first_line(raised)}",
-                             "a finite number other than 0 is a good scale, negative or not.", rule="refused-good")
+                raise NotYet(
+                    f"a model with parameters {params} did not load: {_first_line(raised)}",
+                    "a finite number other than 0 is a good scale, negative or not.",
+                    rule="refused-good",
+                )
             y = infer(server, name, {"X": x})["Y"]
         scale = float(text)
         if not any(np.allclose(y, scale * x + shift) for shift in (0, 1)):  # the notebook's backend adds one
-            raise NotYet(f"a model with parameters {params} answered {y.tolist()} for X={x.tolist()}, not "
-                         f"{(scale * x).tolist()} (or that plus 1).", "keep computing X * scale.", rule="values")
+            raise NotYet(
+                f"a model with parameters {params} answered {y.tolist()} for X={x.tolist()}, not "
+                f"{(scale * x).tolist()} (or that plus 1).",
+                "keep computing X * scale.",
+                rule="values",
+            )
     for number, (params, value) in enumerate(INVALID, 1):
         with owned_model(server, f"validate_check_bad_{number}") as name:
             raised = _load(server, name, params)
         given = f"parameter scale {value!r}" if value is not None else "no parameter scale"
         if raised is None:
-            raise NotYet(f"a model with {given} loaded; it should fail to load.",
-                         "check the value once, where it is read, and raise when it is unusable: a model that loads "
-                         "answers every request with nonsense.", rule="accepted")
+            raise NotYet(
+                f"a model with {given} loaded; it should fail to load.",
+                "check the value once, where it is read, and raise when it is unusable: a model that loads "
+                "answers every request with nonsense.",
+                rule="accepted",
+            )
         if "scale" not in raised.lower() or (value is not None and value.lower() not in raised.lower()):
             wants = "the value it holds" if "scale" in raised.lower() else "the parameter, scale"
-            raise NotYet(f"a model with {given} failed to load, but the error, {_first_line(raised)!r}, does not name "
-                         f"{wants}.", "the person who wrote the config reads only this message: say which parameter "
-                         "is wrong and what it holds.", rule="unclear")
+            raise NotYet(
+                f"a model with {given} failed to load, but the error, {_first_line(raised)!r}, does not name {wants}.",
+                "the person who wrote the config reads only this message: say which parameter "
+                "is wrong and what it holds.",
+                rule="unclear",
+            )
 
 
 def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
-@exercise("06-offset", "06_python_based_backend", "give the shared backend an optional offset parameter",
-          "each model's config reaches initialize() as JSON, parameters included; a parameter a config may leave out "
-          "needs a value to fall back on (model configuration, r23.12: "
-          "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md).",
-          sources=(BACKEND,))
+@exercise(
+    "06-offset",
+    "06_python_based_backend",
+    "give the shared backend an optional offset parameter",
+    "each model's config reaches initialize() as JSON, parameters included; a parameter a config may leave out "
+    "needs a value to fall back on (model configuration, r23.12: "
+    "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md).",
+    sources=(BACKEND,),
+)
 def offset(server: TritonServer) -> None:
     x = np.array([1.0, -2.0, 10.0], np.float32)
     answers = {}
@@ -98,14 +125,19 @@ def offset(server: TritonServer) -> None:
             try:
                 server.load(name)
             except ModelLoadError as exc:
-                raise NotYet(f"a model with parameters {params} did not load: {exc.reason.strip().splitlines()[-1]}",
-                             "a model without offset must load too: fall back on a value when its config has none.") from None
+                raise NotYet(
+                    f"a model with parameters {params} did not load: {exc.reason.strip().splitlines()[-1]}",
+                    "a model without offset must load too: fall back on a value when its config has none.",
+                ) from None
             answers[name] = infer(server, name, {"X": x})
             require_configured_outputs(server, name, answers[name], shown=f" (parameters {params}, X={x.tolist()})")
     with_offset, without = answers["offset_check_a"]["Y"], answers["offset_check_b"]["Y"]
     if not np.allclose(without, 4 * x):
-        raise NotYet(f"with scale 4 and no offset, X={x.tolist()} gave {without.tolist()}, not {(4 * x).tolist()}.",
-                     "with no offset parameter, add nothing (the starter's fixed + 1 goes too).")
+        raise NotYet(
+            f"with scale 4 and no offset, X={x.tolist()} gave {without.tolist()}, not {(4 * x).tolist()}.",
+            "with no offset parameter, add nothing (the starter's fixed + 1 goes too).",
+        )
     if not np.allclose(with_offset, 2.5 * x - 4):
-        raise NotYet(f"with scale 2.5 and offset -4, X={x.tolist()} gave {with_offset.tolist()}, "
-                     f"not {(2.5 * x - 4).tolist()}.")
+        raise NotYet(
+            f"with scale 2.5 and offset -4, X={x.tolist()} gave {with_offset.tolist()}, not {(2.5 * x - 4).tolist()}."
+        )

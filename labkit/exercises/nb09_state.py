@@ -32,12 +32,22 @@ INTERLEAVED = {17: [5, 1, 4], 4242: [100, -30, 2, 8], 3: [-7, 7]}
 def _send(server: TritonServer, model: str, sequence: int, value: int, start: bool, end: bool, protocol: str) -> int:
     shown = f" (sequence {sequence}, INPUT={value})"
     try:
-        out = infer(server, model, {"INPUT": np.array([[value]], np.int32)}, protocol=protocol,
-                    sequence_id=sequence, sequence_start=start, sequence_end=end, timeout_s=10)
+        out = infer(
+            server,
+            model,
+            {"INPUT": np.array([[value]], np.int32)},
+            protocol=protocol,
+            sequence_id=sequence,
+            sequence_start=start,
+            sequence_end=end,
+            timeout_s=10,
+        )
     except InferenceError as exc:
-        raise NotYet(f"a request{shown} failed: {(str(exc).strip().splitlines() or [''])[0]}",
-                     "every request of the list gets a response of its own, null requests (READY 0) too.",
-                     rule="failed") from None
+        raise NotYet(
+            f"a request{shown} failed: {(str(exc).strip().splitlines() or [''])[0]}",
+            "every request of the list gets a response of its own, null requests (READY 0) too.",
+            rule="failed",
+        ) from None
     require_configured_outputs(server, model, out, rows=1, shown=shown)
     return int(out["OUTPUT"][0, 0])
 
@@ -64,7 +74,9 @@ def _at_once(server: TritonServer, model: str) -> dict[int, list[int]]:
         except BaseException as exc:  # noqa: BLE001 - raised in the check's thread below
             failed.append(exc)
 
-    threads = [threading.Thread(target=closing_http(one), args=(sid, "http" if sid % 2 else "grpc")) for sid in sequences]
+    threads = [
+        threading.Thread(target=closing_http(one), args=(sid, "http" if sid % 2 else "grpc")) for sid in sequences
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -81,49 +93,73 @@ def _judge(server: TritonServer, model: str, hint: str) -> None:
     if got != wanted:
         # Named by where it first went wrong, not by the values: a null request's INPUT is whatever
         # memory held, so a model that adds it answers differently from run to run.
-        sid, step = min(((s, k) for s in got for k in range(len(got[s])) if got[s][k] != wanted[s][k]),
-                        key=lambda sk: (sk[1], list(INTERLEAVED).index(sk[0])))
-        raise NotYet(f"sequences {', '.join(map(str, INTERLEAVED))} sent in turn (one request of each) with INPUT "
-                     f"{list(INTERLEAVED.values())}: sequence {sid} went wrong at its request {step + 1}, whose "
-                     f"running sum is {wanted[sid][step]} (all of its sums: {wanted[sid]}).",
-                     hint, rule="values")
+        sid, step = min(
+            ((s, k) for s in got for k in range(len(got[s])) if got[s][k] != wanted[s][k]),
+            key=lambda sk: (sk[1], list(INTERLEAVED).index(sk[0])),
+        )
+        raise NotYet(
+            f"sequences {', '.join(map(str, INTERLEAVED))} sent in turn (one request of each) with INPUT "
+            f"{list(INTERLEAVED.values())}: sequence {sid} went wrong at its request {step + 1}, whose "
+            f"running sum is {wanted[sid][step]} (all of its sums: {wanted[sid]}).",
+            hint,
+            rule="values",
+        )
     again = _sums(server, model, {17: [9, 1]}, "grpc")
     if again[17] != [9, 10]:
-        raise NotYet(f"sequence 17 ended, then began again (sequence_start) with INPUT [9, 1], over gRPC: it got "
-                     f"{again[17]}, not [9, 10].", "START means a new sequence: its sum starts from 0.", rule="start")
+        raise NotYet(
+            f"sequence 17 ended, then began again (sequence_start) with INPUT [9, 1], over gRPC: it got "
+            f"{again[17]}, not [9, 10].",
+            "START means a new sequence: its sum starts from 0.",
+            rule="start",
+        )
     together = _at_once(server, model)
     if together != _wanted({60 + k: [k + 1, 10, -(k + 1), 3] for k in range(4)}):
-        raise NotYet(f"four sequences sent at the same time (several in one execute) got {list(together.values())}.",
-                     "answer every request of the list, each with its own sequence's sum.", rule="batched")
+        raise NotYet(
+            f"four sequences sent at the same time (several in one execute) got {list(together.values())}.",
+            "answer every request of the list, each with its own sequence's sum.",
+            rule="batched",
+        )
 
 
 def _wanted(sequences: dict[int, list[int]]) -> dict[int, list[int]]:
     return {sid: np.cumsum(values).tolist() for sid, values in sequences.items()}
 
 
-@exercise("09-running-sum", "09_state_ensembles_metrics", "one running sum per sequence",
-          "the sequence batcher's controls (CORRID, START, READY) arrive as inputs, like INPUT: a sum belongs to one "
-          "sequence, and a null request (READY 0) to none (stateful models, r23.12: "
-          "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#stateful-models).",
-          sources=(MODEL,))
+@exercise(
+    "09-running-sum",
+    "09_state_ensembles_metrics",
+    "one running sum per sequence",
+    "the sequence batcher's controls (CORRID, START, READY) arrive as inputs, like INPUT: a sum belongs to one "
+    "sequence, and a null request (READY 0) to none (stateful models, r23.12: "
+    "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#stateful-models).",
+    sources=(MODEL,),
+)
 def running_sum(server: TritonServer) -> None:
     source = server.repository.model_dir(MODEL) / "1" / "model.py"
     if not source.exists():
-        raise NotYet(f"model {MODEL!r} has no model.py yet.", f"run the `%%triton_python {MODEL}` cell first.", rule="setup")
+        raise NotYet(
+            f"model {MODEL!r} has no model.py yet.", f"run the `%%triton_python {MODEL}` cell first.", rule="setup"
+        )
     config = ModelRepository(reference.repository()).read_config("sequence_accumulate")
     with scratch_model(server, "running_sum", config, {"1/model.py": source.read_text()}) as model:
         try:
             server.load(model)
         except ModelLoadError as exc:
-            raise NotYet(f"model.py of {MODEL} does not load: {exc.reason.strip().splitlines()[-1]}", rule="load") from None
+            raise NotYet(
+                f"model.py of {MODEL} does not load: {exc.reason.strip().splitlines()[-1]}", rule="load"
+            ) from None
         _judge(server, model, "each sequence adds up on its own: keep one sum per CORRID.")
 
 
-@exercise("09-implicit-state", "09_state_ensembles_metrics", "a C++ backend whose sum Triton keeps as implicit state",
-          "with implicit state, Triton gives the model the state as an input and takes the next one back only when the "
-          "backend hands it over, per request, through the state functions of tritonbackend.h (implicit state, r23.12: "
-          "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#implicit-state-management).",
-          sources=(CPP_BACKEND,))
+@exercise(
+    "09-implicit-state",
+    "09_state_ensembles_metrics",
+    "a C++ backend whose sum Triton keeps as implicit state",
+    "with implicit state, Triton gives the model the state as an input and takes the next one back only when the "
+    "backend hands it over, per request, through the state functions of tritonbackend.h (implicit state, r23.12: "
+    "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#implicit-state-management).",
+    sources=(CPP_BACKEND,),
+)
 def implicit_state(server: TritonServer) -> None:
     build = latest(server, CPP_BACKEND)
     config = ModelRepository(reference.repository()).read_config("sequence_accumulate_cpp")
@@ -132,6 +168,12 @@ def implicit_state(server: TritonServer) -> None:
         try:
             server.load(model)
         except ModelLoadError as exc:
-            raise NotYet(f"the {CPP_BACKEND} backend does not load: {exc.reason.strip().splitlines()[-1]}", rule="load") from None
-        _judge(server, model, "SUM_IN is 0 unless the previous request of the sequence handed its new sum back as "
-                              "state SUM_OUT (TRITONBACKEND_StateUpdate).")
+            raise NotYet(
+                f"the {CPP_BACKEND} backend does not load: {exc.reason.strip().splitlines()[-1]}", rule="load"
+            ) from None
+        _judge(
+            server,
+            model,
+            "SUM_IN is 0 unless the previous request of the sequence handed its new sum back as "
+            "state SUM_OUT (TRITONBACKEND_StateUpdate).",
+        )

@@ -27,8 +27,16 @@ from ..native.toolchain import LocalToolchain
 from ..server import base
 from ..server.launchers.embedded import EmbeddedServer
 
-FLAGS = ["-std=c++17", "-fPIC", "-shared", "-g", "-O1", "-fno-omit-frame-pointer",
-         "-fsanitize=address", "-fsanitize-recover=address"]
+FLAGS = [
+    "-std=c++17",
+    "-fPIC",
+    "-shared",
+    "-g",
+    "-O1",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=address",
+    "-fsanitize-recover=address",
+]
 _ERROR = re.compile(r"ERROR: AddressSanitizer: ([\w-]+)")
 _ACCESS = re.compile(r"^(READ|WRITE) of size (\d+)", re.M)
 
@@ -61,8 +69,11 @@ class SanitizedRun:
             if found:
                 access = _ACCESS.search(text)
                 line = re.search(rf"{re.escape(self.library.stem.removeprefix('libtriton_'))}\.cc:(\d+)", text)
-                return MemoryReport(found.group(1), f"{access.group(1)} of {access.group(2)} bytes" if access else "",
-                                    int(line.group(1)) if line else 0)
+                return MemoryReport(
+                    found.group(1),
+                    f"{access.group(1)} of {access.group(2)} bytes" if access else "",
+                    int(line.group(1)) if line else 0,
+                )
         return None
 
     def calls(self, function: str) -> bool | None:
@@ -96,8 +107,11 @@ def bare_build(source: str, backend: str, folder: Path) -> Path:
     code, out = LocalToolchain().run(["c++", *FLAGS, f"-I{include}", str(src), "-o", str(library)], folder)
     if code != 0:
         output = out.replace(str(src), f"{backend}.cc").strip()
-        raise BuildError(f"Backend {backend!r} does not compile with Triton's C API alone:\n{output}",
-                         backend=backend, compiler_output=output)
+        raise BuildError(
+            f"Backend {backend!r} does not compile with Triton's C API alone:\n{output}",
+            backend=backend,
+            compiler_output=output,
+        )
     return library
 
 
@@ -111,10 +125,13 @@ def sanitized_run(source: str, backend: str) -> Iterator[SanitizedRun]:
         library = bare_build(source, backend, folder)
         # Killed, not asked to exit: with an ASan-built backend loaded, Triton 2.41 never finishes its exit
         # (a library's exit handler deadlocks on the locale lock). Nothing of it is kept.
-        server = EmbeddedServer(kill_on_end=True, env={
-            "LD_PRELOAD": runtime(),
-            "ASAN_OPTIONS": f"detect_leaks=0:halt_on_error=0:log_path={folder / 'asan'}",
-        })
+        server = EmbeddedServer(
+            kill_on_end=True,
+            env={
+                "LD_PRELOAD": runtime(),
+                "ASAN_OPTIONS": f"detect_leaks=0:halt_on_error=0:log_path={folder / 'asan'}",
+            },
+        )
         keep = base._current  # the notebook's magics talk to the server started last: keep it theirs
         try:
             server.start()

@@ -82,8 +82,11 @@ def latest(server: TritonServer, backend: str) -> Build:
     cell's latest attempt in labkit.exercises.core can say "your latest cell did not build" first.)"""
     build = latest_build(backend, server.runtime.toolchain())
     if build is None or not build.source.exists():
-        raise NotYet(f"backend {backend!r} was never built here.", f"run the `%%triton_cpp {backend}` cell first.",
-                     rule="not-built")
+        raise NotYet(
+            f"backend {backend!r} was never built here.",
+            f"run the `%%triton_cpp {backend}` cell first.",
+            rule="not-built",
+        )
     return build
 
 

@@ -20,12 +20,19 @@ def kit_for(backend: str, sources: Sources, toolchain: Toolchain, cuda: bool) ->
     cu_files = [name for name, _ in sources.files if name.endswith(".cu")]
     if not cuda:
         if cu_files:
-            raise BuildError(f"Backend {backend!r} has CUDA sources ({', '.join(cu_files)}); build it with "
-                             f"`%%triton_cpp {backend} --cuda` (build_backend(..., cuda=True)).", backend=backend)
+            raise BuildError(
+                f"Backend {backend!r} has CUDA sources ({', '.join(cu_files)}); build it with "
+                f"`%%triton_cpp {backend} --cuda` (build_backend(..., cuda=True)).",
+                backend=backend,
+            )
         return None
     if not isinstance(toolchain, LocalToolchain):
-        raise SetupError(f"CUDA builds compile on this machine only, and backend {backend!r} is compiled{toolchain.label}; "
-                         f"build it for the embedded server (labkit.start()).", missing="nvcc", reason="not in the container")
+        raise SetupError(
+            f"CUDA builds compile on this machine only, and backend {backend!r} is compiled{toolchain.label}; "
+            f"build it for the embedded server (labkit.start()).",
+            missing="nvcc",
+            reason="not in the container",
+        )
     return cuda_kit.locate()
 
 
@@ -44,5 +51,16 @@ def by_nvcc(kit: CudaKit | None, unit: Path, folder: Path) -> bool:
 
 
 def nvcc_argv(kit: CudaKit, debug: bool, includes: list[str], source: str, output: str) -> list[str]:
-    return [str(kit.nvcc), "-ccbin", compiler(), *kit.compile_flags(debug), "-x", "cu", "-c", *includes, source,
-            "-o", output]
+    return [
+        str(kit.nvcc),
+        "-ccbin",
+        compiler(),
+        *kit.compile_flags(debug),
+        "-x",
+        "cu",
+        "-c",
+        *includes,
+        source,
+        "-o",
+        output,
+    ]

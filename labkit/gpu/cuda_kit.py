@@ -63,20 +63,34 @@ class CudaKit:
     def compile_flags(self, debug: bool) -> list[str]:
         """nvcc's flags for a backend's unit (the host side as build.CXXFLAGS has it)."""
         host = ["-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra", "-g" if debug else "-g1"]
-        return ["-std=c++17", f"-arch={arch()}", "-O0" if debug else "-O2", "-lineinfo", "-DLABKIT_CUDA=1",
-                "-Xcompiler", ",".join(host)]
+        return [
+            "-std=c++17",
+            f"-arch={arch()}",
+            "-O0" if debug else "-O2",
+            "-lineinfo",
+            "-DLABKIT_CUDA=1",
+            "-Xcompiler",
+            ",".join(host),
+        ]
 
     def version(self) -> str:
         """nvcc's release line, e.g. "Cuda compilation tools, release 13.0, V13.0.88"."""
         try:
             out = subprocess.run([str(self.nvcc), "--version"], capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SetupError(f"nvcc ({self.nvcc}) does not run: {exc}. Remove {self.root} and run "
-                             f"`labkit setup --cuda` again.", missing=str(self.nvcc), reason="does not run") from None
+            raise SetupError(
+                f"nvcc ({self.nvcc}) does not run: {exc}. Remove {self.root} and run `labkit setup --cuda` again.",
+                missing=str(self.nvcc),
+                reason="does not run",
+            ) from None
         lines = [line for line in out.stdout.splitlines() if "release" in line]
         if out.returncode != 0 or not lines:
-            raise SetupError(f"nvcc ({self.nvcc}) does not run:\n{(out.stderr or out.stdout).strip()[-600:]}\nRemove "
-                             f"{self.root} and run `labkit setup --cuda` again.", missing=str(self.nvcc), reason="does not run")
+            raise SetupError(
+                f"nvcc ({self.nvcc}) does not run:\n{(out.stderr or out.stdout).strip()[-600:]}\nRemove "
+                f"{self.root} and run `labkit setup --cuda` again.",
+                missing=str(self.nvcc),
+                reason="does not run",
+            )
         return lines[0].strip()
 
 
@@ -96,8 +110,10 @@ def locate() -> CudaKit:
     if found is not None:
         return found
     say(f"setting up nvcc and cudart (CUDA {RELEASE}, from PyPI wheels) in {cache_dir() / _CACHED}, once ...")
-    wheels = [pip_download(spec, pattern, size, "`labkit setup --cuda` fetches it; check the network, then try again.")
-              for spec, pattern, size in WHEELS]
+    wheels = [
+        pip_download(spec, pattern, size, "`labkit setup --cuda` fetches it; check the network, then try again.")
+        for spec, pattern, size in WHEELS
+    ]
 
     def unpack(partial: Path) -> None:
         for wheel in wheels:

@@ -107,6 +107,8 @@ def need(what: str) -> GpuStatus:
         raise GpuUnavailableError(
             f"{what} needs a GPU, and none is visible here ({status.why}). Run it on a machine with an NVIDIA "
             f"GPU and driver (`nvidia-smi -L` lists it), or leave the GPU option out.",
-            missing="GPU", reason=status.why, wanted=what,
+            missing="GPU",
+            reason=status.why,
+            wanted=what,
         )
     return status

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_GIB = 1024 ** 3
+_GIB = 1024**3
 
 
 @dataclass(frozen=True)
@@ -19,8 +19,10 @@ class GpuUsage:
     memory_total: float
 
     def line(self, index: int) -> str:
-        return (f"GPU {index}: {self.utilization * 100:.0f}% busy, "
-                f"{self.memory_used / _GIB:.1f}/{self.memory_total / _GIB:.1f} GiB")
+        return (
+            f"GPU {index}: {self.utilization * 100:.0f}% busy, "
+            f"{self.memory_used / _GIB:.1f}/{self.memory_total / _GIB:.1f} GiB"
+        )
 
 
 def usage(samples: dict) -> list[GpuUsage]:
@@ -30,8 +32,15 @@ def usage(samples: dict) -> list[GpuUsage]:
         if name in ("nv_gpu_utilization", "nv_gpu_memory_used_bytes", "nv_gpu_memory_total_bytes"):
             uuid = dict(labels).get("gpu_uuid", "")
             found.setdefault(uuid, {})[name] = value
-    return [GpuUsage(uuid, v.get("nv_gpu_utilization", 0.0), v.get("nv_gpu_memory_used_bytes", 0.0),
-                     v.get("nv_gpu_memory_total_bytes", 0.0)) for uuid, v in sorted(found.items())]
+    return [
+        GpuUsage(
+            uuid,
+            v.get("nv_gpu_utilization", 0.0),
+            v.get("nv_gpu_memory_used_bytes", 0.0),
+            v.get("nv_gpu_memory_total_bytes", 0.0),
+        )
+        for uuid, v in sorted(found.items())
+    ]
 
 
 def summary(gpus: list[GpuUsage]) -> str:

@@ -31,7 +31,9 @@ def _cudashm() -> Any:
         raise GpuUnavailableError(
             "CUDA shared memory needs the cuda-python package, which tritonclient's cuda_shared_memory uses; "
             "install it with `pip install 'labkit[gpu]'` (or `pip install 'tritonclient[cuda]'`).",
-            missing="cuda-python", reason="not installed", wanted="CUDA shared memory",
+            missing="cuda-python",
+            reason="not installed",
+            wanted="CUDA shared memory",
         ) from None
 
 
@@ -49,16 +51,26 @@ def output_shapes(config: dict, inputs: Mapping[str, np.ndarray], outputs: Seque
         dims = [int(d) for d in out.get("dims", [])]
         datatype = out["data_type"].removeprefix("TYPE_").replace("STRING", "BYTES")
         if any(d < 0 for d in dims) or datatype == "BYTES":
-            raise ConfigError(f"Output {out['name']!r} ({datatype} {dims}) has no size known before the request, "
-                              f"which a CUDA shared-memory region needs. Send it without shared_memory.",
-                              field="output", value=out["name"], source=model_name(config))
+            raise ConfigError(
+                f"Output {out['name']!r} ({datatype} {dims}) has no size known before the request, "
+                f"which a CUDA shared-memory region needs. Send it without shared_memory.",
+                field="output",
+                value=out["name"],
+                source=model_name(config),
+            )
         dtype = triton_to_np_dtype(datatype)
         shapes[out["name"]] = (tuple(batch + dims), dtype)
     return shapes
 
 
-def infer(server: Any, model: str, inputs: Mapping[str, Any], outputs: Sequence[str] | None,
-          refusal: Callable[[Exception, list], Exception], device_id: int = 0) -> dict[str, np.ndarray]:
+def infer(
+    server: Any,
+    model: str,
+    inputs: Mapping[str, Any],
+    outputs: Sequence[str] | None,
+    refusal: Callable[[Exception, list], Exception],
+    device_id: int = 0,
+) -> dict[str, np.ndarray]:
     """One HTTP request with every input and output in a CUDA shared-memory region on ``device_id``.
     GpuUnavailableError when no GPU is visible or cuda-python is missing; Triton's refusal becomes
     ``refusal(exc, tensors)`` (labkit.client.inference's translation); nothing is left registered."""
@@ -92,11 +104,17 @@ def infer(server: Any, model: str, inputs: Mapping[str, Any], outputs: Sequence[
             client.infer(model, tensors, outputs=wanted)
         except InferenceServerException as exc:
             raise refusal(exc, tensors) from None
-        return {name: cudashm.get_contents_as_numpy(handles[f"{prefix}out_{name}"], np_to_triton_dtype(dtype), list(shape))
-                for name, (shape, dtype) in shapes.items()}
+        return {
+            name: cudashm.get_contents_as_numpy(handles[f"{prefix}out_{name}"], np_to_triton_dtype(dtype), list(shape))
+            for name, (shape, dtype) in shapes.items()
+        }
     except cudashm.CudaSharedMemoryException as exc:
-        raise GpuUnavailableError(f"CUDA shared memory on GPU {device_id} failed: {exc}. Check `nvidia-smi` and the "
-                                  f"device number.", missing="CUDA device", reason=str(exc), wanted="CUDA shared memory") from None
+        raise GpuUnavailableError(
+            f"CUDA shared memory on GPU {device_id} failed: {exc}. Check `nvidia-smi` and the device number.",
+            missing="CUDA device",
+            reason=str(exc),
+            wanted="CUDA shared memory",
+        ) from None
     finally:
         for region, handle in handles.items():
             try:

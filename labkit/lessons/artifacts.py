@@ -102,7 +102,9 @@ class ScaledResult:
         return bool(np.allclose(self.received, self.sent * self.scale))
 
     def __repr__(self) -> str:
-        return f"{MODEL}: {self.sent.tolist()} x {self.scale} = {self.received.tolist()} ({'ok' if self.ok else 'WRONG'})"
+        return (
+            f"{MODEL}: {self.sent.tolist()} x {self.scale} = {self.received.tolist()} ({'ok' if self.ok else 'WRONG'})"
+        )
 
 
 def scaled(server: TritonServer, values: list[float] | None = None) -> ScaledResult:

@@ -175,6 +175,7 @@ def setup_python(server: TritonServer, source: str = PY_SOURCE) -> dict:
 
 def tensors(config: dict) -> dict[str, Any]:
     """The parts auto-complete fills in, in a short, stable form for printing and comparing."""
+
     def spec(t: dict) -> str:
         return f"{t['name']} {t['data_type'].removeprefix('TYPE_')} {[int(d) for d in t['dims']]}"
 

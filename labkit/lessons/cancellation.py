@@ -35,7 +35,8 @@ from .outcome import Outcome
 BACKEND = "slowcount"
 MODEL = "slow_count"
 
-SOURCE = r"""// slowcount: counts to STEPS, one step every 10 ms, and answers DONE = the count. Before each step it asks
+SOURCE = (
+    r"""// slowcount: counts to STEPS, one step every 10 ms, and answers DONE = the count. Before each step it asks
 // Triton whether the request was cancelled, and if so stops and answers with a CANCELLED error.
 #include <chrono>
 #include <cstring>
@@ -44,7 +45,9 @@ SOURCE = r"""// slowcount: counts to STEPS, one step every 10 ms, and answers DO
 
 #include "triton/core/tritonbackend.h"
 
-""" + LOG_HELPERS + r"""
+"""
+    + LOG_HELPERS
+    + r"""
 static TRITONSERVER_Error* read_steps(TRITONBACKEND_Request* request, int32_t* steps) {
   TRITONBACKEND_Input* input = nullptr;
   TRITONSERVER_Error* err = TRITONBACKEND_RequestInput(request, "STEPS", &input);
@@ -104,6 +107,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
   }
   return nullptr;
 }"""
+)
 
 CONFIG = model_config(MODEL, BACKEND, [("STEPS", "INT32", [1])], [("DONE", "INT32", [1])])
 
@@ -123,6 +127,7 @@ def count(server: TritonServer, steps: int) -> int:
 
 def log_line(server: TritonServer, mark: int, needle: str, timeout_s: float = 30.0) -> str:
     """The first line logged since ``mark`` that holds ``needle``, waited for up to ``timeout_s``."""
+
     def found() -> str:
         return next((line for line in server.logs.since(mark).splitlines() if needle in line), "")
 
@@ -134,9 +139,9 @@ class Cancelled:
     """A request cancelled by its client while the backend worked on it."""
 
     model: str
-    client: str        # what the client did, and what it got
-    done: int          # steps (responses) the backend finished before it saw the cancellation
-    total: int         # steps (responses) it was asked for
+    client: str  # what the client did, and what it got
+    done: int  # steps (responses) the backend finished before it saw the cancellation
+    total: int  # steps (responses) it was asked for
     unit: str = "steps"
 
     @property
@@ -144,8 +149,10 @@ class Cancelled:
         return self.done < self.total
 
     def __repr__(self) -> str:
-        return (f"{self.model}: the client {self.client}\n"
-                f"  the backend saw the cancellation and stopped before all {self.total} {self.unit}: {self.stopped_early}")
+        return (
+            f"{self.model}: the client {self.client}\n"
+            f"  the backend saw the cancellation and stopped before all {self.total} {self.unit}: {self.stopped_early}"
+        )
 
 
 def _stopped(line: str) -> tuple[int, int]:
@@ -168,13 +175,15 @@ def cancel_midway(server: TritonServer, steps: int = 1000) -> Cancelled:
         mark = server.logs.mark()
         call = client.async_infer(MODEL, [tensor], callback=lambda result, error: errors.put(error))
         started = f"slowcount: counting to {steps}"
-        wait_until(lambda: started in server.logs.since(mark) or not errors.empty(), 30.0,
-                   f"{started!r} in the server's log")
+        wait_until(
+            lambda: started in server.logs.since(mark) or not errors.empty(), 30.0, f"{started!r} in the server's log"
+        )
         if started not in server.logs.since(mark):  # answered before the backend started: nothing to cancel
             error = errors.get()
             reason = error.message() if error is not None else "it answered before the backend started"
-            raise InferenceError(f"The request to {MODEL!r} failed before it could be cancelled: {reason}",
-                                 model=MODEL, reason=reason)
+            raise InferenceError(
+                f"The request to {MODEL!r} failed before it could be cancelled: {reason}", model=MODEL, reason=reason
+            )
         call.cancel()
         error = errors.get(timeout=30)
         done, total = _stopped(log_line(server, mark, "slowcount: cancelled after"))
@@ -208,8 +217,9 @@ def cancel_stream(server: TritonServer, length: int = 1000, delay_ms: int = 10, 
         done, total = _stopped(log_line(server, mark, "repeatcpp: cancelled after"))
     finally:
         client.close()
-    return Cancelled(decoupled_cpp.MODEL, f"read {after} responses, then stop_stream(cancel_requests=True)", done, total,
-                     "responses")
+    return Cancelled(
+        decoupled_cpp.MODEL, f"read {after} responses, then stop_stream(cancel_requests=True)", done, total, "responses"
+    )
 
 
 def run(server: TritonServer) -> Outcome:
@@ -218,6 +228,11 @@ def run(server: TritonServer) -> Outcome:
     decoupled_cpp.setup(server)
     plain, stream = cancel_midway(server), cancel_stream(server)
     after = count(server, 3) == 3 and decoupled_cpp.repeat(server, [1, 2]).ok
-    return Outcome(plain.stopped_early and stream.stopped_early and after,
-                   {"slow_count_stopped_early": plain.stopped_early, "repeat_cpp_stopped_early": stream.stopped_early,
-                    "serving_after": after})
+    return Outcome(
+        plain.stopped_early and stream.stopped_early and after,
+        {
+            "slow_count_stopped_early": plain.stopped_early,
+            "repeat_cpp_stopped_early": stream.stopped_early,
+            "serving_after": after,
+        },
+    )

@@ -28,7 +28,7 @@ from .outcome import Outcome
 MODEL = "metered"
 FAMILIES = ("lesson_requests", "lesson_rows", "lesson_batch_requests")
 
-SOURCE = '''import numpy as np
+SOURCE = """import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
@@ -55,13 +55,19 @@ class TritonPythonModel:
             self.rows.increment(x.shape[0])
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x + 1)]))
         return responses
-'''
+"""
 
-CONFIG = model_config(MODEL, "python", [("X", "FP32", [4])], [("Y", "FP32", [4])], max_batch_size=8,
-                      dynamic_batching={"max_queue_delay_microseconds": 2000})
+CONFIG = model_config(
+    MODEL,
+    "python",
+    [("X", "FP32", [4])],
+    [("Y", "FP32", [4])],
+    max_batch_size=8,
+    dynamic_batching={"max_queue_delay_microseconds": 2000},
+)
 
 CLASH_MODEL = "metered_gauge"
-CLASH_SOURCE = '''import triton_python_backend_utils as pb_utils
+CLASH_SOURCE = """import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
@@ -71,7 +77,7 @@ class TritonPythonModel:
 
     def execute(self, requests):
         return [pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "X")]) for r in requests]
-'''
+"""
 CLASH_CONFIG = model_config(CLASH_MODEL, "python", [("X", "FP32", [4])], [("X", "FP32", [4])])
 
 
@@ -122,7 +128,16 @@ def run(server: TritonServer) -> Outcome:
     after = read(server)
     gained = {name: after[name][1] - before.get(name, (None, 0.0))[1] for name in after}
     error = clash_error(server)
-    ok = (gained["lesson_requests"] == gained["nv_inference_request_success"] == 3 and gained["lesson_rows"] == 6
-          and after["lesson_batch_requests"] == ("gauge", 1.0) and error.registered_by == MODEL)
-    return Outcome(ok, {"gained": gained, "clash": {"metric": error.metric, "kind": error.kind,
-                                                    "registered_kind": error.registered_kind}})
+    ok = (
+        gained["lesson_requests"] == gained["nv_inference_request_success"] == 3
+        and gained["lesson_rows"] == 6
+        and after["lesson_batch_requests"] == ("gauge", 1.0)
+        and error.registered_by == MODEL
+    )
+    return Outcome(
+        ok,
+        {
+            "gained": gained,
+            "clash": {"metric": error.metric, "kind": error.kind, "registered_kind": error.registered_kind},
+        },
+    )

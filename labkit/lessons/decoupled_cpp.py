@@ -31,7 +31,8 @@ from .outcome import Outcome
 BACKEND = "repeatcpp"
 MODEL = "repeat_cpp"
 
-SOURCE = r"""// repeatcpp: decoupled. One response per element of IN (OUT = the element, IDX = its position),
+SOURCE = (
+    r"""// repeatcpp: decoupled. One response per element of IN (OUT = the element, IDX = its position),
 // DELAY_MS apart, then the final flag; it stops early when the client cancels the request.
 #include <chrono>
 #include <cstring>
@@ -42,7 +43,9 @@ SOURCE = r"""// repeatcpp: decoupled. One response per element of IN (OUT = the 
 
 #include "triton/core/tritonbackend.h"
 
-""" + LOG_HELPERS + r"""
+"""
+    + LOG_HELPERS
+    + r"""
 // The factory must be deleted on every path out of execute: a unique_ptr does it.
 struct FactoryDelete {
   void operator()(TRITONBACKEND_ResponseFactory* factory) const {
@@ -148,9 +151,11 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
   }
   return nullptr;  // every request was answered and released: nothing for Triton to fail
 }"""
+)
 
-CONFIG = model_config(MODEL, BACKEND, [("IN", "INT32", [-1]), ("DELAY_MS", "INT32", [1])],
-                      [("OUT", "INT32", [1]), ("IDX", "UINT32", [1])])
+CONFIG = model_config(
+    MODEL, BACKEND, [("IN", "INT32", [-1]), ("DELAY_MS", "INT32", [1])], [("OUT", "INT32", [1]), ("IDX", "UINT32", [1])]
+)
 CONFIG.model_transaction_policy.decoupled = True
 
 
@@ -167,12 +172,17 @@ def inputs(values: Sequence[int], delay_ms: int = 0) -> dict[str, np.ndarray]:
 def repeat(server: TritonServer, values: Sequence[int], delay_ms: int = 0) -> RepeatResult:
     """One request to repeat_cpp over a gRPC stream (``labkit.stream_infer``); its responses in order."""
     responses = stream_infer(server, MODEL, inputs(values, delay_ms))
-    return RepeatResult([int(v) for v in values], [int(r["OUT"][0]) for r in responses],
-                        [int(r["IDX"][0]) for r in responses], model=MODEL)
+    return RepeatResult(
+        [int(v) for v in values],
+        [int(r["OUT"][0]) for r in responses],
+        [int(r["IDX"][0]) for r in responses],
+        model=MODEL,
+    )
 
 
-def raw_stream(server: TritonServer, values: Sequence[int], delay_ms: int = 0, timeout_s: float = 30.0
-               ) -> list[tuple[dict[str, list[int]], bool]]:
+def raw_stream(
+    server: TritonServer, values: Sequence[int], delay_ms: int = 0, timeout_s: float = 30.0
+) -> list[tuple[dict[str, list[int]], bool]]:
     """One request over a tritonclient gRPC stream, asking for an empty final response: every response
     as (outputs, the parameter ``triton_final_response``), up to and including the final one."""
     import tritonclient.grpc as grpcclient

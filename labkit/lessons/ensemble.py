@@ -29,7 +29,7 @@ from .outcome import Outcome
 MODEL = "pipeline"
 STEPS = ("preprocess", "square")
 
-PRE_SOURCE = '''import numpy as np
+PRE_SOURCE = """import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
@@ -41,9 +41,9 @@ class TritonPythonModel:
             scaled = (raw / 255.0).astype(np.float32)
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("SCALED", scaled)]))
         return responses
-'''
+"""
 
-SQUARE_SOURCE = '''#include "labkit/backend.hpp"
+SQUARE_SOURCE = """#include "labkit/backend.hpp"
 
 LABKIT_MODEL_STATE(labkit::ModelState)
 
@@ -56,14 +56,19 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     batch.output("OUT0", t);
   });
 }
-'''
+"""
 
 PRE_CONFIG = model_config("preprocess", "python", [("RAW", "INT32", [4])], [("SCALED", "FP32", [4])])
 SQUARE_CONFIG = model_config("square", "square", [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])])
-CONFIG = ensemble_config(MODEL, [("RAW", "INT32", [4])], [("RESULT", "FP32", [4])], [
-    Step("preprocess", inputs={"RAW": "RAW"}, outputs={"SCALED": "scaled"}),
-    Step("square", inputs={"IN0": "scaled"}, outputs={"OUT0": "RESULT"}),
-])
+CONFIG = ensemble_config(
+    MODEL,
+    [("RAW", "INT32", [4])],
+    [("RESULT", "FP32", [4])],
+    [
+        Step("preprocess", inputs={"RAW": "RAW"}, outputs={"SCALED": "scaled"}),
+        Step("square", inputs={"IN0": "scaled"}, outputs={"OUT0": "RESULT"}),
+    ],
+)
 RAW = np.array([0, 51, 102, 255], dtype=np.int32)
 
 
@@ -121,7 +126,13 @@ def run(server: TritonServer) -> Outcome:
     timeline = record(server, requests=6)
     error = missing_step_error(server)
     counts = timeline.counts()
-    ok = (result.ok and timeline.agrees_with_statistics() and counts["every_request_ran_every_step"]
-          and error.step == 2 and error.refused_by == "labkit")
-    return Outcome(ok, {"answer_ok": result.ok, **timeline.summary(), "missing_step": error.step_model},
-                   timeline.figure())
+    ok = (
+        result.ok
+        and timeline.agrees_with_statistics()
+        and counts["every_request_ran_every_step"]
+        and error.step == 2
+        and error.refused_by == "labkit"
+    )
+    return Outcome(
+        ok, {"answer_ok": result.ok, **timeline.summary(), "missing_step": error.step_model}, timeline.figure()
+    )

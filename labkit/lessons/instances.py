@@ -31,7 +31,8 @@ BACKEND = "instances"
 MODEL = "two_instances"
 OUTPUTS = ("INSTANCE", "INSTANCE_COUNT", "MODEL_COUNT", "UNGUARDED_COUNT", "RUNNING")
 
-SOURCE = r"""// instances: one model, two instances (instance_group count 2). Each instance keeps a state of its own;
+SOURCE = (
+    r"""// instances: one model, two instances (instance_group count 2). Each instance keeps a state of its own;
 // the model's state is shared by both, and Triton runs their executes at the same time.
 #include <atomic>
 #include <chrono>
@@ -43,7 +44,9 @@ SOURCE = r"""// instances: one model, two instances (instance_group count 2). Ea
 
 #include "triton/core/tritonbackend.h"
 
-""" + LOG_HELPERS + r"""
+"""
+    + LOG_HELPERS
+    + r"""
 // One per model, shared by its instances: two threads may use it at once, so changes go under the mutex.
 struct ModelState {
   std::mutex mutex;
@@ -200,9 +203,11 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
   }
   return nullptr;
 }"""
+)
 
-CONFIG = model_config(MODEL, BACKEND, [("WORK_MS", "INT32", [1])], [(name, "INT64", [1]) for name in OUTPUTS],
-                      instances=2)
+CONFIG = model_config(
+    MODEL, BACKEND, [("WORK_MS", "INT32", [1])], [(name, "INT64", [1]) for name in OUTPUTS], instances=2
+)
 
 
 def setup(server: TritonServer, source: str = SOURCE) -> None:
@@ -237,8 +242,10 @@ class BusyResult:
     def instance_counts_ok(self) -> bool:
         """Each instance counted 1, 2, ..., n without a gap or a repeat, and the n add up to the requests."""
         counts = self.counts()
-        return (all(values == list(range(1, len(values) + 1)) for values in counts.values())
-                and sum(len(values) for values in counts.values()) == self.requests)
+        return (
+            all(values == list(range(1, len(values) + 1)) for values in counts.values())
+            and sum(len(values) for values in counts.values()) == self.requests
+        )
 
     @property
     def model_count_ok(self) -> bool:
@@ -255,20 +262,31 @@ class BusyResult:
 
     @property
     def ok(self) -> bool:
-        return (len(self.counts()) == 2 and self.instance_counts_ok and self.model_count_ok
-                and self.most_running == 2 and self.unguarded_total < self.requests)
+        return (
+            len(self.counts()) == 2
+            and self.instance_counts_ok
+            and self.model_count_ok
+            and self.most_running == 2
+            and self.unguarded_total < self.requests
+        )
 
     def __repr__(self) -> str:
         counts = self.counts()
         lines = [
             f"{self.requests} requests from {self.clients} clients at once, {self.work_ms} ms of work each",
-            (f"answered by instances {sorted(counts)}; each one's own count ran 1, 2, ... without a gap: "
-             f"{self.instance_counts_ok}, together {sum(len(v) for v in counts.values())}"),
+            (
+                f"answered by instances {sorted(counts)}; each one's own count ran 1, 2, ... without a gap: "
+                f"{self.instance_counts_ok}, together {sum(len(v) for v in counts.values())}"
+            ),
             f"executes running at the same time, at most: {self.most_running}",
-            (f"model state, counter under the mutex: every request a number of its own, 1 to {self.requests}: "
-             f"{self.model_count_ok}"),
-            (f"model state, read-work-write without the mutex: ended below {self.requests} (updates lost): "
-             f"{self.unguarded_total < self.requests}"),
+            (
+                f"model state, counter under the mutex: every request a number of its own, 1 to {self.requests}: "
+                f"{self.model_count_ok}"
+            ),
+            (
+                f"model state, read-work-write without the mutex: ended below {self.requests} (updates lost): "
+                f"{self.unguarded_total < self.requests}"
+            ),
         ]
         return "\n".join(lines)
 
@@ -323,6 +341,13 @@ def run(server: TritonServer) -> Outcome:
     """Two instances, each with its own count; the model's count right only under the mutex."""
     setup(server)
     result = busy(server, requests=32, clients=4, work_ms=10)
-    return Outcome(result.ok, {"instances": len(result.counts()), "most_running": result.most_running,
-                               "model_count_ok": result.model_count_ok, "instance_counts_ok": result.instance_counts_ok,
-                               "unguarded_lost": result.requests - result.unguarded_total})
+    return Outcome(
+        result.ok,
+        {
+            "instances": len(result.counts()),
+            "most_running": result.most_running,
+            "model_count_ok": result.model_count_ok,
+            "instance_counts_ok": result.instance_counts_ok,
+            "unguarded_lost": result.requests - result.unguarded_total,
+        },
+    )

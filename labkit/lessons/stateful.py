@@ -72,15 +72,24 @@ class Interleaved:
         return "\n".join(lines)
 
 
-def interleave(server: TritonServer, model: str, sequences: Mapping[int, Sequence[int]], protocol: str = "http") -> Interleaved:
+def interleave(
+    server: TritonServer, model: str, sequences: Mapping[int, Sequence[int]], protocol: str = "http"
+) -> Interleaved:
     """Send ``sequences`` (id -> values) round-robin with labkit.infer: step 0 of each, then step 1, ..."""
     sent = {sid: list(values) for sid, values in sequences.items()}
     sums: dict[int, list[int]] = {sid: [] for sid in sent}
     for step in range(max(map(len, sent.values()))):
         for sid, values in sent.items():
             if step < len(values):
-                out = infer(server, model, {"INPUT": np.array([[values[step]]], np.int32)}, protocol=protocol,
-                            sequence_id=sid, sequence_start=step == 0, sequence_end=step == len(values) - 1)
+                out = infer(
+                    server,
+                    model,
+                    {"INPUT": np.array([[values[step]]], np.int32)},
+                    protocol=protocol,
+                    sequence_id=sid,
+                    sequence_start=step == 0,
+                    sequence_end=step == len(values) - 1,
+                )
                 sums[sid].append(int(out["OUTPUT"][0, 0]))
     return Interleaved(model, protocol, sent, sums)
 
@@ -105,34 +114,59 @@ class Slots:
         """Every request answered and traced under its own sequence, one step per execution, and no more slots
         in use than sequences sent at a time."""
         steps = Counter(r.sequence for r in self.timeline.requests)
-        one_step_each = all(len([s for s in row["slots"] if s]) == len({s for s in row["slots"] if s})
-                            for row in sequence_slots(self.timeline))
-        return (self.errors == 0 and one_step_each and self.slots_used <= self.concurrency
-                and steps == Counter({str(sid): self.length for sid in range(1, self.sequences + 1)}))
+        one_step_each = all(
+            len([s for s in row["slots"] if s]) == len({s for s in row["slots"] if s})
+            for row in sequence_slots(self.timeline)
+        )
+        return (
+            self.errors == 0
+            and one_step_each
+            and self.slots_used <= self.concurrency
+            and steps == Counter({str(sid): self.length for sid in range(1, self.sequences + 1)})
+        )
 
     def __str__(self) -> str:
-        return (f"{self.timeline.model}: {self.sequences} sequences of {self.length} requests, {self.concurrency} at a "
-                f"time, {self.errors} errors; every request traced under its sequence, at most {self.concurrency} "
-                f"slots in use: {self.ok}")
+        return (
+            f"{self.timeline.model}: {self.sequences} sequences of {self.length} requests, {self.concurrency} at a "
+            f"time, {self.errors} errors; every request traced under its sequence, at most {self.concurrency} "
+            f"slots in use: {self.ok}"
+        )
 
     def picture(self) -> Picture:
         return plot_sequence_slots(self.timeline)
 
 
-def slots(server: TritonServer, model: str, *, concurrency: int = 4, length: int = 6, sequences: int = 6,
-          protocol: str = "grpc") -> Slots:
+def slots(
+    server: TritonServer,
+    model: str,
+    *,
+    concurrency: int = 4,
+    length: int = 6,
+    sequences: int = 6,
+    protocol: str = "grpc",
+) -> Slots:
     """Run ``sequences`` sequences (ids 1, 2, ...) of ``length`` requests, ``concurrency`` at a time, under a timeline."""
     with timeline(server, model) as tl:
-        result = run_sequences(server, model, lambda sid, step: {"INPUT": np.array([[sid]], np.int32)},
-                               concurrency=concurrency, length=length, sequences=sequences, protocol=protocol)
+        result = run_sequences(
+            server,
+            model,
+            lambda sid, step: {"INPUT": np.array([[sid]], np.int32)},
+            concurrency=concurrency,
+            length=length,
+            sequences=sequences,
+            protocol=protocol,
+        )
     return Slots(tl, sequences, length, concurrency, len(result.errors))
 
 
 def run(server: TritonServer) -> Outcome:
     """Both models keep interleaved sequences apart, over HTTP and gRPC, and under concurrent load."""
     setup(server)
-    checks = {f"{model} {protocol}": interleave(server, model, {1: [3, 4, 5], 2: [10, -10, 7]}, protocol).ok
-              for model in MODELS for protocol in ("http", "grpc")}
+    checks = {
+        f"{model} {protocol}": interleave(server, model, {1: [3, 4, 5], 2: [10, -10, 7]}, protocol).ok
+        for model in MODELS
+        for protocol in ("http", "grpc")
+    }
     load = slots(server, CPP_MODEL)
     checks["slots"] = load.ok
     return Outcome(all(checks.values()), checks, load.picture().figure)

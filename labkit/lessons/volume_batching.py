@@ -182,8 +182,9 @@ def burst(server: TritonServer, model: str, requests: int = 48, concurrency: int
     inputs = reference.sample_inputs(model, server=server)
     result = run_load(server, model, inputs, requests=requests, concurrency=concurrency)
     if result.errors:
-        raise InferenceError(f"{len(result.errors)} of {requests} requests to {model!r} failed: {result.errors[0].message}",
-                             model=model)
+        raise InferenceError(
+            f"{len(result.errors)} of {requests} requests to {model!r} failed: {result.errors[0].message}", model=model
+        )
     return model_stats(server, model, settle=True).since(before)
 
 
@@ -245,8 +246,12 @@ def compare(
 def run(server: TritonServer) -> Outcome:
     """The same burst on both models: the cap holds, and without it Triton forms bigger batches."""
     result = compare(server)
-    return Outcome(result.ok, {
-        "limit_bytes": result.max_bytes,
-        "largest_batch_capped": result.volume.max_batch_size_seen,
-        "largest_batch_default": result.default.max_batch_size_seen,
-    }, result.figure())
+    return Outcome(
+        result.ok,
+        {
+            "limit_bytes": result.max_bytes,
+            "largest_batch_capped": result.volume.max_batch_size_seen,
+            "largest_batch_default": result.default.max_batch_size_seen,
+        },
+        result.figure(),
+    )

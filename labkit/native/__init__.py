@@ -10,7 +10,14 @@ from .export import build_project, export_backend
 from .toolchain import LocalToolchain, Toolchain
 
 __all__ = [
-    "Build", "CMakeBuild", "LocalToolchain", "Toolchain", "build_backend", "build_cmake", "build_project", "export_backend",
+    "Build",
+    "CMakeBuild",
+    "LocalToolchain",
+    "Toolchain",
+    "build_backend",
+    "build_cmake",
+    "build_project",
+    "export_backend",
     "official_headers",
     "reference_source",
 ]

@@ -38,8 +38,11 @@ REQUIRED_ENTRY_POINT = "TRITONBACKEND_ModelInstanceExecute"
 #: A batching-strategy library (loaded from a model's TRITON_BATCH_STRATEGY_PATH) exports these five
 #: instead: Triton uses the strategy only if it finds them all.
 BATCH_ENTRY_POINTS = (
-    "TRITONBACKEND_ModelBatcherInitialize", "TRITONBACKEND_ModelBatcherFinalize", "TRITONBACKEND_ModelBatchInitialize",
-    "TRITONBACKEND_ModelBatchIncludeRequest", "TRITONBACKEND_ModelBatchFinalize",
+    "TRITONBACKEND_ModelBatcherInitialize",
+    "TRITONBACKEND_ModelBatcherFinalize",
+    "TRITONBACKEND_ModelBatchInitialize",
+    "TRITONBACKEND_ModelBatchIncludeRequest",
+    "TRITONBACKEND_ModelBatchFinalize",
 )
 _KEEP_BUILDS = 5  # per backend name; older ones are removed from the cache
 
@@ -88,8 +91,11 @@ def official_headers(include_dir: str | Path | None = None) -> Path:
     if include_dir is not None:
         path = Path(include_dir)
         if not (path / "triton" / "core" / "tritonbackend.h").exists():
-            raise SetupError(f"{path} holds no triton/core/tritonbackend.h; give the folder that contains triton/.",
-                             missing=str(path / "triton" / "core" / "tritonbackend.h"), reason="no such file")
+            raise SetupError(
+                f"{path} holds no triton/core/tritonbackend.h; give the folder that contains triton/.",
+                missing=str(path / "triton" / "core" / "tritonbackend.h"),
+                reason="no such file",
+            )
         return path
     return triton_sources.source("core") / "include"
 
@@ -177,8 +183,13 @@ def build_backend(
             )
         extra_includes, headers = image_headers + extra_includes, None
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
-    flags = (CXXFLAGS + (DEBUG if debug else OPTIMIZED) + list(extra_flags or []) + defines_.compiler_flags(defines)
-             + cuda_build.host_flags(kit))
+    flags = (
+        CXXFLAGS
+        + (DEBUG if debug else OPTIMIZED)
+        + list(extra_flags or [])
+        + defines_.compiler_flags(defines)
+        + cuda_build.host_flags(kit)
+    )
     official_mode = any(official.uses_official_headers(text) for text in sources.texts())
     # A source may use labkit's helper layer and Triton's utilities together: then labkit's headers come
     # after Triton's, so every `triton/core/...` include finds Triton's own declarations, and the helpers
@@ -192,9 +203,16 @@ def build_backend(
     else:
         host_includes, linked = [*api, INCLUDE_DIR, json_include()], [SRC_DIR]
     key = digest(
-        [backend.encode(), *sources.digest_parts(), " ".join(flags).encode(), toolchain.version().encode(),
-         toolchain.cache_key(), " ".join(extra_includes).encode(), " ".join(required or ("auto",)).encode(),
-         cuda_build.key(kit, debug)]
+        [
+            backend.encode(),
+            *sources.digest_parts(),
+            " ".join(flags).encode(),
+            toolchain.version().encode(),
+            toolchain.cache_key(),
+            " ".join(extra_includes).encode(),
+            " ".join(required or ("auto",)).encode(),
+            cuda_build.key(kit, debug),
+        ]
         + [folder_digest(src).encode() for src in linked]  # the helpers or utilities linked in
         + [folder_digest(inc).encode() for inc in host_includes]  # labkit's, Triton's and nlohmann's headers
         # include folders given as the compiler sees them: their contents when this machine sees them too
@@ -222,8 +240,11 @@ def build_backend(
         partial = folder / f".libtriton_{backend}.so.partial"
         include = "-isystem" if official_mode else "-I"
         staged = [f"-I{toolchain.path(folder / STAGED)}"] if sources.files else []
-        includes = [*(f"-I{p}" for p in extra_includes), *staged,
-                    *(f"{include}{toolchain.include(p)}" for p in host_includes)]
+        includes = [
+            *(f"-I{p}" for p in extra_includes),
+            *staged,
+            *(f"{include}{toolchain.include(p)}" for p in host_includes),
+        ]
         compiled = [src.with_name(f"{backend}.o" if src.parent == folder else f"{src.name}.o") for src in units]
 
         def compile_unit(src: Path, obj: Path) -> tuple[int, str]:
@@ -233,17 +254,29 @@ def build_backend(
             # TRITONBACKEND_*.
             own = flags if LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
             if cuda_build.by_nvcc(kit, src, folder):
-                return toolchain.run(cuda_build.nvcc_argv(kit, debug, includes, toolchain.path(src), toolchain.path(obj)), folder)
+                return toolchain.run(
+                    cuda_build.nvcc_argv(kit, debug, includes, toolchain.path(src), toolchain.path(obj)), folder
+                )
             return toolchain.run(["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder)
 
         with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
             results = list(pool.map(compile_unit, units, compiled))
         code, messages = next(((c, m) for c, m in results if c != 0), (0, ""))
         if code == 0:  # linked without the server library: its symbols resolve from the running server
-            linking = [*(toolchain.path(o) for o in compiled), *(toolchain.path(o) for o in objects),
-                       *(kit.link_args() if kit else [])]
-            argv = ["c++", *flags, "-shared", f"-Wl,--version-script={toolchain.path(exports)}", *linking,
-                    "-o", toolchain.path(partial)]
+            linking = [
+                *(toolchain.path(o) for o in compiled),
+                *(toolchain.path(o) for o in objects),
+                *(kit.link_args() if kit else []),
+            ]
+            argv = [
+                "c++",
+                *flags,
+                "-shared",
+                f"-Wl,--version-script={toolchain.path(exports)}",
+                *linking,
+                "-o",
+                toolchain.path(partial),
+            ]
             code, messages = toolchain.run(argv, folder)
         src = toolchain.path(folder / f"{backend}.cc")
         if code != 0:
@@ -252,7 +285,11 @@ def build_backend(
             raise BuildError(
                 f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
                 f"(line numbers are those of your source):\n{output}",
-                backend=backend, compiler_output=output, file=place.file, line=place.line, flag=place.flag,
+                backend=backend,
+                compiler_output=output,
+                file=place.file,
+                line=place.line,
+                flag=place.flag,
             )
         _check_symbols(backend, partial, toolchain, required)
         _check_defined(backend, toolchain, flags, linking, folder, src)
@@ -284,9 +321,10 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
             why += f" (as a batching strategy it would need all five TRITONBACKEND_ModelBatch* functions; it lacks {lacking})"
         raise BuildError(
             f"Backend {backend!r} compiled but does not export {', '.join(missing)}{why}; it was not loaded. "
-            f"Define it in your source, with \"labkit/backend.hpp\" "
+            f'Define it in your source, with "labkit/backend.hpp" '
             f"included (it declares the entry points exported) or marked LABKIT_EXPORT.",
-            backend=backend, missing_exports=missing,
+            backend=backend,
+            missing_exports=missing,
         )
     available = server_exports(toolchain)
     unknown = sorted(s for s in undefined if s.startswith("TRITON") and available is not None and s not in available)
@@ -295,7 +333,8 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
             f"Backend {backend!r} calls {', '.join(unknown)}, which Triton 23.12 does not have; it was not loaded. "
             f"Headers newer than r23.12 declare functions this server lacks: build with labkit's own headers "
             f"(the default) or Triton's r23.12 ones, and do without these calls.",
-            backend=backend, unavailable=unknown,
+            backend=backend,
+            unavailable=unknown,
         )
 
 
@@ -304,7 +343,9 @@ LABKIT_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]labkit/', re.MULTIL
 _UNDEFINED = re.compile(r"undefined reference to [`']([^']+)'")
 
 
-def _check_defined(backend: str, toolchain: Toolchain, flags: list[str], linking: list[str], folder: Path, src: str) -> None:
+def _check_defined(
+    backend: str, toolchain: Toolchain, flags: list[str], linking: list[str], folder: Path, src: str
+) -> None:
     """Link once more, with ``--no-undefined`` against the server library (the kept library does not
     need it): a function that neither the backend, its libraries nor Triton defines fails here, with
     the line that calls it, not at Triton's dlopen. Skipped where the server library is not at hand."""
@@ -313,7 +354,8 @@ def _check_defined(backend: str, toolchain: Toolchain, flags: list[str], linking
         return
     check = folder / ".no-undefined-check.so"
     code, messages = toolchain.run(
-        ["c++", *flags, "-shared", *linking, "-Wl,--no-undefined", server, "-o", toolchain.path(check)], folder)
+        ["c++", *flags, "-shared", *linking, "-Wl,--no-undefined", server, "-o", toolchain.path(check)], folder
+    )
     check.unlink(missing_ok=True)
     names = sorted(set(_UNDEFINED.findall(messages)))
     if code != 0 and names:  # any other failure of this second link is not the backend's to answer for
@@ -322,7 +364,9 @@ def _check_defined(backend: str, toolchain: Toolchain, flags: list[str], linking
         raise BuildError(
             f"Backend {backend!r} calls {', '.join(names)}, which nothing defines (not the backend, its libraries, "
             f"nor Triton 23.12); it was not loaded. Linker messages:\n{output}",
-            backend=backend, compiler_output=output, undefined=names,
+            backend=backend,
+            compiler_output=output,
+            undefined=names,
         )
 
 
@@ -335,7 +379,9 @@ def latest_build(backend: str, toolchain: Toolchain | None = None) -> Build | No
     """The build of ``backend`` used last (built, or answered from the cache) in the toolchain's cache, or None."""
     toolchain = toolchain or LocalToolchain()
     folder = toolchain.cache_root / check_name(backend, "backend")
-    libraries = sorted(folder.glob(f"*/libtriton_{backend}.so"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+    libraries = (
+        sorted(folder.glob(f"*/libtriton_{backend}.so"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+    )
     if not libraries:
         return None
     return Build(backend, libraries[-1], libraries[-1].parent.name, 0.0, True)

@@ -147,8 +147,10 @@ def _server_link(toolchain: LocalToolchain) -> Path | None:
 def _settings(toolchain: LocalToolchain, given: dict[str, str], debug: bool) -> dict[str, str]:
     """labkit's cache entries for a configure; ``given`` (a person's defines) replaces any of them."""
     stand_ins = _stand_ins()
-    settings = {f"FETCHCONTENT_SOURCE_DIR_REPO-{repo.upper()}": str(triton_sources.tree(repo))
-                for repo in ("core", "common", "backend")}
+    settings = {
+        f"FETCHCONTENT_SOURCE_DIR_REPO-{repo.upper()}": str(triton_sources.tree(repo))
+        for repo in ("core", "common", "backend")
+    }
     settings |= {
         "FETCHCONTENT_SOURCE_DIR_GOOGLETEST": str(stand_ins / "googletest"),
         "RapidJSON_DIR": str(stand_ins / "rapidjson"),
@@ -171,38 +173,64 @@ def _settings(toolchain: LocalToolchain, given: dict[str, str], debug: bool) -> 
 def _project_digest(project: Path) -> str:
     """A hash of the project's files (names and contents), without .git and CMake build folders in it."""
     builds = {p.parent for p in project.rglob("CMakeCache.txt")}
-    files = sorted(p for p in project.rglob("*") if p.is_file() and not _SKIPPED & set(p.relative_to(project).parts)
-                   and not any(p.is_relative_to(b) for b in builds))
+    files = sorted(
+        p
+        for p in project.rglob("*")
+        if p.is_file()
+        and not _SKIPPED & set(p.relative_to(project).parts)
+        and not any(p.is_relative_to(b) for b in builds)
+    )
     return digest([p.relative_to(project).as_posix().encode() + b"\0" + p.read_bytes() for p in files])
 
 
 def _run(argv: list[str], cwd: Path) -> tuple[int, str]:
     try:
-        proc = subprocess.run(argv, check=False, capture_output=True, text=True, cwd=cwd, env={**os.environ, **COMPILER_ENV})
+        proc = subprocess.run(
+            argv, check=False, capture_output=True, text=True, cwd=cwd, env={**os.environ, **COMPILER_ENV}
+        )
     except OSError as exc:
-        raise SetupError(f"Could not run {argv[0]}: {exc}. `pip install cmake ninja` (labkit's environment has them).",
-                         missing=argv[0], reason="does not run") from None
+        raise SetupError(
+            f"Could not run {argv[0]}: {exc}. `pip install cmake ninja` (labkit's environment has them).",
+            missing=argv[0],
+            reason="does not run",
+        ) from None
     return proc.returncode, proc.stdout + proc.stderr
 
 
 def _forced_tags(given: dict[str, str]) -> None:
     for entry, value in given.items():
         if defines_.name_of(entry) in TAGS and value != TAG:
-            raise ConfigError(f"labkit builds against Triton 23.12's repositories, so {defines_.name_of(entry)} is {TAG}; "
-                              f"leave it out (a backend built at {value!r} may need an API 23.12 lacks).",
-                              field="define", value=f"{entry}={value}", valid=[TAG])
+            raise ConfigError(
+                f"labkit builds against Triton 23.12's repositories, so {defines_.name_of(entry)} is {TAG}; "
+                f"leave it out (a backend built at {value!r} may need an API 23.12 lacks).",
+                field="define",
+                value=f"{entry}={value}",
+                valid=[TAG],
+            )
 
 
 def _warn_retagged(project: Path, retagged: dict[str, str]) -> None:
     for value in sorted(set(retagged.values())):
         names = ", ".join(name for name, own in retagged.items() if own == value)
         why = " (at 'main' it would have backend API 1.19, which Triton 23.12 refuses)" if value == "main" else ""
-        print(f"labkit: warning: {project.name}/CMakeLists.txt sets {names} to {value!r}; labkit builds it at "
-              f"{TAG}{why}.", file=sys.stderr, flush=True)
+        print(
+            f"labkit: warning: {project.name}/CMakeLists.txt sets {names} to {value!r}; labkit builds it at "
+            f"{TAG}{why}.",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
-def build_cmake(backend: str, project: str | Path, *, defines: defines_.Defines = None, debug: bool = False,
-                progress: bool = True, cache: Path | None = None, toolchain: LocalToolchain | None = None) -> CMakeBuild:
+def build_cmake(
+    backend: str,
+    project: str | Path,
+    *,
+    defines: defines_.Defines = None,
+    debug: bool = False,
+    progress: bool = True,
+    cache: Path | None = None,
+    toolchain: LocalToolchain | None = None,
+) -> CMakeBuild:
     """Configure and build the CMake project in ``project`` into ``libtriton_<backend>.so`` (see the module's doc).
 
     ``defines``: "NAME=VALUE" texts or a mapping, passed as ``-DNAME=VALUE`` (e.g. TRITON_ENABLE_METRICS=OFF,
@@ -213,9 +241,12 @@ def build_cmake(backend: str, project: str | Path, *, defines: defines_.Defines 
     check_name(backend, "backend")
     project = Path(project).expanduser().resolve()
     if not is_project(project):
-        raise SetupError(f"{project} holds no CMakeLists.txt; give the folder of the backend's CMake project "
-                         f"(the repository's root), or its sources' folder for a build without CMake.",
-                         missing=str(project / "CMakeLists.txt"), reason="no such file")
+        raise SetupError(
+            f"{project} holds no CMakeLists.txt; give the folder of the backend's CMake project "
+            f"(the repository's root), or its sources' folder for a build without CMake.",
+            missing=str(project / "CMakeLists.txt"),
+            reason="no such file",
+        )
     toolchain = toolchain or LocalToolchain()
     given = defines_.parse(defines)
     _forced_tags(given)
@@ -225,12 +256,21 @@ def build_cmake(backend: str, project: str | Path, *, defines: defines_.Defines 
     # What the library depends on: the person's defines and labkit's choices among the options (paths are
     # covered by the digests of what they hold).
     configured = {name: settings[name] for name in (*TAGS, "TRITON_ENABLE_GPU") if name in settings} | given
-    key = digest([b"cmake", backend.encode(), _project_digest(project).encode(),
-                  "\0".join(f"{n}={v}" for n, v in sorted(configured.items())).encode(),
-                  b"debug" if debug else b"", toolchain.version().encode(), _run([cmake, "--version"], project)[1].encode(),
-                  GOOGLETEST.encode(), RAPIDJSON.encode(),
-                  *(folder_digest(triton_sources.tree(repo)).encode() for repo in ("core", "common", "backend")),
-                  folder_digest(official.rapidjson_include()).encode()])
+    key = digest(
+        [
+            b"cmake",
+            backend.encode(),
+            _project_digest(project).encode(),
+            "\0".join(f"{n}={v}" for n, v in sorted(configured.items())).encode(),
+            b"debug" if debug else b"",
+            toolchain.version().encode(),
+            _run([cmake, "--version"], project)[1].encode(),
+            GOOGLETEST.encode(),
+            RAPIDJSON.encode(),
+            *(folder_digest(triton_sources.tree(repo)).encode() for repo in ("core", "common", "backend")),
+            folder_digest(official.rapidjson_include()).encode(),
+        ]
+    )
     folder = (cache or toolchain.cache_root) / ".cmake" / backend / key[:16]
     library = folder / f"libtriton_{backend}.so"
     result = CMakeBuild(backend, library, key, 0.0, True, project, configured, retagged)
@@ -276,7 +316,12 @@ def _configure_and_build(backend: str, project: Path, work: Path, cmake: str, se
         raise BuildError(
             f"CMake could not configure {project.name}{where}; nothing was built. Fix the project or change an option "
             f"with --define NAME=VALUE. The command was:\n  {shlex.join(argv)}\nCMake's messages:\n{output.strip()[-4000:]}",
-            backend=backend, compiler_output=output, file=place.file, line=place.line, command=shlex.join(argv))
+            backend=backend,
+            compiler_output=output,
+            file=place.file,
+            line=place.line,
+            command=shlex.join(argv),
+        )
     ninja = settings["CMAKE_MAKE_PROGRAM"]
     code, listing = _run([ninja, "-C", str(work), "-t", "targets", "all"], project)
     wanted = f"libtriton_{backend}.so"
@@ -286,15 +331,24 @@ def _configure_and_build(backend: str, project: Path, work: Path, cmake: str, se
         others = sorted({Path(out).name for out in outputs if re.fullmatch(r"libtriton_\w+\.so", Path(out).name)})
         raise BuildError(
             f"{project.name} builds no {wanted} (Triton loads backend {backend!r} from that file); it builds "
-            f"{', '.join(others) or 'no libtriton_*.so'}: name the backend after its library.", backend=backend,
-            file="CMakeLists.txt")
+            f"{', '.join(others) or 'no libtriton_*.so'}: name the backend after its library.",
+            backend=backend,
+            file="CMakeLists.txt",
+        )
     build = [ninja, "-C", str(work), found[0]]
     code, output = _run(build, project)
     if code != 0:  # the step Ninja names as failed, else the build itself
         place = compile_error(output, project)
         place = replace(place, command=place.command or shlex.join(build))
-        raise BuildError(_compile_failure(project, place, output), backend=backend, compiler_output=output, file=place.file,
-                         line=place.line, command=place.command, flag=place.flag)
+        raise BuildError(
+            _compile_failure(project, place, output),
+            backend=backend,
+            compiler_output=output,
+            file=place.file,
+            line=place.line,
+            command=place.command,
+            flag=place.flag,
+        )
     return found[0]
 
 
@@ -304,7 +358,9 @@ def _compile_failure(project: Path, place: Place, output: str) -> str:
     if place.flag:
         option = place.flag.removeprefix("-W")
         variable = "CMAKE_C_FLAGS" if place.file.endswith(".c") else "CMAKE_CXX_FLAGS"
-        return (f"{project.name} did not compile{where}: its own -Werror made the warning {place.flag} an error. labkit "
-                f"leaves the project's flags as they are: fix the code, or pass --define {variable}=-Wno-error={option} "
-                f"to build it with that warning shown. {shown}")
+        return (
+            f"{project.name} did not compile{where}: its own -Werror made the warning {place.flag} an error. labkit "
+            f"leaves the project's flags as they are: fix the code, or pass --define {variable}=-Wno-error={option} "
+            f"to build it with that warning shown. {shown}"
+        )
     return f"{project.name} did not compile{where}; nothing was built. {shown}"

@@ -18,7 +18,9 @@ from .symbols import SourceLine, backend_of, locate
 
 _CRASH = re.compile(r"^labkit-crash: signal (?P<number>\d+) (?P<name>\w+)", re.M)
 _FRAME = re.compile(r"^labkit-frame: (?P<kind>pc|ret) (?P<library>.+)\+0x(?P<offset>[0-9a-f]+)$", re.M)
-_THROWN = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'(?:\s*\n\s*what\(\):\s*(?P<what>[^\n]*))?")
+_THROWN = re.compile(
+    r"terminate called after throwing an instance of '(?P<type>[^']+)'(?:\s*\n\s*what\(\):\s*(?P<what>[^\n]*))?"
+)
 _SHOWN = 8  # frames in a report: enough to see the path from the entry point to the fault
 
 
@@ -79,7 +81,7 @@ def read(log: str, host_path: Callable[[str], str] = str) -> Crash | None:
     if not starts:
         return None
     start = starts[-1]
-    block = log[start.end():]
+    block = log[start.end() :]
     frames = []
     for match in _FRAME.finditer(block):
         frames.append(CrashFrame(match["library"], int(match["offset"], 16), match["kind"] == "ret"))

@@ -36,8 +36,11 @@ def parse(given: Defines) -> dict[str, str]:
     for item in items:
         found = _CMAKE.match(str(item))
         if found is None:
-            raise ConfigError(f"--define takes NAME=VALUE (e.g. TRITON_ENABLE_METRICS=OFF), not {item!r}.",
-                              field="define", value=str(item))
+            raise ConfigError(
+                f"--define takes NAME=VALUE (e.g. TRITON_ENABLE_METRICS=OFF), not {item!r}.",
+                field="define",
+                value=str(item),
+            )
         parsed[found.group(1) + (found.group(2) or "")] = found.group(3)
     return parsed
 
@@ -47,8 +50,12 @@ def compiler_flags(given: Defines) -> list[str]:
     flags = []
     for name, value in parse(given).items():
         if not _MACRO.match(name):
-            raise ConfigError(f"{name!r} is not a macro name for the compiler (letters, digits and _, not first a "
-                              f"digit); a source build defines macros.", field="define", value=name)
+            raise ConfigError(
+                f"{name!r} is not a macro name for the compiler (letters, digits and _, not first a "
+                f"digit); a source build defines macros.",
+                field="define",
+                value=name,
+            )
         flags.append(f"-D{name}={value}")
     return flags
 

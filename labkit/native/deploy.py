@@ -90,8 +90,11 @@ def _free_version(into: Target, model: str, library_name: str) -> int:
     opened = opened_libraries(into)
     folder = into.repository.model_dir(model)
     versions = into.repository.versions(model)
-    if versions and not (folder / str(versions[-1]) / library_name).exists() \
-            and str(folder / str(versions[-1]) / library_name) not in opened:
+    if (
+        versions
+        and not (folder / str(versions[-1]) / library_name).exists()
+        and str(folder / str(versions[-1]) / library_name) not in opened
+    ):
         return versions[-1]
     version = max(versions, default=0) + 1
     while str(folder / str(version) / library_name) in opened:
@@ -121,8 +124,9 @@ def load_models(into: Target, models: list[str]) -> None:
             into.load(model)
 
 
-def attach_batch_strategy(repository: ModelRepository, model: str, strategy: Build,
-                          parameters: dict[str, str] | None = None) -> Path:
+def attach_batch_strategy(
+    repository: ModelRepository, model: str, strategy: Build, parameters: dict[str, str] | None = None
+) -> Path:
     """Put a batching-strategy library (a build exporting the five TRITONBACKEND_ModelBatch* functions)
     where Triton 23.12 looks for it: copied into ``model``'s folder under a name holding the build's
     digest (Triton never closes a library it opened, so a rebuild needs a path of its own), and named in
@@ -134,7 +138,10 @@ def attach_batch_strategy(repository: ModelRepository, model: str, strategy: Bui
         raise ConfigError(
             f"Model {model!r} has no dynamic_batching, and Triton consults a batching strategy only while it "
             f"forms dynamic batches; add dynamic_batching {{ }} to its config first.",
-            field="dynamic_batching", lacks=["dynamic_batching"], source=model)
+            field="dynamic_batching",
+            lacks=["dynamic_batching"],
+            source=model,
+        )
     target = repository.model_dir(model) / f"{strategy.backend}-{strategy.digest[:16]}.so"
     if not target.exists():
         shutil.copy2(strategy.library, target)

@@ -54,9 +54,9 @@ def cmake_error(output: str, project: Path, cmake_modules: Path) -> Place:
         if not found:
             continue
         frames = [(found.group(1), found.group(2))]
-        stack = lines[index + 1:]
+        stack = lines[index + 1 :]
         if "Call Stack (most recent call first):" in stack[:40]:
-            for frame_line in stack[stack.index("Call Stack (most recent call first):") + 1:]:
+            for frame_line in stack[stack.index("Call Stack (most recent call first):") + 1 :]:
                 frame = _CMAKE_FRAME.match(frame_line)
                 if not frame:
                     break
@@ -84,7 +84,13 @@ def compile_error(output: str, project: Path) -> Place:
         file, number = found.group(1), int(found.group(2))
         if not _inside(file, project):  # the innermost of the project's inlined frames, else its include line
             above = lines[since:index]
-            inlined = [m for text in above if "inlined from" in text for m in _PLACE.finditer(text) if _inside(m.group(1), project)]
+            inlined = [
+                m
+                for text in above
+                if "inlined from" in text
+                for m in _PLACE.finditer(text)
+                if _inside(m.group(1), project)
+            ]
             included = [m for text in above for m in _PLACE.finditer(text) if _inside(m.group(1), project)]
             if inlined or included:
                 chosen = inlined[0] if inlined else included[-1]

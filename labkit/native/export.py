@@ -39,8 +39,12 @@ _tool = build_tool  # its name here before labkit.native.toolchain held it (test
 TEMPLATES = Path(__file__).resolve().parent / "project"
 
 
-def _sources(backend: str, source: str | Path | Iterable[str | Path] | None, toolchain: Toolchain | None,
-             build: Build | None = None) -> Sources:
+def _sources(
+    backend: str,
+    source: str | Path | Iterable[str | Path] | None,
+    toolchain: Toolchain | None,
+    build: Build | None = None,
+) -> Sources:
     """What to export: ``source`` as a build takes it, else every file of ``build`` (its cell, and the files
     and headers staged beside it) or of the backend's latest build in the cache, else the reference backend."""
     if source is not None:
@@ -48,7 +52,9 @@ def _sources(backend: str, source: str | Path | Iterable[str | Path] | None, too
     build = build or latest_build(backend, toolchain)
     if build is not None:
         folder = build.library.parent
-        items: list[str | Path] = [(folder / f"{backend}.cc").read_text()] if (folder / f"{backend}.cc").exists() else []
+        items: list[str | Path] = (
+            [(folder / f"{backend}.cc").read_text()] if (folder / f"{backend}.cc").exists() else []
+        )
         if (folder / STAGED).is_dir():
             items.append(folder / STAGED)
         if items:
@@ -58,7 +64,8 @@ def _sources(backend: str, source: str | Path | Iterable[str | Path] | None, too
         return collect(reference)
     raise BuildError(
         f"No source for backend {backend!r}: it was never built here and is not a reference backend. Build it "
-        f"first (lab.cpp_backend or %%triton_cpp), or pass source=.", backend=backend,
+        f"first (lab.cpp_backend or %%triton_cpp), or pass source=.",
+        backend=backend,
     )
 
 
@@ -110,7 +117,10 @@ def export_backend(
     helpers = not official_mode or any(LABKIT_INCLUDE.search(text) for text in texts)
     target = Path(directory).resolve()
     if target.exists() and any(target.iterdir()):
-        if not (target / "CMakeLists.txt").exists() or f"triton-{backend}-backend" not in (target / "CMakeLists.txt").read_text():
+        if (
+            not (target / "CMakeLists.txt").exists()
+            or f"triton-{backend}-backend" not in (target / "CMakeLists.txt").read_text()
+        ):
             raise RepositoryError(f"{target} exists and holds something else; give an empty or new folder.")
         shutil.rmtree(target)
     (target / "src").mkdir(parents=True)
@@ -121,16 +131,26 @@ def export_backend(
         (target / "src" / "labkit").mkdir()
         for helper in helper_files:
             shutil.copy2(helper, target / "src" / "labkit" / helper.name)
-        shutil.copytree(INCLUDE_DIR / "labkit", target / "include" / "labkit", ignore=shutil.ignore_patterns("cuda.hpp"))
+        shutil.copytree(
+            INCLUDE_DIR / "labkit", target / "include" / "labkit", ignore=shutil.ignore_patterns("cuda.hpp")
+        )
     if not official_mode:
         shutil.copytree(INCLUDE_DIR / "triton", target / "offline" / "include" / "triton")
     (target / "exports.map").write_text(VERSION_SCRIPT)
-    utilities = [f"    ${{TRITON_{repo.upper()}_SOURCE_DIR}}/src/{name}.cc" for repo, names in official.UTILITIES.items()
-                 for name in names]
-    values = {"@BACKEND@": backend, "@JSON_VERSION@": _json_version(), "@OFFICIAL@": "ON" if official_mode else "OFF",
-              "@USES_HELPERS@": "ON" if helpers else "OFF", "@UTILITIES@": "\n".join(utilities),
-              "@SOURCES@": "\n".join(f"  {name}" for name in compiled),
-              "@HELPERS@": "\n".join(f"  src/labkit/{helper.name}" for helper in helper_files)}
+    utilities = [
+        f"    ${{TRITON_{repo.upper()}_SOURCE_DIR}}/src/{name}.cc"
+        for repo, names in official.UTILITIES.items()
+        for name in names
+    ]
+    values = {
+        "@BACKEND@": backend,
+        "@JSON_VERSION@": _json_version(),
+        "@OFFICIAL@": "ON" if official_mode else "OFF",
+        "@USES_HELPERS@": "ON" if helpers else "OFF",
+        "@UTILITIES@": "\n".join(utilities),
+        "@SOURCES@": "\n".join(f"  {name}" for name in compiled),
+        "@HELPERS@": "\n".join(f"  src/labkit/{helper.name}" for helper in helper_files),
+    }
     for template in TEMPLATES.glob("*.in"):
         text_out = template.read_text()
         for key, value in values.items():
@@ -162,8 +182,9 @@ def _copy_model(repo: ModelRepository, model: str, target: Path) -> None:
                 shutil.copy2(item, target / "1" / item.name)
 
 
-def build_project(directory: str | Path, prefix: str | Path | None = None, *, offline: bool = True,
-                  progress: bool = True) -> Path:
+def build_project(
+    directory: str | Path, prefix: str | Path | None = None, *, offline: bool = True, progress: bool = True
+) -> Path:
     """Configure, build and install an exported project with CMake and Ninja; returns the installed
     library (``<prefix>/backends/<backend>/libtriton_<backend>.so``; prefix default ``<directory>/install``).
     ``offline``: no network: against labkit's declarations and the nlohmann-json of this environment, or
@@ -176,15 +197,29 @@ def build_project(directory: str | Path, prefix: str | Path | None = None, *, of
     prefix = Path(prefix).resolve() if prefix is not None else project / "install"
     cmake, ninja = build_tool("cmake"), build_tool("ninja")
     build_dir = project / "build"
-    configure = [cmake, "-S", str(project), "-B", str(build_dir), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
-                 f"-DCMAKE_INSTALL_PREFIX={prefix}"]
+    configure = [
+        cmake,
+        "-S",
+        str(project),
+        "-B",
+        str(build_dir),
+        "-G",
+        "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={ninja}",
+        f"-DCMAKE_INSTALL_PREFIX={prefix}",
+    ]
     if offline:
         configure += ["-DTRITON_OFFLINE=ON", f"-DJSON_INCLUDE_DIR={json_include()}"]
         if "set(LABKIT_OFFICIAL_MODE ON)" in cmakelists.read_text():  # Triton's pinned sources, as official mode builds
-            configure += [f"-DTRITON_{repo.upper()}_SOURCE_DIR={triton_sources.source(repo)}" for repo in triton_sources.PINNED]
+            configure += [
+                f"-DTRITON_{repo.upper()}_SOURCE_DIR={triton_sources.source(repo)}" for repo in triton_sources.PINNED
+            ]
             configure += [f"-DRAPIDJSON_INCLUDE_DIR={official.rapidjson_include()}"]
-    steps = [("configuring", configure), ("building", [cmake, "--build", str(build_dir)]),
-             ("installing", [cmake, "--install", str(build_dir)])]
+    steps = [
+        ("configuring", configure),
+        ("building", [cmake, "--build", str(build_dir)]),
+        ("installing", [cmake, "--install", str(build_dir)]),
+    ]
     for what, argv in steps:
         if progress:
             print(f"{what} {backend} ...", end="", flush=True)
@@ -193,7 +228,9 @@ def build_project(directory: str | Path, prefix: str | Path | None = None, *, of
             if progress:
                 print(" failed", flush=True)
             output = (proc.stdout + proc.stderr).strip()
-            raise BuildError(f"CMake failed {what} {project}:\n{output[-4000:]}", backend=backend, compiler_output=output)
+            raise BuildError(
+                f"CMake failed {what} {project}:\n{output[-4000:]}", backend=backend, compiler_output=output
+            )
         if progress:
             print(" done", flush=True)
     library = prefix / "backends" / backend / f"libtriton_{backend}.so"

@@ -43,24 +43,50 @@ def folder_digest(folder: Path) -> str:
     return _digests[key]
 
 
-def helper_objects(toolchain: Toolchain, flags: list[str], includes: list[Path], extra_includes: list[str]) -> list[Path]:
+def helper_objects(
+    toolchain: Toolchain, flags: list[str], includes: list[Path], extra_includes: list[str]
+) -> list[Path]:
     """The compiled helpers for these flags and include folders (host paths, compiled where the
     toolchain runs; ``extra_includes`` as the compiler sees them, searched first). Built on first use."""
-    return compiled(toolchain, "helpers", sorted(SRC_DIR.glob("*.cc")), flags, includes, extra_includes,
-                    what="labkit's helper layer", owner="labkit")
+    return compiled(
+        toolchain,
+        "helpers",
+        sorted(SRC_DIR.glob("*.cc")),
+        flags,
+        includes,
+        extra_includes,
+        what="labkit's helper layer",
+        owner="labkit",
+    )
 
 
-def compiled(toolchain: Toolchain, label: str, sources: list[Path], flags: list[str], includes: list[Path],
-             extra_includes: list[str], *, what: str, owner: str, archive: str = "") -> list[Path]:
+def compiled(
+    toolchain: Toolchain,
+    label: str,
+    sources: list[Path],
+    flags: list[str],
+    includes: list[Path],
+    extra_includes: list[str],
+    *,
+    what: str,
+    owner: str,
+    archive: str = "",
+) -> list[Path]:
     """``sources`` (host paths) compiled once per toolchain, flags and headers into the build cache's
     ``.<label>/<digest>/``: their objects, or with ``archive`` the one static library of them (a link then
     takes only the objects it needs). ``what`` names them in a BuildError (with ``owner`` as its backend)."""
-    key = digest([
-        label.encode(), " ".join(flags).encode(), toolchain.version().encode(), toolchain.cache_key(),
-        " ".join(extra_includes).encode(), " ".join(s.name for s in sources).encode(),
-        *(folder_digest(folder).encode() for folder in sorted({s.parent for s in sources})),
-        *(folder_digest(folder).encode() for folder in includes),
-    ])
+    key = digest(
+        [
+            label.encode(),
+            " ".join(flags).encode(),
+            toolchain.version().encode(),
+            toolchain.cache_key(),
+            " ".join(extra_includes).encode(),
+            " ".join(s.name for s in sources).encode(),
+            *(folder_digest(folder).encode() for folder in sorted({s.parent for s in sources})),
+            *(folder_digest(folder).encode() for folder in includes),
+        ]
+    )
     folder = toolchain.cache_root / f".{label}" / key[:16]
     objects = [folder / f"{src.stem}.o" for src in sources]
     outputs = [folder / archive] if archive else objects
@@ -84,7 +110,9 @@ def compiled(toolchain: Toolchain, label: str, sources: list[Path], flags: list[
     failed = [(src.name, messages) for src, (code, messages) in zip(sources, results) if code != 0]
     if not failed and archive:
         partial = folder / f".{archive}.partial"
-        code, messages = toolchain.run(["ar", "rcs", toolchain.path(partial), *(toolchain.path(o) for o in objects)], folder)
+        code, messages = toolchain.run(
+            ["ar", "rcs", toolchain.path(partial), *(toolchain.path(o) for o in objects)], folder
+        )
         failed = [] if code == 0 else [(archive, messages)]
         if code == 0:
             partial.rename(folder / archive)
@@ -94,7 +122,8 @@ def compiled(toolchain: Toolchain, label: str, sources: list[Path], flags: list[
         raise BuildError(
             f"{what} ({name}) did not compile{toolchain.label} with these flags and headers; "
             f"nothing was loaded. Compiler messages:\n{messages.strip()}",
-            backend=owner, compiler_output=messages,
+            backend=owner,
+            compiler_output=messages,
         )
     prune(folder, _KEEP)
     return outputs

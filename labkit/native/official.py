@@ -21,8 +21,14 @@ _OFFICIAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]triton/(backend|
 #: The utilities official backends link (Triton's triton-backend-utils and triton-common-* libraries,
 #: CPU only: device_memory_tracker and the CUDA kernel need CUDA).
 UTILITIES = {
-    "backend": ["backend_common", "backend_input_collector", "backend_memory", "backend_model",
-                "backend_model_instance", "backend_output_responder"],
+    "backend": [
+        "backend_common",
+        "backend_input_collector",
+        "backend_memory",
+        "backend_model",
+        "backend_model_instance",
+        "backend_output_responder",
+    ],
     "common": ["async_work_queue", "error", "logging", "thread_pool"],
 }
 ARCHIVE = "libtriton_backend_utils.a"
@@ -44,9 +50,13 @@ def flags_for(flags: list[str]) -> list[str]:
 
 def rapidjson_include() -> Path:
     """RapidJSON's include folder (holding ``rapidjson/``), unpacked from the python-rapidjson sdist."""
-    sdist = pip_download(RAPIDJSON, "python_rapidjson-*.tar.gz", "240 kB",
-                         "RapidJSON's headers come from PyPI's python-rapidjson sdist; official-mode builds need them.",
-                         options=("--no-binary=:all:",))
+    sdist = pip_download(
+        RAPIDJSON,
+        "python_rapidjson-*.tar.gz",
+        "240 kB",
+        "RapidJSON's headers come from PyPI's python-rapidjson sdist; official-mode builds need them.",
+        options=("--no-binary=:all:",),
+    )
     target = cache_dir() / f"rapidjson-{sdist.name.removesuffix('.tar.gz')}"
 
     def unpack(partial: Path) -> None:
@@ -67,7 +77,18 @@ def include_folders() -> list[Path]:
 def utilities(toolchain: Toolchain, flags: list[str], extra_includes: list[str]) -> Path:
     """Triton's backend utilities as one static archive, built on first use for these flags (never
     with -Werror: RapidJSON and the utilities warn under g++ 12, and their warnings are not the cell's)."""
-    sources = [triton_sources.source(repo) / "src" / f"{name}.cc" for repo, names in UTILITIES.items() for name in names]
+    sources = [
+        triton_sources.source(repo) / "src" / f"{name}.cc" for repo, names in UTILITIES.items() for name in names
+    ]
     quiet = [f for f in flags if not f.startswith("-W")] + ["-w"]
-    return compiled(toolchain, "triton-utils", sources, quiet, include_folders(), extra_includes,
-                    what="Triton's backend utilities", owner="triton-utils", archive=ARCHIVE)[0]
+    return compiled(
+        toolchain,
+        "triton-utils",
+        sources,
+        quiet,
+        include_folders(),
+        extra_includes,
+        what="Triton's backend utilities",
+        owner="triton-utils",
+        archive=ARCHIVE,
+    )[0]

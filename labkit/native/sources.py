@@ -61,8 +61,12 @@ def collect(source: str | Path | Iterable[str | Path], first_line: int = 1) -> S
     items = [source] if isinstance(source, (str, Path)) else list(source)
     cells = [item for item in items if not is_path(item)]
     if len(cells) > 1:
-        raise ConfigError("Give at most one piece of C++ text among a backend's sources; the rest must be "
-                          "paths of .cc/.cpp files or directories.", field="source", value=f"{len(cells)} texts")
+        raise ConfigError(
+            "Give at most one piece of C++ text among a backend's sources; the rest must be "
+            "paths of .cc/.cpp files or directories.",
+            field="source",
+            value=f"{len(cells)} texts",
+        )
     cell = str(cells[0]) if cells else ""
     if cell and first_line != 1:
         cell = f"#line {first_line}\n{cell}"
@@ -75,23 +79,39 @@ def collect(source: str | Path | Iterable[str | Path], first_line: int = 1) -> S
         if path.is_dir():
             found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SOURCE_SUFFIXES)
             if not found:
-                cmake = (" It holds a CMakeLists.txt: build that project as its repository does with "
-                         "labkit.native.build_cmake (`labkit build-backend NAME FOLDER`).") if (path / "CMakeLists.txt").is_file() else ""
-                raise SetupError(f"{path} holds no .cc or .cpp file to compile; give the folder with the backend's sources.{cmake}",
-                                 missing=str(path / "*.cc"), reason="no C++ sources")
+                cmake = (
+                    (
+                        " It holds a CMakeLists.txt: build that project as its repository does with "
+                        "labkit.native.build_cmake (`labkit build-backend NAME FOLDER`)."
+                    )
+                    if (path / "CMakeLists.txt").is_file()
+                    else ""
+                )
+                raise SetupError(
+                    f"{path} holds no .cc or .cpp file to compile; give the folder with the backend's sources.{cmake}",
+                    missing=str(path / "*.cc"),
+                    reason="no C++ sources",
+                )
             beside = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in HEADER_SUFFIXES)
             root = path
         elif path.is_file() or not path.exists():
             if not path.is_file():
-                raise SetupError(f"No source file {path}; give C++ text, a .cc/.cpp file, a list of them, or a folder.",
-                                 missing=str(path), reason="no such file")
+                raise SetupError(
+                    f"No source file {path}; give C++ text, a .cc/.cpp file, a list of them, or a folder.",
+                    missing=str(path),
+                    reason="no such file",
+                )
             found = [path]
             beside = sorted(p for p in path.parent.iterdir() if p.is_file() and p.suffix in HEADER_SUFFIXES)
             root = path.parent
         for src in found:
             if src.name in files and files[src.name][0] != src.resolve():
-                raise ConfigError(f"Two sources are named {src.name} ({files[src.name][0]} and {src}); a backend's "
-                                  f"files need different names.", field="source", value=src.name)
+                raise ConfigError(
+                    f"Two sources are named {src.name} ({files[src.name][0]} and {src}); a backend's "
+                    f"files need different names.",
+                    field="source",
+                    value=src.name,
+                )
             files[src.name] = (src.resolve(), src.read_text())
         for header in beside:
             headers.setdefault(header.relative_to(root).as_posix(), header.read_text())

@@ -28,8 +28,19 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 #: The helper layer's sources (labkit/native/src): shown as labkit's, never as the user's.
-HELPER_SOURCES = ("labkit_backend.cc", "labkit_batch.cc", "labkit_crash.cc", "labkit_tensors.cc", "backend.hpp",
-                  "batch.hpp", "errors.hpp", "json.hpp", "metrics.hpp", "model.hpp", "tensors.hpp")
+HELPER_SOURCES = (
+    "labkit_backend.cc",
+    "labkit_batch.cc",
+    "labkit_crash.cc",
+    "labkit_tensors.cc",
+    "backend.hpp",
+    "batch.hpp",
+    "errors.hpp",
+    "json.hpp",
+    "metrics.hpp",
+    "model.hpp",
+    "tensors.hpp",
+)
 _LIBRARY = re.compile(r"libtriton_(?P<backend>[A-Za-z0-9_.-]+)\.so$")
 #: addr2line programs, best first; each prints addr2line's -a -f -i format (elfutils' with columns,
 #: and "f inlined at file:line:column in symbol" for an inlined function).
@@ -56,7 +67,7 @@ def short_function(name: str) -> str:
     """A demangled name without template arguments and parameters; "a lambda" for a lambda."""
     if "{lambda" in name:
         return "a lambda"
-    if name.startswith("operator") and "(" in name[len("operator") + 2:]:
+    if name.startswith("operator") and "(" in name[len("operator") + 2 :]:
         name = name[: name.index("(", len("operator") + 2)]  # operator()(int) -> operator()
     if name.startswith("operator"):
         return name
@@ -99,8 +110,19 @@ def locate(library: str, offsets: Sequence[int], *, returns: bool = True) -> lis
     wanted = [max(0, o - 1) if returns else o for o in offsets]
     try:
         proc = subprocess.run(
-            [tool, "--addresses", "--functions", "--inlines", "--demangle", "--exe", library, *(hex(o) for o in wanted)],
-            capture_output=True, text=True, timeout=30,
+            [
+                tool,
+                "--addresses",
+                "--functions",
+                "--inlines",
+                "--demangle",
+                "--exe",
+                library,
+                *(hex(o) for o in wanted),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
     except (OSError, subprocess.TimeoutExpired):
         return [[] for _ in offsets]

@@ -102,7 +102,9 @@ class LocalToolchain(Toolchain):
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env={**os.environ, **COMPILER_ENV})
         except OSError as exc:
-            raise SetupError(f"Could not run {argv[0]}: {exc}. Install it (Debian: `apt-get install g++ binutils`).") from None
+            raise SetupError(
+                f"Could not run {argv[0]}: {exc}. Install it (Debian: `apt-get install g++ binutils`)."
+            ) from None
         return proc.returncode, proc.stderr + proc.stdout
 
 

@@ -47,9 +47,12 @@ def source(repo: str) -> Path:
     given = os.environ.get(ENV, "").strip()
     folder = _from_folder(repo, Path(given).expanduser(), PINNED[repo][0], MARKER[repo]) if given else _downloaded(repo)
     if not (folder / MARKER[repo]).is_file():
-        raise SetupError(f"{folder} is not Triton's {repo} repository at r23.12 (no {MARKER[repo]}); "
-                         f"set {ENV} to a folder holding {PINNED[repo][0]} or an unpacked {repo}/.",
-                         missing=str(folder / MARKER[repo]), reason="no such file")
+        raise SetupError(
+            f"{folder} is not Triton's {repo} repository at r23.12 (no {MARKER[repo]}); "
+            f"set {ENV} to a folder holding {PINNED[repo][0]} or an unpacked {repo}/.",
+            missing=str(folder / MARKER[repo]),
+            reason="no such file",
+        )
     return folder
 
 
@@ -61,9 +64,12 @@ def tree(repo: str) -> Path:
     given = os.environ.get(ENV, "").strip()
     folder = _from_folder(repo, Path(given).expanduser(), *CORE_TREE) if given else _downloaded(repo)
     if not (folder / CORE_TREE[1]).is_file():
-        raise SetupError(f"{folder} is not Triton's whole core repository at r23.12 (no {CORE_TREE[1]}); set {ENV} to "
-                         f"a folder holding {CORE_TREE[0]} or an unpacked core/ with its CMakeLists.txt.",
-                         missing=str(folder / CORE_TREE[1]), reason="no such file")
+        raise SetupError(
+            f"{folder} is not Triton's whole core repository at r23.12 (no {CORE_TREE[1]}); set {ENV} to "
+            f"a folder holding {CORE_TREE[0]} or an unpacked core/ with its CMakeLists.txt.",
+            missing=str(folder / CORE_TREE[1]),
+            reason="no such file",
+        )
     return folder
 
 
@@ -80,7 +86,8 @@ def _from_folder(repo: str, root: Path, archive_name: str, marker: str) -> Path:
     raise SetupError(
         f"{ENV}={root} holds neither {archive_name} nor an unpacked {repo}/ folder; set {ENV} to a folder "
         f"laid out like the pinned Triton r23.12 archives, or unset it to download them from GitHub.",
-        missing=str(archive), reason="no such file",
+        missing=str(archive),
+        reason="no such file",
     )
 
 
@@ -92,8 +99,11 @@ def _unpack(archive: Path, repo: str, partial: Path) -> None:
         tar.extractall(scratch, filter="data")
     tops = [p for p in scratch.iterdir() if p.is_dir()]
     if len(tops) != 1:
-        raise SetupError(f"{archive} does not hold one top folder ({repo}/); it is not a Triton source archive.",
-                         missing=str(archive), reason="unexpected layout")
+        raise SetupError(
+            f"{archive} does not hold one top folder ({repo}/); it is not a Triton source archive.",
+            missing=str(archive),
+            reason="unexpected layout",
+        )
     for item in tops[0].iterdir():
         item.rename(partial / item.name)
     shutil.rmtree(scratch)
@@ -116,7 +126,8 @@ def _downloaded(repo: str) -> Path:
         raise SetupError(
             f"Could not download {url}: {exc}. Offline, set {ENV} to a folder holding the pinned r23.12 "
             f"archives ({', '.join(name for name, _ in PINNED.values())}) or their unpacked folders.",
-            missing=url, reason="unreachable",
+            missing=url,
+            reason="unreachable",
         ) from None
     finally:
         archive.unlink(missing_ok=True)

@@ -126,10 +126,18 @@ def locate(check: bool = False) -> PerfAnalyzer:
             _check(pa)
         return pa
     say(f"setting up perf_analyzer {VERSION} (Triton 23.12's) in {target}, once ...")
-    client = pip_download(CLIENT_WHEEL, f"tritonclient-{VERSION}-*.whl", "12 MB",
-                          f"perf_analyzer {VERSION} ships in that wheel; check the network, then try again.")
-    cudart = pip_download(CUDART_WHEEL, "nvidia_cuda_runtime_cu12-12.3.101-*.whl", "1 MB",
-                          "perf_analyzer needs libcudart.so.12 (no GPU needed); check the network, then try again.")
+    client = pip_download(
+        CLIENT_WHEEL,
+        f"tritonclient-{VERSION}-*.whl",
+        "12 MB",
+        f"perf_analyzer {VERSION} ships in that wheel; check the network, then try again.",
+    )
+    cudart = pip_download(
+        CUDART_WHEEL,
+        "nvidia_cuda_runtime_cu12-12.3.101-*.whl",
+        "1 MB",
+        "perf_analyzer needs libcudart.so.12 (no GPU needed); check the network, then try again.",
+    )
 
     def fill(partial: Path) -> None:
         pa = PerfAnalyzer(partial)

@@ -105,8 +105,12 @@ def cpp_first_build_s(factory: Factory) -> float:
         server.repository.copy_model_from(reference.repository(), "minimal_nonbatching")
         x = reference.sample_inputs("minimal_nonbatching")["IN0"]
         t0 = time.perf_counter()
-        build = server.models.build("minimal", reference_source("minimal"), extra_flags=[f"-DLABKIT_COLD_BUILD={time.time_ns()}"],
-                             progress=False)
+        build = server.models.build(
+            "minimal",
+            reference_source("minimal"),
+            extra_flags=[f"-DLABKIT_COLD_BUILD={time.time_ns()}"],
+            progress=False,
+        )
         deploy.install(server.models, build, "minimal_nonbatching")
         out = infer(server, "minimal_nonbatching", {"IN0": x})["OUT0"]
         seconds = time.perf_counter() - t0
@@ -177,8 +181,10 @@ def _get_stuck(server: TritonServer) -> None:
     server.config = server.config.with_(load_timeout_s=1.0)
     for name, backend in (("stuck_init", "python"), ("stuck_execute", "python"), ("stuck_cpp", "stuck_cpp")):
         server.repository.write_config(model_config(name, backend, [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])]))
-    for call in (lambda: server.python_model("stuck_init", _STUCK_INIT),
-                 lambda: server.cpp_backend("stuck_cpp", _STUCK_CPP_INIT, ["stuck_cpp"], progress=False)):
+    for call in (
+        lambda: server.python_model("stuck_init", _STUCK_INIT),
+        lambda: server.cpp_backend("stuck_cpp", _STUCK_CPP_INIT, ["stuck_cpp"], progress=False),
+    ):
         try:
             call()
         except LoadTimeoutError:
@@ -211,7 +217,12 @@ def stop_times(factory: Factory) -> dict[str, float]:
 
 
 REFERENCE_MODELS = (
-    "add_sub", "add_sub_batching", "minimal_nonbatching", "minimal_batching", "recommended_batching", "custom_passthrough",
+    "add_sub",
+    "add_sub_batching",
+    "minimal_nonbatching",
+    "minimal_batching",
+    "recommended_batching",
+    "custom_passthrough",
 )
 
 
@@ -227,7 +238,13 @@ def memory(factory: Factory) -> dict[str, float]:
         def spread(total: int) -> None:
             for model in REFERENCE_MODELS:
                 # 8 clients fill a batch of 8 at once: the 50 ms queue delays of minimal/recommended never bite
-                run_load(server, model, reference.sample_inputs(model), requests=total // len(REFERENCE_MODELS), concurrency=8)
+                run_load(
+                    server,
+                    model,
+                    reference.sample_inputs(model),
+                    requests=total // len(REFERENCE_MODELS),
+                    concurrency=8,
+                )
 
         spread(3000)  # warm-up: allocators and caches reach their working size
         before = server.runtime.rss_bytes()
@@ -251,13 +268,18 @@ def perf_analyzer_ratio(factory: Factory) -> dict[str, float]:
                 ours = theirs = 0.0
                 for _ in range(_RATIO_ROUNDS):
                     try:
-                        sweep = perf(server, model, concurrency=[c], measurement_ms=1500, stability_percent=20,
-                                     progress=False)
+                        sweep = perf(
+                            server, model, concurrency=[c], measurement_ms=1500, stability_percent=20, progress=False
+                        )
                         theirs = max(theirs, sweep.steps[0].throughput)
                     except UnstableMeasurementError:
                         pass  # a busy moment; the other rounds count
-                    ours = max(ours, run_load(server, model, inputs, requests=10**9, concurrency=c,
-                                              duration_s=_RATIO_SECONDS).throughput)
+                    ours = max(
+                        ours,
+                        run_load(
+                            server, model, inputs, requests=10**9, concurrency=c, duration_s=_RATIO_SECONDS
+                        ).throughput,
+                    )
                 if not theirs:
                     raise UnstableMeasurementError(f"perf_analyzer found no stable measurement of {model} at c={c}")
                 out[f"{model}_c{c}_labkit_rps"] = round(ours, 1)
@@ -273,8 +295,10 @@ def dashboard_overhead(factory: Factory) -> dict[str, float]:
     process starts once per kernel; that start is not what each dashboard costs)."""
     batch = {k: v[None, :] for k, v in _ADD_SUB_INPUTS.items()}
     with _server_with(factory, "add_sub_batching") as server:
-        load = lambda: run_load(server, "add_sub_batching", batch, requests=10**9, concurrency=8,  # noqa: E731
-                                duration_s=_RATIO_SECONDS)
+
+        def load() -> Any:
+            return run_load(server, "add_sub_batching", batch, requests=10**9, concurrency=8, duration_s=_RATIO_SECONDS)
+
         with Dashboard(server, "add_sub_batching"):
             load()  # warm-up
         ratios, rates = [], []

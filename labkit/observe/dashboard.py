@@ -48,7 +48,7 @@ class _Latencies:
 
     def update(self, done: list[tuple[float, float]], until: float, offset: float) -> plots.LatencyBins:
         """``done``: the load's (finished, latency) list; windows ending by ``until`` close now."""
-        new = done[self._taken: len(done)]
+        new = done[self._taken : len(done)]
         self._taken += len(new)
         if new:
             self._open = np.concatenate([self._open, np.asarray(new, dtype=float).reshape(-1, 2)])
@@ -71,21 +71,34 @@ class Dashboard(widgets.VBox):
     ``metrics``: metric families a model.py defines (``pb_utils.MetricFamily``), each summed over its
     labels, drawn in a third row beside Triton's own request count and pending requests for ``model``."""
 
-    def __init__(self, server: TritonServer, model: str, *, refresh_s: float = 1.0, poll_s: float = 0.25,
-                 window_s: float = 0.5, metrics: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        server: TritonServer,
+        model: str,
+        *,
+        refresh_s: float = 1.0,
+        poll_s: float = 0.25,
+        window_s: float = 0.5,
+        metrics: Sequence[str] = (),
+    ) -> None:
         self._title = widgets.HTML(f"<b>{html.escape(model)}</b>: waiting for load")
         self._image = widgets.Image(format="png")
         self.concurrency = widgets.IntSlider(value=1, min=1, max=32, description="clients")
-        self.queue_delay_us = widgets.BoundedIntText(value=0, min=0, max=10_000_000, step=500,
-                                                     description="queue delay µs")
+        self.queue_delay_us = widgets.BoundedIntText(
+            value=0, min=0, max=10_000_000, step=500, description="queue delay µs"
+        )
         self.preferred = widgets.Text(value="", placeholder="e.g. 4, 8", description="preferred")
         self.apply = widgets.Button(description="apply config + reload")
         self.stop_button = widgets.Button(description="stop", button_style="warning")
         self.status = widgets.HTML("")
-        self._controls = widgets.VBox([
-            widgets.HBox([self.concurrency, self.stop_button]),
-            widgets.HBox([self.queue_delay_us, self.preferred, self.apply]), self.status,
-        ], layout=widgets.Layout(display="none"))
+        self._controls = widgets.VBox(
+            [
+                widgets.HBox([self.concurrency, self.stop_button]),
+                widgets.HBox([self.queue_delay_us, self.preferred, self.apply]),
+                self.status,
+            ],
+            layout=widgets.Layout(display="none"),
+        )
         super().__init__([self._title, self._controls, self._image])
         self.server, self.model = server, model
         families = {**{name: {} for name in metrics}, **{name: {"model": model} for name in TRITON_FAMILIES}}
@@ -127,19 +140,35 @@ class Dashboard(widgets.VBox):
 
     # -- driving a load --------------------------------------------------------------------------------
 
-    def run(self, inputs: Inputs | Callable[[int], Inputs], *, concurrency: int = 8, duration_s: float | None = None,
-            protocol: str = "http", timeout_s: float | None = None) -> Dashboard:
+    def run(
+        self,
+        inputs: Inputs | Callable[[int], Inputs],
+        *,
+        concurrency: int = 8,
+        duration_s: float | None = None,
+        protocol: str = "http",
+        timeout_s: float | None = None,
+    ) -> Dashboard:
         """Start a load (until ``duration_s`` has passed, or ``stop()``) and the live panels; returns at once.
         The controls change its concurrency and the model's queue delay / preferred batch sizes."""
         if self.load is not None or self._thread is not None:
             raise LabkitError("This dashboard has already run; make a new one for another load.")
-        batching = self.server.repository.read_config(self.model).dynamic_batching  # as written, not as Triton filled it in
+        batching = self.server.repository.read_config(
+            self.model
+        ).dynamic_batching  # as written, not as Triton filled it in
         self.queue_delay_us.value = int(batching.max_queue_delay_microseconds)
         self.preferred.value = ", ".join(str(int(s)) for s in batching.preferred_batch_size)
         self.concurrency.max = max(self.concurrency.max, concurrency)
         self.concurrency.value = concurrency  # before the load exists: not a change of the load
-        self.load = Load(self.server, self.model, inputs, concurrency=concurrency, duration_s=duration_s,
-                         protocol=protocol, timeout_s=timeout_s)
+        self.load = Load(
+            self.server,
+            self.model,
+            inputs,
+            concurrency=concurrency,
+            duration_s=duration_s,
+            protocol=protocol,
+            timeout_s=timeout_s,
+        )
         self._controls.layout.display = "flex"
         self.start()
         self._offset = self._now()
@@ -188,12 +217,21 @@ class Dashboard(widgets.VBox):
                 ended = now = self._offset + self.load.elapsed_s
         else:
             latency = plots.LatencyBins.from_result(self.result)
-        data = plots.DashboardData.collect(self.collector, self.model, latency=latency, concurrency=self._clients,
-                                           events=self._events, elapsed_s=now, until=ended)
+        data = plots.DashboardData.collect(
+            self.collector,
+            self.model,
+            latency=latency,
+            concurrency=self._clients,
+            events=self._events,
+            elapsed_s=now,
+            until=ended,
+        )
         self._image.value = self._renderer.render(data) if self._renderer else plots.png(plots.dashboard_figure(data))
         self.frames += 1
         total = self.collector.total(self.model)
-        running = f", {self.load.concurrency} clients, {self.load.elapsed_s:.0f} s" if self.load and self.load.running else ""
+        running = (
+            f", {self.load.concurrency} clients, {self.load.elapsed_s:.0f} s" if self.load and self.load.running else ""
+        )
         latest = self.collector.samples[-1] if self.collector.samples else None
         gpus = gpu_metrics.summary(latest.gpus) if latest is not None else ""  # nv_gpu_*: only where a GPU is
         self._title.value = (

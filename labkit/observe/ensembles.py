@@ -45,8 +45,13 @@ def serve_ensemble(server: TritonServer, cfg: ModelConfig) -> list[str]:
 
 
 def _not_an_ensemble(cfg: ModelConfig) -> ConfigError:
-    return ConfigError(f"Model {cfg.name!r} is not an ensemble (its platform is {cfg.platform!r}); build its config "
-                       f"with labkit.ensemble_config().", field="platform", value=cfg.platform, valid=["ensemble"])
+    return ConfigError(
+        f"Model {cfg.name!r} is not an ensemble (its platform is {cfg.platform!r}); build its config "
+        f"with labkit.ensemble_config().",
+        field="platform",
+        value=cfg.platform,
+        valid=["ensemble"],
+    )
 
 
 @dataclass(frozen=True)
@@ -87,11 +92,16 @@ def _requests(fragments: list[dict], ensemble: str) -> list[EnsembleRequest]:
     for trace in traces.values():
         if "parent_id" in trace and all(k in trace for k in ("QUEUE_START", "COMPUTE_START", "COMPUTE_END")):
             children[trace["parent_id"]].append(
-                StepSpan(trace["model_name"], trace["QUEUE_START"], trace["COMPUTE_START"], trace["COMPUTE_END"]))
+                StepSpan(trace["model_name"], trace["QUEUE_START"], trace["COMPUTE_START"], trace["COMPUTE_END"])
+            )
     return sorted(
-        (EnsembleRequest(i, t["REQUEST_START"], t["REQUEST_END"], tuple(sorted(children[i], key=lambda s: s.queue_start)))
-         for i, t in traces.items()
-         if t.get("model_name") == ensemble and "parent_id" not in t and "REQUEST_START" in t and "REQUEST_END" in t),
+        (
+            EnsembleRequest(
+                i, t["REQUEST_START"], t["REQUEST_END"], tuple(sorted(children[i], key=lambda s: s.queue_start))
+            )
+            for i, t in traces.items()
+            if t.get("model_name") == ensemble and "parent_id" not in t and "REQUEST_START" in t and "REQUEST_END" in t
+        ),
         key=lambda r: r.start,
     )
 
@@ -127,30 +137,48 @@ class EnsembleTimeline(Timeline):
 
     def counts(self) -> dict[str, Any]:
         """Requests traced, and per step model how many step requests were traced."""
-        per_step = {m: sum(1 for r in self.ensemble_requests for s in r.steps if s.model == m) for m in self.step_models}
-        return {"requests": len(self.ensemble_requests), "steps": per_step,
-                "every_request_ran_every_step": all(
-                    [s.model for s in r.steps] == self.step_models for r in self.ensemble_requests)}
+        per_step = {
+            m: sum(1 for r in self.ensemble_requests for s in r.steps if s.model == m) for m in self.step_models
+        }
+        return {
+            "requests": len(self.ensemble_requests),
+            "steps": per_step,
+            "every_request_ran_every_step": all(
+                [s.model for s in r.steps] == self.step_models for r in self.ensemble_requests
+            ),
+        }
 
     def agrees_with_statistics(self) -> bool:
         """As many traced requests as the ensemble's statistics counted, and per step as its model's."""
         c = self.counts()
         return c["requests"] == self.stats.success_count and all(
-            n == self.stats.steps.get(m, self.stats).success_count for m, n in c["steps"].items())
+            n == self.stats.steps.get(m, self.stats).success_count for m, n in c["steps"].items()
+        )
 
     def shown(self) -> list[EnsembleRequest]:  # type: ignore[override]
-        return self.ensemble_requests if self.last is None else self.ensemble_requests[-self.last:]
+        return self.ensemble_requests if self.last is None else self.ensemble_requests[-self.last :]
 
     def table(self) -> list[dict[str, Any]]:
         """One row per request in view: total ms, and each step's queue and compute ms."""
-        return [{"request": i, "total_ms": round(r.total_ms, 3),
-                 **{f"{s.model}_{part}_ms": round(getattr(s, f"{part}_ms"), 3) for s in r.steps for part in ("queue", "compute")}}
-                for i, r in enumerate(self.shown())]
+        return [
+            {
+                "request": i,
+                "total_ms": round(r.total_ms, 3),
+                **{
+                    f"{s.model}_{part}_ms": round(getattr(s, f"{part}_ms"), 3)
+                    for s in r.steps
+                    for part in ("queue", "compute")
+                },
+            }
+            for i, r in enumerate(self.shown())
+        ]
 
     def __repr__(self) -> str:
         c = self.counts()
-        return (f"<labkit ensemble timeline of {self.model}: {c['requests']} requests through "
-                f"{' -> '.join(self.step_models)}>")
+        return (
+            f"<labkit ensemble timeline of {self.model}: {c['requests']} requests through "
+            f"{' -> '.join(self.step_models)}>"
+        )
 
     def draw(self, ax: Any) -> None:
         shown = self.shown()
@@ -169,8 +197,9 @@ class EnsembleTimeline(Timeline):
         ax.set_ylabel("request")
         ax.set_xlabel("ms since the first request arrived")
         ax.legend(fontsize="x-small", loc="upper right")  # requests run down and to the right
-        ax.set_title(f"{self.model}: {len(shown)} requests, each through {' -> '.join(self.step_models)}",
-                     fontsize="medium")
+        ax.set_title(
+            f"{self.model}: {len(shown)} requests, each through {' -> '.join(self.step_models)}", fontsize="medium"
+        )
 
     def figure(self) -> Figure:
         height = 1.6 + 0.22 * max(len(self.shown()), 4)
@@ -183,9 +212,12 @@ class EnsembleTimeline(Timeline):
         return Picture(self.figure(), f"ensemble timeline of {self.model}")
 
     def summary(self) -> dict[str, Any]:
-        return {**self.counts(), "stats_requests": self.stats.success_count,
-                "stats_steps": {m: s.success_count for m, s in self.stats.steps.items()},
-                "agrees": self.agrees_with_statistics()}
+        return {
+            **self.counts(),
+            "stats_requests": self.stats.success_count,
+            "stats_steps": {m: s.success_count for m, s in self.stats.steps.items()},
+            "agrees": self.agrees_with_statistics(),
+        }
 
 
 def ensemble_timeline(server: TritonServer, model: str, *, last: int | None = None) -> EnsembleTimeline:

@@ -45,8 +45,11 @@ class MetricSeries:
             kind = points[-1][1] if points else "gauge"
             if kind == "counter":
                 t = tuple(b[0] for a, b in zip(points, points[1:]) if b[0] > a[0])
-                v = tuple((b[2] - a[2] if b[2] >= a[2] else b[2]) / (b[0] - a[0])
-                          for a, b in zip(points, points[1:]) if b[0] > a[0])
+                v = tuple(
+                    (b[2] - a[2] if b[2] >= a[2] else b[2]) / (b[0] - a[0])
+                    for a, b in zip(points, points[1:])
+                    if b[0] > a[0]
+                )
             else:
                 t, v = tuple(p[0] for p in points), tuple(p[2] for p in points)
             series.append(cls(name, kind, t, v))
@@ -57,8 +60,14 @@ def _panel(series: Sequence[MetricSeries], kind: str, ax, title: str, ylabel: st
     shown = [s for s in series if s.kind == kind]
     for i, s in enumerate(shown):
         if s.t:
-            ax.plot(s.t, s.values, label=s.label, color=_COLORS[i % len(_COLORS)],
-                    linestyle="--" if s.triton else "-", linewidth=1.2)
+            ax.plot(
+                s.t,
+                s.values,
+                label=s.label,
+                color=_COLORS[i % len(_COLORS)],
+                linestyle="--" if s.triton else "-",
+                linewidth=1.2,
+            )
     if any(s.t for s in shown):
         ax.legend(fontsize="x-small", loc="upper left")
     ax.set_ylim(bottom=0)

@@ -40,13 +40,22 @@ _BAD_OPTION = 3
 _ANY_SPREAD = 1_000_000
 _COLUMNS = {  # our field -> its CSV column (µs, or inferences per second)
     "throughput": "Inferences/Second",
-    "p50_us": "p50 latency", "p90_us": "p90 latency", "p95_us": "p95 latency", "p99_us": "p99 latency",
-    "client_send_us": "Client Send", "network_us": "Network+Server Send/Recv",
-    "queue_us": "Server Queue", "compute_input_us": "Server Compute Input",
-    "compute_infer_us": "Server Compute Infer", "compute_output_us": "Server Compute Output",
+    "p50_us": "p50 latency",
+    "p90_us": "p90 latency",
+    "p95_us": "p95 latency",
+    "p99_us": "p99 latency",
+    "client_send_us": "Client Send",
+    "network_us": "Network+Server Send/Recv",
+    "queue_us": "Server Queue",
+    "compute_input_us": "Server Compute Input",
+    "compute_infer_us": "Server Compute Infer",
+    "compute_output_us": "Server Compute Output",
     "client_recv_us": "Client Recv",
 }
-_MODES = {"concurrency": ("--concurrency-range", "Concurrency"), "request_rate": ("--request-rate-range", "Request Rate")}
+_MODES = {
+    "concurrency": ("--concurrency-range", "Concurrency"),
+    "request_rate": ("--request-rate-range", "Request Rate"),
+}
 
 
 @dataclass(frozen=True)
@@ -89,8 +98,13 @@ class PerfSweep:
     commands: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "protocol": self.protocol, "distribution": self.distribution,
-                "steps": [asdict(s) for s in self.steps], "commands": self.commands}
+        return {
+            "model": self.model,
+            "protocol": self.protocol,
+            "distribution": self.distribution,
+            "steps": [asdict(s) for s in self.steps],
+            "commands": self.commands,
+        }
 
     def to_json(self, path: str | Path) -> Path:
         path = Path(path)
@@ -99,16 +113,33 @@ class PerfSweep:
         return path
 
     def table(self) -> str:
-        head = ("step", "infer/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "queue us", "input us", "infer us", "output us")
+        head = (
+            "step",
+            "infer/s",
+            "p50 ms",
+            "p90 ms",
+            "p95 ms",
+            "p99 ms",
+            "queue us",
+            "input us",
+            "infer us",
+            "output us",
+        )
         rows = [head] + [
-            (s.label, f"{s.throughput:.0f}", *(f"{v / 1e3:.2f}" for v in (s.p50_us, s.p90_us, s.p95_us, s.p99_us)),
-             *(f"{v:.0f}" for v in (s.queue_us, s.compute_input_us, s.compute_infer_us, s.compute_output_us)))
+            (
+                s.label,
+                f"{s.throughput:.0f}",
+                *(f"{v / 1e3:.2f}" for v in (s.p50_us, s.p90_us, s.p95_us, s.p99_us)),
+                *(f"{v:.0f}" for v in (s.queue_us, s.compute_input_us, s.compute_infer_us, s.compute_output_us)),
+            )
             for s in self.steps
         ]
         table = "\n".join("".join(f"{cell:>10s}" for cell in row) for row in rows)
         if any(not s.stable for s in self.steps):
-            table += ("\n* unstable: its measurement windows disagreed beyond the stability percentage, also "
-                      "twice as long (a busy machine?); the numbers are one run's, read them as rough.")
+            table += (
+                "\n* unstable: its measurement windows disagreed beyond the stability percentage, also "
+                "twice as long (a busy machine?); the numbers are one run's, read them as rough."
+            )
         return table
 
     def __repr__(self) -> str:
@@ -162,13 +193,17 @@ def _failure(server: TritonServer, model: str, code: int, output: str, what: str
         return UnstableMeasurementError(
             f"perf_analyzer could not get a stable measurement of {model!r} at {what}: the machine is busy, or "
             f"the windows are short for this load. Raise measurement_ms or stability_percent, or measure "
-            f"again when the machine is quieter.", exit_code=code, output=output,
+            f"again when the machine is quieter.",
+            exit_code=code,
+            output=output,
         )
     if not server.alive:
         return server.health.exited_error(f"perf_analyzer on {model!r} failed")
     missing = _not_loaded(server, model)
     if missing is not None:
-        return ModelNotFoundError(f"{missing}\n--- perf_analyzer said ---\n{output}", model=model, loaded=missing.loaded)
+        return ModelNotFoundError(
+            f"{missing}\n--- perf_analyzer said ---\n{output}", model=model, loaded=missing.loaded
+        )
     hint = "its options were refused" if code == _BAD_OPTION else f"it exited with status {code}"
     return PerfAnalyzerError(f"perf_analyzer on {model!r} at {what} failed: {hint}.", exit_code=code, output=output)
 
@@ -178,12 +213,18 @@ def check_steps(concurrency: Sequence[int] | None = None, request_rate: Sequence
     with only its usage text: a concurrency below 1 or not whole, a request rate not above 0."""
     bad = [c for c in concurrency or [] if c < 1 or int(c) != c]
     if bad:
-        raise PerfAnalyzerError(f"A concurrency is a whole number of requests in flight, at least 1, not "
-                                f"{', '.join(f'{c:g}' for c in bad)}; e.g. concurrency=[1, 2, 4, 8].", exit_code=None)
+        raise PerfAnalyzerError(
+            f"A concurrency is a whole number of requests in flight, at least 1, not "
+            f"{', '.join(f'{c:g}' for c in bad)}; e.g. concurrency=[1, 2, 4, 8].",
+            exit_code=None,
+        )
     bad = [r for r in request_rate or [] if not r > 0]
     if bad:
-        raise PerfAnalyzerError(f"A request rate is requests per second above 0, not "
-                                f"{', '.join(f'{r:g}' for r in bad)}; e.g. request_rate=[100, 200].", exit_code=None)
+        raise PerfAnalyzerError(
+            f"A request rate is requests per second above 0, not "
+            f"{', '.join(f'{r:g}' for r in bad)}; e.g. request_rate=[100, 200].",
+            exit_code=None,
+        )
 
 
 def _read_step(report: Path, mode: str) -> PerfStep:
@@ -220,49 +261,91 @@ def perf(
     if distribution not in ("constant", "poisson"):
         raise ValueError(f"distribution must be 'constant' or 'poisson', not {distribution!r}")
     transport = Transport.of(protocol)
-    mode, values = ("request_rate", list(request_rate)) if request_rate is not None else (
-        "concurrency", list(concurrency or [1, 2, 4, 8]))
+    mode, values = (
+        ("request_rate", list(request_rate))
+        if request_rate is not None
+        else ("concurrency", list(concurrency or [1, 2, 4, 8]))
+    )
     check_steps(concurrency, request_rate)
     missing = _not_loaded(server, model)
     if missing is not None:
         raise missing
     tool = _perf_dist.locate()
     base = [
-        str(tool.binary), "-m", model, "-i", transport.value, "-u", transport.url(server.endpoints),
-        "-b", str(batch), "-r", str(max_trials),
-        "--percentile", "95", "--verbose-csv", *_shape_args(server, model, shapes or {}), *extra_args,
+        str(tool.binary),
+        "-m",
+        model,
+        "-i",
+        transport.value,
+        "-u",
+        transport.url(server.endpoints),
+        "-b",
+        str(batch),
+        "-r",
+        str(max_trials),
+        "--percentile",
+        "95",
+        "--verbose-csv",
+        *_shape_args(server, model, shapes or {}),
+        *extra_args,
     ]
     if mode == "request_rate":
         base += ["--request-distribution", distribution]
     steps = []
-    commands = [shlex.join(["perf_analyzer", *base[1:], "-p", str(measurement_ms), "-s", f"{stability_percent:g}",
-                            _MODES[mode][0], f"{value:g}"]) for value in values]
+    commands = [
+        shlex.join(
+            [
+                "perf_analyzer",
+                *base[1:],
+                "-p",
+                str(measurement_ms),
+                "-s",
+                f"{stability_percent:g}",
+                _MODES[mode][0],
+                f"{value:g}",
+            ]
+        )
+        for value in values
+    ]
     if progress:
-        print(f"perf_analyzer's own command, step 1 of {len(values)} (the others change {_MODES[mode][0]}):\n"
-              f"  {commands[0]}", flush=True)
+        print(
+            f"perf_analyzer's own command, step 1 of {len(values)} (the others change {_MODES[mode][0]}):\n"
+            f"  {commands[0]}",
+            flush=True,
+        )
     with tempfile.TemporaryDirectory(prefix="labkit-perf-") as tmp:
         for n, value in enumerate(values, 1):
             what = f"{mode.replace('_', ' ')} {value:g}"
             if progress:
                 print(f"perf_analyzer {model} [{n}/{len(values)}] {what} ...", end="", flush=True)
             # as asked; then windows twice as long; then any spread accepted, the step marked unstable
-            tries = [(measurement_ms, stability_percent), (2 * measurement_ms, stability_percent),
-                     (2 * measurement_ms, _ANY_SPREAD)]
+            tries = [
+                (measurement_ms, stability_percent),
+                (2 * measurement_ms, stability_percent),
+                (2 * measurement_ms, _ANY_SPREAD),
+            ]
             for attempt, (window_ms, percent) in enumerate(tries):
                 report = Path(tmp) / f"step{n}.{attempt}.csv"
                 args = ["-p", str(window_ms), "-s", f"{percent:g}", _MODES[mode][0], f"{value:g}", "-f", str(report)]
                 try:
-                    proc = subprocess.run([*base, *args], env=tool.env(), capture_output=True, text=True, timeout=timeout_s)
+                    proc = subprocess.run(
+                        [*base, *args], env=tool.env(), capture_output=True, text=True, timeout=timeout_s
+                    )
                 except subprocess.TimeoutExpired:
                     raise PerfAnalyzerError(
                         f"perf_analyzer on {model!r} at {what} did not finish within {timeout_s:g} s (timeout_s); "
-                        f"is the model stuck? Try labkit.infer on it.", exit_code=None) from None
+                        f"is the model stuck? Try labkit.infer on it.",
+                        exit_code=None,
+                    ) from None
                 if proc.returncode == _UNSTABLE and attempt < len(tries) - 1 and server.alive:
                     continue
                 break
             stable = percent == stability_percent
             if progress:
-                print((" done" if stable else " unstable (kept, marked *)") if proc.returncode == 0 else " failed", flush=True)
+                print(
+                    (" done" if stable else " unstable (kept, marked *)") if proc.returncode == 0 else " failed",
+                    flush=True,
+                )
             if proc.returncode != 0 or not report.exists():
                 output = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
                 raise _failure(server, model, proc.returncode, output, what)

@@ -22,7 +22,12 @@ from .metric_plots import MetricSeries
 from .stats import ModelStats, StatsCollector
 
 _PHASE_LABELS = {"queue": "queue", "compute_input": "input", "compute_infer": "infer", "compute_output": "output"}
-_PHASE_COLORS = {"queue": "#dd8452", "compute_input": "#8fbc8f", "compute_infer": "#4c72b0", "compute_output": "#937860"}
+_PHASE_COLORS = {
+    "queue": "#dd8452",
+    "compute_input": "#8fbc8f",
+    "compute_infer": "#4c72b0",
+    "compute_output": "#937860",
+}
 
 
 def batch_histogram(stats: ModelStats, ax=None, max_batch: int | None = None):
@@ -63,7 +68,9 @@ class LatencyBins:
     p99_ms: tuple[float, ...] = ()
 
     @classmethod
-    def from_completions(cls, finished: np.ndarray, latencies: np.ndarray, window_s: float, until: float) -> LatencyBins:
+    def from_completions(
+        cls, finished: np.ndarray, latencies: np.ndarray, window_s: float, until: float
+    ) -> LatencyBins:
         """Windows of ``window_s`` that end by ``until``: later completions wait for their window to close."""
         count = int(until // window_s + 1e-9)
         if count < 1 or not finished.size:
@@ -103,8 +110,15 @@ class Window:
     @classmethod
     def of(cls, t: float, seconds: float, stats: ModelStats) -> Window:
         total = sum(stats.phase_ns.get(p, 0) for p in _PHASE_LABELS) or 1
-        return cls(t, seconds, stats.inference_count, stats.execution_count, min(stats.batch_counts, default=0),
-                   max(stats.batch_counts, default=0), tuple(stats.phase_ns.get(p, 0) / total for p in _PHASE_LABELS))
+        return cls(
+            t,
+            seconds,
+            stats.inference_count,
+            stats.execution_count,
+            min(stats.batch_counts, default=0),
+            max(stats.batch_counts, default=0),
+            tuple(stats.phase_ns.get(p, 0) / total for p in _PHASE_LABELS),
+        )
 
     @property
     def throughput(self) -> float:
@@ -130,10 +144,18 @@ class DashboardData:
     metrics: tuple[MetricSeries, ...] = ()  # families from /metrics, when the dashboard was given some
 
     @classmethod
-    def collect(cls, collector: StatsCollector, model: str, result: LoadResult | None = None, *,
-                latency: LatencyBins | None = None, concurrency: Sequence[tuple[float, int]] = (),
-                events: Sequence[tuple[float, str]] = (), elapsed_s: float = 0.0,
-                until: float | None = None) -> DashboardData:
+    def collect(
+        cls,
+        collector: StatsCollector,
+        model: str,
+        result: LoadResult | None = None,
+        *,
+        latency: LatencyBins | None = None,
+        concurrency: Sequence[tuple[float, int]] = (),
+        events: Sequence[tuple[float, str]] = (),
+        elapsed_s: float = 0.0,
+        until: float | None = None,
+    ) -> DashboardData:
         """From a collector's samples (each polling interval is a window, complete once polled) and the
         load's latencies (``latency``, or binned from a finished ``result``). ``until``: when the load
         ended (collector seconds); a window reaching past it counts only its time up to then."""
@@ -141,12 +163,18 @@ class DashboardData:
         end = float("inf") if until is None else until
         windows = tuple(
             Window.of(min(after.t, end), min(after.t, end) - before.t, after.stats[model].since(before.stats[model]))
-            for before, after in zip(samples, samples[1:]) if min(after.t, end) > before.t
+            for before, after in zip(samples, samples[1:])
+            if min(after.t, end) > before.t
         )
         return cls(
-            model, collector.total(model), tuple((w.t, w.throughput) for w in windows),
-            latency if latency is not None else LatencyBins.from_result(result), windows,
-            tuple(concurrency), tuple(events), elapsed_s or (samples[-1].t if samples else 0.0),
+            model,
+            collector.total(model),
+            tuple((w.t, w.throughput) for w in windows),
+            latency if latency is not None else LatencyBins.from_result(result),
+            windows,
+            tuple(concurrency),
+            tuple(events),
+            elapsed_s or (samples[-1].t if samples else 0.0),
             MetricSeries.from_samples(samples, end),
         )
 
@@ -172,16 +200,26 @@ def throughput_panel(data: DashboardData, ax) -> None:
     marks = [(t, f"{c} clients") for t, c in data.concurrency[1:]] + list(data.events)
     for t, text in sorted(marks):
         ax.axvline(t, color="#55a868", linestyle=":", linewidth=0.8)
-        ax.annotate(text, (t, 1), xycoords=("data", "axes fraction"), xytext=(2, -10), textcoords="offset points",
-                    fontsize="x-small", color="#666666")
+        ax.annotate(
+            text,
+            (t, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(2, -10),
+            textcoords="offset points",
+            fontsize="x-small",
+            color="#666666",
+        )
     _marks(ax, data)
 
 
 def latency_panel(data: DashboardData, ax) -> None:
     """p50 / p90 / p99 request latency (as the client saw it) per window."""
     bins = data.latency
-    for values, label, color in ((bins.p50_ms, "p50", "#4c72b0"), (bins.p90_ms, "p90", "#dd8452"),
-                                 (bins.p99_ms, "p99", "#c44e52")):
+    for values, label, color in (
+        (bins.p50_ms, "p50", "#4c72b0"),
+        (bins.p90_ms, "p90", "#dd8452"),
+        (bins.p99_ms, "p99", "#c44e52"),
+    ):
         if values:
             ax.plot(bins.t, values, label=label, color=color)
     if bins.t:
@@ -202,8 +240,15 @@ def batch_panel(data: DashboardData, ax) -> None:
     """Average batch size per window, with the smallest and largest batch of the window as a band."""
     ws, t = _busy(data)
     if ws:
-        ax.fill_between(t, [w.smallest_batch for w in ws], [w.largest_batch for w in ws], color="#4c72b0",
-                        alpha=0.2, step="mid", label="smallest-largest")
+        ax.fill_between(
+            t,
+            [w.smallest_batch for w in ws],
+            [w.largest_batch for w in ws],
+            color="#4c72b0",
+            alpha=0.2,
+            step="mid",
+            label="smallest-largest",
+        )
         ax.plot(t, [w.average_batch for w in ws], color="#4c72b0", label="average")
         ax.legend(fontsize="x-small", loc="upper left")
     ax.set_ylim(bottom=0, top=max([w.largest_batch for w in ws] + [1]) * 1.25)

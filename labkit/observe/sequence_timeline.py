@@ -57,8 +57,10 @@ def sequence_slots(tl: Timeline) -> list[dict[str, Any]]:
     rows = _slots(shown)
     width = max((max(r) + 1 for r in rows if r), default=0)
     t0 = min((r.queue_start for e in shown for r in e.requests), default=0)
-    return [{"start_ms": round((e.start - t0) / 1e6, 3), "slots": [row.get(k, "") for k in range(width)]}
-            for e, row in zip(shown, rows)]
+    return [
+        {"start_ms": round((e.start - t0) / 1e6, 3), "slots": [row.get(k, "") for k in range(width)]}
+        for e, row in zip(shown, rows)
+    ]
 
 
 def plot_sequence_slots(tl: Timeline) -> Picture:

@@ -115,8 +115,9 @@ def model_stats(server: TritonServer, model: str, *, settle: bool = False) -> Mo
         if not steps:
             return ModelStats.from_triton(model, server.stats(model))
         every = server.stats()  # one read for the ensemble and its steps
-        return dataclasses.replace(ModelStats.from_triton(model, every),
-                                   steps={m: ModelStats.from_triton(m, every) for m in steps})
+        return dataclasses.replace(
+            ModelStats.from_triton(model, every), steps={m: ModelStats.from_triton(m, every) for m in steps}
+        )
 
     if not settle:
         return read()
@@ -187,13 +188,19 @@ class Sample:
 class StatsCollector:
     """Polls stats and metrics for some models in a background thread while load runs.
 
-        with StatsCollector(server, ["minimal_batching"]) as col:
-            run_load(...)
-        col.throughput("minimal_batching")   # [(t, inferences/s), ...]
+    with StatsCollector(server, ["minimal_batching"]) as col:
+        run_load(...)
+    col.throughput("minimal_batching")   # [(t, inferences/s), ...]
     """
 
-    def __init__(self, server: TritonServer, models: Iterable[str], interval_s: float = 0.25, *,
-                 metrics: Mapping[str, Mapping[str, str]] | Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        server: TritonServer,
+        models: Iterable[str],
+        interval_s: float = 0.25,
+        *,
+        metrics: Mapping[str, Mapping[str, str]] | Iterable[str] = (),
+    ) -> None:
         self.server = server
         self.models = list(models)
         # Families to read from /metrics each poll: name -> labels its samples must carry (summed).
@@ -216,8 +223,9 @@ class StatsCollector:
         text = self.server.models.metrics_text()
         samples = parse_metrics(text)
         pending = {m: metric(samples, "nv_inference_pending_request_count", model=m) for m in self.models}
-        sample = Sample(time.monotonic() - self._t0, stats, pending, family_totals(text, self.metrics),
-                        gpu_usage(samples))
+        sample = Sample(
+            time.monotonic() - self._t0, stats, pending, family_totals(text, self.metrics), gpu_usage(samples)
+        )
         with self._lock:
             self.samples.append(sample)
         return sample

@@ -97,9 +97,13 @@ def _merge(fragments: list[dict], model: str, batching: bool) -> list[TracedRequ
         if fragment.get("activity") == "TENSOR_QUEUE_INPUT":
             traces[fragment["id"]]["rows"] = int(str(fragment["tensor"]["shape"]).split(",")[0])
     return sorted(
-        (TracedRequest(i, t.get("rows", 1), *(t[k] for k in _NEEDED),
-                       _sequence_ids.sequence_of(str(t.get("request_id", ""))))
-         for i, t in traces.items() if t.get("model_name") == model and all(k in t for k in _NEEDED)),
+        (
+            TracedRequest(
+                i, t.get("rows", 1), *(t[k] for k in _NEEDED), _sequence_ids.sequence_of(str(t.get("request_id", "")))
+            )
+            for i, t in traces.items()
+            if t.get("model_name") == model and all(k in t for k in _NEEDED)
+        ),
         key=lambda r: r.queue_start,
     )
 
@@ -150,20 +154,29 @@ class Timeline:
     def __enter__(self) -> Timeline:
         config = self.server.model_config(self.model)
         if config.get("platform") == "ensemble" and not self._ensembles:
-            raise ConfigError(f"{self.model!r} is an ensemble: its requests run only in its steps. Use "
-                              f"labkit.ensemble_timeline(server, {self.model!r}), which draws each request's steps.",
-                              field="platform", value="ensemble", valid=["a model with a backend"])
+            raise ConfigError(
+                f"{self.model!r} is an ensemble: its requests run only in its steps. Use "
+                f"labkit.ensemble_timeline(server, {self.model!r}), which draws each request's steps.",
+                field="platform",
+                value="ensemble",
+                valid=["a model with a backend"],
+            )
         self._batching = int(config.get("max_batch_size", 0)) > 0
         self.instances = sum(int(g.get("count", 1)) for g in config.get("instance_group", [])) or 1
         self._before = model_stats(self.server, self.model, settle=True)
         folder, seen_by_triton = self.server.runtime.trace_folder()
         name = f"{self.model}-{uuid.uuid4().hex[:8]}.json"
         self._path, self._file = folder / name, f"{seen_by_triton}/{name}"
-        self.server.models.trace_settings(self.model, {
-            "trace_file": self._file, "trace_level": self._levels, "trace_rate": "1",
-            "log_frequency": "0",  # all traces in one file, written when tracing ends
-            "trace_count": "-1",
-        })
+        self.server.models.trace_settings(
+            self.model,
+            {
+                "trace_file": self._file,
+                "trace_level": self._levels,
+                "trace_rate": "1",
+                "log_frequency": "0",  # all traces in one file, written when tracing ends
+                "trace_count": "-1",
+            },
+        )
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
@@ -213,7 +226,7 @@ class Timeline:
         """The executions in view: all, or those holding the last ``last`` requests."""
         if self.last is None:
             return self.executions
-        keep = {r.id for r in self.requests[-self.last:]}
+        keep = {r.id for r in self.requests[-self.last :]}
         return [e for e in self.executions if any(r.id in keep for r in e.requests)]
 
     def _origin(self) -> int:
@@ -225,15 +238,23 @@ class Timeline:
         batch size, requests and their longest queue wait."""
         t0 = self._origin()
         return [
-            {"lane": e.lane, "start_ms": round((e.start - t0) / 1e6, 3), "compute_ms": round((e.end - e.start) / 1e6, 3),
-             "batch": e.batch, "requests": len(e.requests), "max_queue_ms": round(max(r.queue_ms for r in e.requests), 3)}
+            {
+                "lane": e.lane,
+                "start_ms": round((e.start - t0) / 1e6, 3),
+                "compute_ms": round((e.end - e.start) / 1e6, 3),
+                "batch": e.batch,
+                "requests": len(e.requests),
+                "max_queue_ms": round(max(r.queue_ms for r in e.requests), 3),
+            }
             for e in self.shown()
         ]
 
     def __repr__(self) -> str:
         c = self.counts()
-        return (f"<labkit timeline of {self.model}: {c['requests']} requests in {c['executions']} executions, "
-                f"largest batch {c['largest_batch']}>")
+        return (
+            f"<labkit timeline of {self.model}: {c['requests']} requests in {c['executions']} executions, "
+            f"largest batch {c['largest_batch']}>"
+        )
 
     def lanes(self) -> int:
         return max([self.instances] + [e.lane + 1 for e in self.shown()])
@@ -247,19 +268,32 @@ class Timeline:
         for e in shown:
             height = 0.8 * e.batch / top
             base = e.lane + 0.9 - height
-            ax.broken_barh([(ms(e.start), max(ms(e.end) - ms(e.start), 1e-3))], (base, height),
-                           facecolors="#4c72b0", edgecolors="#2a4d80")
+            ax.broken_barh(
+                [(ms(e.start), max(ms(e.end) - ms(e.start), 1e-3))],
+                (base, height),
+                facecolors="#4c72b0",
+                edgecolors="#2a4d80",
+            )
             for k, r in enumerate(e.requests):
                 y = base + height * (k + 0.5) / len(e.requests)
                 ax.plot([ms(r.queue_start), ms(e.start)], [y, y], color="#dd8452", linewidth=1, alpha=0.8)
             if len(shown) <= _LABELS_UP_TO:
-                ax.annotate(str(e.batch), (ms(e.end), base), textcoords="offset points", xytext=(2, -9),
-                            fontsize="small", color="#2a4d80")
+                ax.annotate(
+                    str(e.batch),
+                    (ms(e.end), base),
+                    textcoords="offset points",
+                    xytext=(2, -9),
+                    fontsize="small",
+                    color="#2a4d80",
+                )
         ax.set_ylim(lanes, 0)
         ax.set_yticks([i + 0.5 for i in range(lanes)], [f"instance {i}" for i in range(lanes)])
         ax.set_xlabel("ms since the first request was queued")
-        ax.set_title(f"{self.model}: {len(shown)} of {len(self.executions)} executions (box height: batch size), "
-                     f"queue waits in orange", fontsize="medium")
+        ax.set_title(
+            f"{self.model}: {len(shown)} of {len(self.executions)} executions (box height: batch size), "
+            f"queue waits in orange",
+            fontsize="medium",
+        )
 
     def figure(self) -> Figure:
         height = 1.4 + 1.0 * self.lanes()
@@ -273,8 +307,12 @@ class Timeline:
 
     def summary(self) -> dict[str, Any]:
         """Counts from the traces beside Triton's statistics, for a report."""
-        return {**self.counts(), "stats_executions": self.stats.execution_count,
-                "stats_inferences": self.stats.inference_count, "agrees": self.agrees_with_statistics()}
+        return {
+            **self.counts(),
+            "stats_executions": self.stats.execution_count,
+            "stats_inferences": self.stats.inference_count,
+            "agrees": self.agrees_with_statistics(),
+        }
 
 
 def timeline(server: TritonServer, model: str, *, last: int | None = None, rows: bool = False) -> Timeline:

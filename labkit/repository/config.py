@@ -26,8 +26,9 @@ def _data_type(name: str) -> int:
         return pb.DataType.Value(key)
     except ValueError:
         valid = [n[5:] for n in pb.DataType.keys() if n != "TYPE_INVALID"]
-        raise ConfigError(f"Unknown datatype {name!r}; use one of: {', '.join(valid)}.",
-                          field="data_type", value=name, valid=valid) from None
+        raise ConfigError(
+            f"Unknown datatype {name!r}; use one of: {', '.join(valid)}.", field="data_type", value=name, valid=valid
+        ) from None
 
 
 def model_config(
@@ -58,14 +59,27 @@ def model_config(
             field.add(name=tname, data_type=_data_type(dtype), dims=list(dims))
     kind_value = f"KIND_{kind.upper()}"
     if kind_value not in pb.ModelInstanceGroup.Kind.keys():
-        raise ConfigError(f"Unknown instance kind {kind!r}; use 'CPU', 'GPU', 'MODEL' or 'AUTO'.",
-                          field="kind", value=kind, valid=["CPU", "GPU", "MODEL", "AUTO"])
+        raise ConfigError(
+            f"Unknown instance kind {kind!r}; use 'CPU', 'GPU', 'MODEL' or 'AUTO'.",
+            field="kind",
+            value=kind,
+            valid=["CPU", "GPU", "MODEL", "AUTO"],
+        )
     group = cfg.instance_group.add(count=instances, kind=pb.ModelInstanceGroup.Kind.Value(kind_value))
     if gpus is not None:
         ids = list(gpus)
-        if kind_value != "KIND_GPU" or not ids or any(not isinstance(g, int) or isinstance(g, bool) or g < 0 for g in ids):
-            raise ConfigError(f"gpus={gpus!r}: give device numbers (e.g. [0]) with kind='GPU'; Triton pins only GPU "
-                              f"instance groups to devices.", field="gpus", value=gpus, valid=["kind='GPU'", "[0]", "[0, 1]"])
+        if (
+            kind_value != "KIND_GPU"
+            or not ids
+            or any(not isinstance(g, int) or isinstance(g, bool) or g < 0 for g in ids)
+        ):
+            raise ConfigError(
+                f"gpus={gpus!r}: give device numbers (e.g. [0]) with kind='GPU'; Triton pins only GPU "
+                f"instance groups to devices.",
+                field="gpus",
+                value=gpus,
+                valid=["kind='GPU'", "[0]", "[0, 1]"],
+            )
         group.gpus.extend(ids)
     if dynamic_batching:
         cfg.dynamic_batching.SetInParent()
@@ -85,8 +99,11 @@ def parse(text: str, source: str = "config.pbtxt") -> ModelConfig:
     try:
         return text_format.Parse(text, ModelConfig())
     except text_format.ParseError as exc:
-        raise ConfigError(f"{source}: {exc}. Fix that line; field names are those of Triton's ModelConfig.",
-                          field=_field_of(str(exc)), source=source) from None
+        raise ConfigError(
+            f"{source}: {exc}. Fix that line; field names are those of Triton's ModelConfig.",
+            field=_field_of(str(exc)),
+            source=source,
+        ) from None
 
 
 def _field_of(parse_error: str) -> str:
@@ -113,5 +130,6 @@ def check_complete(cfg: ModelConfig, source: str = "config") -> None:
         raise ConfigError(
             f"{source} lacks {', '.join(missing)}. labkit runs Triton with auto-complete off "
             f"(it avoids a load hang in 23.12), so every config must name its backend, inputs and outputs.",
-            lacks=missing, source=source,
+            lacks=missing,
+            source=source,
         )

@@ -24,8 +24,14 @@ class Step:
     version: int = -1  # -1: the latest version Triton serves
 
 
-def ensemble_config(name: str, inputs: Iterable[TensorSpec], outputs: Iterable[TensorSpec], steps: Iterable[Step],
-                    *, max_batch_size: int = 0) -> ModelConfig:
+def ensemble_config(
+    name: str,
+    inputs: Iterable[TensorSpec],
+    outputs: Iterable[TensorSpec],
+    steps: Iterable[Step],
+    *,
+    max_batch_size: int = 0,
+) -> ModelConfig:
     """A complete ensemble ModelConfig: the ensemble's tensors as in ``model_config``, then the steps
     in ``ensemble_scheduling``. An ensemble has no backend and no instances: Triton's ensemble
     scheduler runs it, and each step runs on its own model's instances."""
@@ -59,7 +65,9 @@ def check_steps(repository: ModelRepository, cfg: ModelConfig) -> None:
             raise EnsembleStepError(
                 f"Step {i} of ensemble {cfg.name!r} names model {step.model_name!r}, which is not in the repository "
                 f"(it has: {', '.join(available) or 'nothing'}). Write that model first, or fix the step's model name.",
-                problem="not in the repository", **what)
+                problem="not in the repository",
+                **what,
+            )
         try:
             own = repository.read_config(step.model_name)
         except LabkitError:
@@ -72,4 +80,7 @@ def check_steps(repository: ModelRepository, cfg: ModelConfig) -> None:
                         f"Step {i} of ensemble {cfg.name!r} maps {kind} {tensor!r} of model {step.model_name!r}, "
                         f"which has no such {kind} (its {kind}s: {', '.join(names)}). The map's keys are the "
                         f"step model's tensor names, its values the ensemble's.",
-                        problem=f"no such {kind}", tensor=tensor, **what)
+                        problem=f"no such {kind}",
+                        tensor=tensor,
+                        **what,
+                    )

@@ -14,7 +14,7 @@ from ..errors import RepositoryWriteError
 
 _WHAT_TO_DO = {
     errno.EROFS: "the folder is on a read-only file system: give the server a writable repository folder "
-                 "(e.g. copy this one), or mount it writable",
+    "(e.g. copy this one), or mount it writable",
     errno.EACCES: "this user may not write there: give a folder you own",
     errno.EPERM: "this user may not write there: give a folder you own",
     errno.ENOSPC: "the disk is full: free some space",
@@ -30,8 +30,9 @@ def writing(path: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         advice = _WHAT_TO_DO.get(exc.errno or 0, "check the folder and try again")
-        raise RepositoryWriteError(f"Could not write {path}: {exc.strerror or exc}; {advice}.",
-                                   path=str(path), errno=exc.errno or 0) from None
+        raise RepositoryWriteError(
+            f"Could not write {path}: {exc.strerror or exc}; {advice}.", path=str(path), errno=exc.errno or 0
+        ) from None
 
 
 def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> Path:

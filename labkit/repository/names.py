@@ -15,16 +15,22 @@ MAX_NAME = 200
 
 def check_name(name: str, what: str = "model") -> str:
     if not isinstance(name, str) or not name:
-        raise InvalidNameError(f"The {what} name is empty; give a name like 'add_sub'.", name=str(name or ""), what=what)
+        raise InvalidNameError(
+            f"The {what} name is empty; give a name like 'add_sub'.", name=str(name or ""), what=what
+        )
     if not _NAME.fullmatch(name) or name in (".", ".."):
         raise InvalidNameError(
             f"The {what} name {name!r} is not allowed: use letters, digits, '_', '-' and '.', "
-            f"not starting with '.' or '-', and no '/' (it must stay inside the repository).", name=name, what=what,
+            f"not starting with '.' or '-', and no '/' (it must stay inside the repository).",
+            name=name,
+            what=what,
         )
     if len(name) > MAX_NAME:
         raise InvalidNameError(
             f"The {what} name {name[:40]}... is {len(name)} characters long; file systems allow names of "
-            f"{MAX_NAME} here: use a shorter one.", name=name, what=what,
+            f"{MAX_NAME} here: use a shorter one.",
+            name=name,
+            what=what,
         )
     return name
 
@@ -35,7 +41,8 @@ def check_relpath(relpath: str) -> PurePosixPath:
     if not relpath or path.is_absolute() or any(part in ("", ".", "..") for part in path.parts):
         raise InvalidNameError(
             f"The file path {relpath!r} is not allowed: give a relative path without '..', e.g. 'model.py'.",
-            name=str(relpath), what="file path",
+            name=str(relpath),
+            what="file path",
         )
     for part in path.parts:
         check_name(part, "file")

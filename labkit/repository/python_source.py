@@ -34,13 +34,18 @@ def _class_source(cls: type) -> tuple[list[str], str]:
     text = "".join(lines)
     module = ast.parse(text)
     for node in ast.walk(module):
-        if isinstance(node, ast.ClassDef) and node.name == cls.__name__ and node.lineno <= code.co_firstlineno <= node.end_lineno:
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.name == cls.__name__
+            and node.lineno <= code.co_firstlineno <= node.end_lineno
+        ):
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
             body = textwrap.dedent("".join(lines[start - 1 : node.end_lineno]))
             used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
             # Only the cell's imports the class uses: the rest of a notebook may not import in the stub.
             imports = [
-                n for n in module.body
+                n
+                for n in module.body
                 if isinstance(n, (ast.Import, ast.ImportFrom))
                 and (
                     any((a.asname or a.name).split(".")[0] in used for a in n.names)

@@ -35,8 +35,13 @@ class ModelRepository:
     def unconfigured(self) -> list[str]:
         """Names of the folders that hold a version folder and no config.pbtxt: models whose config only
         Triton's auto-complete can make."""
-        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not (p / "config.pbtxt").exists()
-                      and any(v.is_dir() and v.name.isdigit() for v in p.iterdir()))
+        return sorted(
+            p.name
+            for p in self.root.iterdir()
+            if p.is_dir()
+            and not (p / "config.pbtxt").exists()
+            and any(v.is_dir() and v.name.isdigit() for v in p.iterdir())
+        )
 
     def write_config(self, cfg: _config.ModelConfig) -> Path:
         check_name(cfg.name)
@@ -51,12 +56,19 @@ class ModelRepository:
     def read_config(self, name: str) -> _config.ModelConfig:
         path = self.model_dir(name) / "config.pbtxt"
         if not path.exists():
-            raise ConfigError(f"Model {name!r} has no config at {path}; write one with write_config().",
-                              lacks=["config.pbtxt"], source=str(path))
+            raise ConfigError(
+                f"Model {name!r} has no config at {path}; write one with write_config().",
+                lacks=["config.pbtxt"],
+                source=str(path),
+            )
         cfg = _config.read(path)
         if cfg.name and cfg.name != name:
-            raise ConfigError(f"{path} names the model {cfg.name!r}, but its folder is {name!r}; make them equal.",
-                              field="name", value=cfg.name, source=str(path))
+            raise ConfigError(
+                f"{path} names the model {cfg.name!r}, but its folder is {name!r}; make them equal.",
+                field="name",
+                value=cfg.name,
+                source=str(path),
+            )
         return cfg
 
     def models_using(self, backend: str) -> list[str]:
@@ -65,7 +77,9 @@ class ModelRepository:
 
     def versions(self, name: str) -> list[int]:
         folder = self.model_dir(name)
-        return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.exists() else []
+        return (
+            sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.exists() else []
+        )
 
     def write_file(self, name: str, relpath: str, data: bytes | str, version: int | None = 1) -> Path:
         """Write a file into the model folder, or into its version folder when ``version`` is given."""

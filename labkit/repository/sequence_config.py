@@ -37,13 +37,21 @@ def sequence_batching(
     """
     spec: dict[str, Any] = {"max_sequence_idle_microseconds": idle_us}
     if controls:
-        spec["control_input"] = [{"name": name, "control": [{"kind": kind, **how}]}
-                                 for name, (kind, how) in CONTROLS.items()]
+        spec["control_input"] = [
+            {"name": name, "control": [{"kind": kind, **how}]} for name, (kind, how) in CONTROLS.items()
+        ]
     if state is not None:
         input_name, output_name, dtype, dims = state
         type_name = pb.DataType.Name(_data_type(dtype))
-        spec["state"] = [{"input_name": input_name, "output_name": output_name, "data_type": type_name, "dims": list(dims),
-                          "initial_state": [{"name": "zero", "data_type": type_name, "dims": list(dims), "zero_data": True}]}]
+        spec["state"] = [
+            {
+                "input_name": input_name,
+                "output_name": output_name,
+                "data_type": type_name,
+                "dims": list(dims),
+                "initial_state": [{"name": "zero", "data_type": type_name, "dims": list(dims), "zero_data": True}],
+            }
+        ]
     cfg.sequence_batching.Clear()
     json_format.ParseDict(spec, cfg.sequence_batching)
     return cfg

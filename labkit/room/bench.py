@@ -61,13 +61,15 @@ def _summary(values: list[float]) -> dict[str, float]:
 def report(result: RoomBench) -> str:
     """The numbers as a few lines of text."""
     mib = 1024 * 1024
-    lines = [f"room bench, {result.participants} participant(s)",
-             f"  room up (hub answers):           {result.up_s:7.1f} s",
-             f"  all labs ready (from start):     {result.all_ready_s:7.1f} s",
-             f"  lab ready p50/p95:               {_pcts(list(result.ready_s.values()))}",
-             f"  one idle lab (JupyterLab):       {result.lab_memory_idle / mib:7.0f} MiB",
-             f"  same lab, Triton running:        {result.lab_memory_triton / mib:7.0f} MiB "
-             f"(labkit.start() took {result.triton_start_s:.1f} s)"]
+    lines = [
+        f"room bench, {result.participants} participant(s)",
+        f"  room up (hub answers):           {result.up_s:7.1f} s",
+        f"  all labs ready (from start):     {result.all_ready_s:7.1f} s",
+        f"  lab ready p50/p95:               {_pcts(list(result.ready_s.values()))}",
+        f"  one idle lab (JupyterLab):       {result.lab_memory_idle / mib:7.0f} MiB",
+        f"  same lab, Triton running:        {result.lab_memory_triton / mib:7.0f} MiB "
+        f"(labkit.start() took {result.triton_start_s:.1f} s)",
+    ]
     for notebook, values in sorted(result.checks.items()):
         lines.append(f"  check {notebook}: save -> verdict {_pcts(values)} (n={len(values)})")
     if result.single_missing:
@@ -102,8 +104,9 @@ def start_labs(room: HubClient, users: tuple[str, ...], timeout_s: float) -> dic
     try:
         wait_until(all_ready, timeout_s - (time.monotonic() - t0), "every lab to be ready", interval_s=0.25)
     except WaitTimeoutError:
-        raise WaitTimeoutError(what=f"labs of {sorted(set(users) - set(ready))} to be ready",
-                               timeout_s=timeout_s) from None
+        raise WaitTimeoutError(
+            what=f"labs of {sorted(set(users) - set(ready))} to be ready", timeout_s=timeout_s
+        ) from None
     return ready
 
 
@@ -118,10 +121,21 @@ def run_in_lab(room: HubClient, user: str, code: str, timeout_s: float = 300) ->
     kernel = room.call(f"user/{user}/api/kernels", "POST", {"name": "python3"})["id"]
     ws_url = f"{room.url.replace('http', 'ws', 1)}/user/{user}/api/kernels/{kernel}/channels"
     session = Session(username="labkit-bench")
-    msg = session.msg("execute_request", {"code": code, "silent": False, "store_history": False,
-                                          "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    msg = session.msg(
+        "execute_request",
+        {
+            "code": code,
+            "silent": False,
+            "store_history": False,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        },
+    )
     msg["channel"] = "shell"
-    socket = websocket.create_connection(ws_url, header=[f"Authorization: {room.session.headers['Authorization']}"], timeout=timeout_s)
+    socket = websocket.create_connection(
+        ws_url, header=[f"Authorization: {room.session.headers['Authorization']}"], timeout=timeout_s
+    )
     try:
         t0 = time.monotonic()
         socket.send(json.dumps(msg, default=json_default))
@@ -200,8 +214,9 @@ def wait_for_verdicts(room_dir: Path, saved: dict[str, float], name: str, timeou
     return list(done.values()), len(saved) - len(done)
 
 
-def run(settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: float = 900,
-        notebook: str = SAVED_NOTEBOOK) -> RoomBench:
+def run(
+    settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: float = 900, notebook: str = SAVED_NOTEBOOK
+) -> RoomBench:
     """The bench (see the module's docstring); the room is taken down (work volumes too) however it ends."""
     from . import lifecycle
 
@@ -215,7 +230,9 @@ def run(settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: flo
         say(f"room bench: the hub answered in {info.seconds:.1f} s; starting every lab ...")
         result.ready_s = start_labs(room, settings.participants, timeout_s)
         result.all_ready_s = max(result.ready_s.values())
-        say(f"room bench: all labs ready in {result.all_ready_s:.1f} s; labkit.start() in {settings.participants[0]}'s lab ...")
+        say(
+            f"room bench: all labs ready in {result.all_ready_s:.1f} s; labkit.start() in {settings.participants[0]}'s lab ..."
+        )
         first = settings.participants[0]
         container = f"{settings.prefix}-{first}"
         time.sleep(5)  # a measurement's pause, not a wait: the lab's JupyterLab settles after its first answer
@@ -225,10 +242,13 @@ def run(settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: flo
         result.lab_memory_triton = lab_memory(container)
         room.call(f"user/{first}/api/kernels/{kernel}", "DELETE")
         saved = save_notebooks(room, settings.participants, notebook)
-        say(f"room bench: {notebook} saved in every lab; waiting for the board's verdicts (at most "
-            f"{checks_timeout_s:.0f} s) ...")
-        result.checks[notebook], result.checks_missing = wait_for_verdicts(settings.directory, saved, notebook,
-                                                                           checks_timeout_s)
+        say(
+            f"room bench: {notebook} saved in every lab; waiting for the board's verdicts (at most "
+            f"{checks_timeout_s:.0f} s) ..."
+        )
+        result.checks[notebook], result.checks_missing = wait_for_verdicts(
+            settings.directory, saved, notebook, checks_timeout_s
+        )
         say(f"room bench: one more save, alone: {first}'s {notebook} with its second exercise solved ...")
         alone = save_notebooks(room, (first,), notebook, which=1)
         single, missing = wait_for_verdicts(settings.directory, alone, notebook, checks_timeout_s)

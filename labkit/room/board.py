@@ -49,17 +49,27 @@ log = logging.getLogger("labkit.room.board")
 REFRESH_PAGE_S = 30  # the page reloads itself (the engine's and the scan's state) ...
 CHANGES_S = 2  # ... and at once when a mark changed: it asks api/progress every CHANGES_S
 # Reload only when a mark changed, so that a hover or a detail being read is not lost every few seconds.
-WATCH = ("<script>let seen=null;setInterval(async()=>{try{const r=await fetch('api/progress',"
-         "{credentials:'same-origin'});if(!r.ok)return;const t=await r.text();if(seen!==null&&t!==seen)"
-         f"location.reload();seen=t;}}catch(e){{}}}},{CHANGES_S * 1000});</script>")
+WATCH = (
+    "<script>let seen=null;setInterval(async()=>{try{const r=await fetch('api/progress',"
+    "{credentials:'same-origin'});if(!r.ok)return;const t=await r.text();if(seen!==null&&t!==seen)"
+    f"location.reload();seen=t;}}catch(e){{}}}},{CHANGES_S * 1000});</script>"
+)
 
 
 class Board:
     """The watch loop: scan the ``source``, queue new saves, judge them ``graders`` at a time with the
     ``runner``, keep the marks."""
 
-    def __init__(self, room_dir: Path, room_id: str, participants: list[str], source: NotebookSource,
-                 runner: Runner, poll_s: float = 20.0, graders: int = 2) -> None:
+    def __init__(
+        self,
+        room_dir: Path,
+        room_id: str,
+        participants: list[str],
+        source: NotebookSource,
+        runner: Runner,
+        poll_s: float = 20.0,
+        graders: int = 2,
+    ) -> None:
         self.room_dir = Path(room_dir)
         self.room_id = room_id
         self.source = source
@@ -134,15 +144,22 @@ class Board:
         starter is "not started" without a run, and a save that changed nothing keeps its marks."""
         loop = asyncio.get_running_loop()
         submission = await loop.run_in_executor(self.pool, self.source.read, user, notebook)
-        starters = [r for r in untouched_results(notebook)
-                    if not is_started(r.exercise, submission.cells.get(r.exercise, "\0"))]
+        starters = [
+            r for r in untouched_results(notebook) if not is_started(r.exercise, submission.cells.get(r.exercise, "\0"))
+        ]
         changed = self.progress.changed(user, submission.cells)
         if not changed:
             self._record(user, notebook, mtime, starters)
             return
         judgement = await loop.run_in_executor(self.pool, self.runner.judge, replace(submission, judge=tuple(changed)))
-        log.info("%s %s (%s) judged in %.1f s%s", user, notebook, ", ".join(changed), judgement.seconds,
-                 f" ({judgement.error})" if judgement.error else "")
+        log.info(
+            "%s %s (%s) judged in %.1f s%s",
+            user,
+            notebook,
+            ", ".join(changed),
+            judgement.seconds,
+            f" ({judgement.error})" if judgement.error else "",
+        )
         if judgement.error:  # no digest: the same cells are judged again at the next save
             verdicts = [r for r in judgement.results if r.exercise in changed]
         else:
@@ -157,8 +174,9 @@ class Board:
             log.warning("%s", exc)
 
     def start(self) -> list[asyncio.Task[None]]:
-        return [asyncio.ensure_future(self.watch())] + [asyncio.ensure_future(self.judge_forever())
-                                                        for _ in range(self.graders)]
+        return [asyncio.ensure_future(self.watch())] + [
+            asyncio.ensure_future(self.judge_forever()) for _ in range(self.graders)
+        ]
 
     def sweep(self) -> None:
         """Stop the source's scanner and remove the room's grader runs still there (the board is stopping)."""
@@ -205,40 +223,58 @@ def render_page(board: Board, xsrf_form: str = "", sort: str = "name", user: str
     solved = {u: sum(m.state == progress_store.PASSED for m in marks[u].values()) for u in participants}
     status, error = _status(board)
     title = f"labkit room {html.escape(board.room_id)}"
-    head = (f"<!doctype html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='{REFRESH_PAGE_S}'>"
-            f"<title>{title}</title><style>{STYLE}</style>{WATCH}</head><body>")
+    head = (
+        f"<!doctype html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='{REFRESH_PAGE_S}'>"
+        f"<title>{title}</title><style>{STYLE}</style>{WATCH}</head><body>"
+    )
     if user in marks:
         rows = "".join(
             f"<tr><th>{html.escape(e)}</th><td>{html.escape(REGISTRY[e].title)}</td>"
             f"<td class='{marks[user][e].state.replace(' ', '-')}'>{MARKS[marks[user][e].state]} {marks[user][e].state}</td>"
-            f"<td>{html.escape(_note(marks[user][e]))}</td></tr>" for e in ids)
-        return (f"{head}<h1>Room {html.escape(board.room_id)}: {html.escape(user)}, {solved[user]} of {len(ids)} "
-                f"solved</h1><p><a href='?'>back to the room</a></p>{error}<table class='detail'><tr><th>exercise</th>"
-                f"<th>what it asks</th><th>state</th><th>problem and hint</th></tr>{rows}</table></body></html>")
+            f"<td>{html.escape(_note(marks[user][e]))}</td></tr>"
+            for e in ids
+        )
+        return (
+            f"{head}<h1>Room {html.escape(board.room_id)}: {html.escape(user)}, {solved[user]} of {len(ids)} "
+            f"solved</h1><p><a href='?'>back to the room</a></p>{error}<table class='detail'><tr><th>exercise</th>"
+            f"<th>what it asks</th><th>state</th><th>problem and hint</th></tr>{rows}</table></body></html>"
+        )
     order = sorted(participants, key=lambda u: (-solved[u], u)) if sort == "solved" else sorted(participants)
-    columns = "".join(f"<th title='{html.escape(e)}: {html.escape(REGISTRY[e].title)}'>{html.escape(e)}</th>" for e in ids)
+    columns = "".join(
+        f"<th title='{html.escape(e)}: {html.escape(REGISTRY[e].title)}'>{html.escape(e)}</th>" for e in ids
+    )
     rows = []
     for u in order:
         cells = "".join(
             f"<td class='{m.state.replace(' ', '-')}' title='{html.escape(f'{u} · {e}: {m.state}. {_note(m)}'.strip())}'>"
-            f"{MARKS[m.state]}</td>" for e, m in marks[u].items())
-        rows.append(f"<tr><th><a href='?user={html.escape(u)}'>{html.escape(u)}</a></th>{cells}"
-                    f"<td class='n'>{solved[u]}</td></tr>")
+            f"{MARKS[m.state]}</td>"
+            for e, m in marks[u].items()
+        )
+        rows.append(
+            f"<tr><th><a href='?user={html.escape(u)}'>{html.escape(u)}</a></th>{cells}"
+            f"<td class='n'>{solved[u]}</td></tr>"
+        )
     passed = [sum(marks[u][e].state == progress_store.PASSED for u in participants) for e in ids]
-    summary = "".join(f"<td title='{n} of {len(participants)} passed {html.escape(e)}'>{n}</td>" for e, n in zip(ids, passed))
+    summary = "".join(
+        f"<td title='{n} of {len(participants)} passed {html.escape(e)}'>{n}</td>" for e, n in zip(ids, passed)
+    )
     sorted_by = "<b>{}</b>"
     by_name = sorted_by.format("participant") if sort != "solved" else "<a href='?sort=name'>participant</a>"
     by_solved = sorted_by.format("solved") if sort == "solved" else "<a href='?sort=solved'>solved</a>"
-    legend = ("<span class='passed'>\u2713 passed</span><span class='not-yet'>\u2717 not yet</span>"
-              "<span class='not-started'>\u00b7 not started</span> hover a cell for its problem and hint; "
-              "click a name for its detail")
-    return (f"{head}<div class='top'><h1>Room {html.escape(board.room_id)}</h1><span>{len(participants)} participants, "
-            f"{sum(passed)} passed of {len(participants) * len(ids)}; {status}; a new mark shows within {CHANGES_S} s</span>"
-            f"<form method='post' action='api/refresh'>{xsrf_form}<button>look for saved notebooks now</button></form>"
-            f"<span class='legend'>{legend}</span></div>{error}"
-            f"<table id='grid'><thead><tr><th class='who'>{by_name}</th>{columns}<th class='n'>{by_solved}</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody><tfoot><tr><th>passed</th>{summary}<td>{sum(passed)}</td></tr></tfoot>"
-            "</table></body></html>")
+    legend = (
+        "<span class='passed'>\u2713 passed</span><span class='not-yet'>\u2717 not yet</span>"
+        "<span class='not-started'>\u00b7 not started</span> hover a cell for its problem and hint; "
+        "click a name for its detail"
+    )
+    return (
+        f"{head}<div class='top'><h1>Room {html.escape(board.room_id)}</h1><span>{len(participants)} participants, "
+        f"{sum(passed)} passed of {len(participants) * len(ids)}; {status}; a new mark shows within {CHANGES_S} s</span>"
+        f"<form method='post' action='api/refresh'>{xsrf_form}<button>look for saved notebooks now</button></form>"
+        f"<span class='legend'>{legend}</span></div>{error}"
+        f"<table id='grid'><thead><tr><th class='who'>{by_name}</th>{columns}<th class='n'>{by_solved}</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody><tfoot><tr><th>passed</th>{summary}<td>{sum(passed)}</td></tr></tfoot>"
+        "</table></body></html>"
+    )
 
 
 class _Handler(HubOAuthenticated, web.RequestHandler):
@@ -251,8 +287,11 @@ class PageHandler(_Handler):
     @web.authenticated
     def get(self) -> None:
         sort = self.get_argument("sort", "name")
-        self.write(render_page(self.board, self.xsrf_form_html(), sort if sort in SORTS else "name",
-                               self.get_argument("user", "")))
+        self.write(
+            render_page(
+                self.board, self.xsrf_form_html(), sort if sort in SORTS else "name", self.get_argument("user", "")
+            )
+        )
 
 
 class ProgressHandler(_Handler):
@@ -273,10 +312,18 @@ class RefreshHandler(_Handler):
 
 
 def make_app(board: Board, prefix: str) -> web.Application:
-    return web.Application([
-        (prefix, PageHandler), (prefix + "api/progress", ProgressHandler), (prefix + "api/refresh", RefreshHandler),
-        (prefix + "oauth_callback", HubOAuthCallbackHandler),
-    ], board=board, prefix=prefix, cookie_secret=os.urandom(32), xsrf_cookies=False)
+    return web.Application(
+        [
+            (prefix, PageHandler),
+            (prefix + "api/progress", ProgressHandler),
+            (prefix + "api/refresh", RefreshHandler),
+            (prefix + "oauth_callback", HubOAuthCallbackHandler),
+        ],
+        board=board,
+        prefix=prefix,
+        cookie_secret=os.urandom(32),
+        xsrf_cookies=False,
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -285,18 +332,34 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--room-dir", type=Path, required=True)
     parser.add_argument("--room-id", help="default: room.json's id")
     parser.add_argument("--participants", help="comma-separated logins; default: room.json's participants")
-    parser.add_argument("--notebooks", choices=("volumes", "jupyter"), default="volumes",
-                        help="read saved notebooks from the room's Docker volumes, or from each lab's Jupyter API "
-                        "through the hub (the token needs labkit.room.settings.BOARD_SCOPES)")
-    parser.add_argument("--labs-url", help="with --notebooks jupyter: where the labs are reached (the proxy, "
-                        "e.g. http://proxy-public)")
-    parser.add_argument("--grader", choices=("docker", "kubernetes"), default="docker",
-                        help="run each check in a Docker container, or in a Kubernetes Pod (the board in the cluster)")
+    parser.add_argument(
+        "--notebooks",
+        choices=("volumes", "jupyter"),
+        default="volumes",
+        help="read saved notebooks from the room's Docker volumes, or from each lab's Jupyter API "
+        "through the hub (the token needs labkit.room.settings.BOARD_SCOPES)",
+    )
+    parser.add_argument(
+        "--labs-url", help="with --notebooks jupyter: where the labs are reached (the proxy, e.g. http://proxy-public)"
+    )
+    parser.add_argument(
+        "--grader",
+        choices=("docker", "kubernetes"),
+        default="docker",
+        help="run each check in a Docker container, or in a Kubernetes Pod (the board in the cluster)",
+    )
     parser.add_argument("--grader-image", help=f"default: room.json's grader_image, else {GRADER_IMAGE}")
-    parser.add_argument("--participant-image", help="docker: build the grader image from it first (default: "
-                        "room.json's image; with --grader-image and no room.json, the grader image must exist)")
-    parser.add_argument("--poll-s", type=float, help="seconds between scans of the saved notebooks (default: 1 "
-                        "for volumes, which a scanner watches; 20 for jupyter, which costs each lab a listing)")
+    parser.add_argument(
+        "--participant-image",
+        help="docker: build the grader image from it first (default: "
+        "room.json's image; with --grader-image and no room.json, the grader image must exist)",
+    )
+    parser.add_argument(
+        "--poll-s",
+        type=float,
+        help="seconds between scans of the saved notebooks (default: 1 "
+        "for volumes, which a scanner watches; 20 for jupyter, which costs each lab a listing)",
+    )
     parser.add_argument("--graders", type=int, default=2, help="grader runs at a time")
     parser.add_argument("--grader-cpu", type=float, default=Limits.cpu)
     parser.add_argument("--grader-memory", default=Limits.memory)
@@ -313,8 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     participants = args.participants.split(",") if args.participants else list(record.participants)
     url, prefix = os.environ.get("JUPYTERHUB_SERVICE_URL"), os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
     if not room_id or not url or not prefix:
-        options.error("needs --room-id (or room.json) and the hub's JUPYTERHUB_SERVICE_URL and "
-                      "JUPYTERHUB_SERVICE_PREFIX: the hub starts the board as a service, or gives it those")
+        options.error(
+            "needs --room-id (or room.json) and the hub's JUPYTERHUB_SERVICE_URL and "
+            "JUPYTERHUB_SERVICE_PREFIX: the hub starts the board as a service, or gives it those"
+        )
     if args.notebooks == "jupyter" and not (args.labs_url and os.environ.get("JUPYTERHUB_API_URL")):
         options.error("--notebooks jupyter needs --labs-url and the hub's JUPYTERHUB_API_URL and JUPYTERHUB_API_TOKEN")
     source, runner = _parts(args, room_id, participants, record)
@@ -323,8 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     return asyncio.run(_serve(board, urlparse(url), prefix))
 
 
-def _parts(args: argparse.Namespace, room_id: str, participants: list[str],
-           record: RoomRecord) -> tuple[NotebookSource, Runner]:
+def _parts(
+    args: argparse.Namespace, room_id: str, participants: list[str], record: RoomRecord
+) -> tuple[NotebookSource, Runner]:
     """The board's source of notebooks and its grader runner, as the options name them."""
     image = args.grader_image or record.grader_image or GRADER_IMAGE
     limits = Limits(args.grader_cpu, args.grader_memory, timeout_s=args.grader_timeout_s)
@@ -337,12 +403,14 @@ def _parts(args: argparse.Namespace, room_id: str, participants: list[str],
     if args.notebooks == "volumes":
         source = VolumeSource(client, room_id, image, {u: volume_name(room_id, u) for u in participants})
     else:
-        source = JupyterSource(os.environ["JUPYTERHUB_API_URL"], args.labs_url,
-                               os.environ.get("JUPYTERHUB_API_TOKEN", ""), participants)
+        source = JupyterSource(
+            os.environ["JUPYTERHUB_API_URL"], args.labs_url, os.environ.get("JUPYTERHUB_API_TOKEN", ""), participants
+        )
     runner: Runner
     if args.grader == "docker":
-        runner = Grader(client, room_id, image, limits, base=args.participant_image or record.image,
-                        warm=max(1, args.graders))
+        runner = Grader(
+            client, room_id, image, limits, base=args.participant_image or record.image, warm=max(1, args.graders)
+        )
     else:
         from .pods import PodGrader
 
@@ -357,8 +425,13 @@ async def _serve(board: Board, url: Any, prefix: str) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    log.info("board of room %s at %s%s, %d participant(s)", board.room_id, url.geturl(), prefix,
-             len(board.progress.participants))
+    log.info(
+        "board of room %s at %s%s, %d participant(s)",
+        board.room_id,
+        url.geturl(),
+        prefix,
+        len(board.progress.participants),
+    )
     await stop.wait()
     server.stop()
     for task in tasks:

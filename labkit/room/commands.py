@@ -22,20 +22,31 @@ def add_settings_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of `room up` (RoomSettings' fields), which `room k8s` and `room bench` take too."""
     defaults = RoomSettings()
     who = p.add_mutually_exclusive_group()
-    who.add_argument("--participants", type=int, default=len(defaults.participants), metavar="N",
-                     help="logins p01 … pNN (default %(default)s)")
+    who.add_argument(
+        "--participants",
+        type=int,
+        default=len(defaults.participants),
+        metavar="N",
+        help="logins p01 … pNN (default %(default)s)",
+    )
     who.add_argument("--participants-file", metavar="FILE", help="logins, one per line (or a CSV's first column)")
     p.add_argument("--port", type=int, default=defaults.port, help="the room's address (default %(default)s)")
     p.add_argument("--ip", default=defaults.ip, help="listen only on this address (default: every interface)")
     p.add_argument("--dir", default=str(defaults.directory), help="the room's folder (default %(default)s)")
     p.add_argument("--cpu", type=float, default=defaults.cpu, help="CPUs per lab (default %(default)s)")
     p.add_argument("--memory", type=_memory, default=defaults.memory, help="memory per lab (default %(default)s)")
-    p.add_argument("--cull-idle-s", type=int, default=defaults.cull_idle_s,
-                   help="stop labs idle this long (default %(default)s)")
+    p.add_argument(
+        "--cull-idle-s", type=int, default=defaults.cull_idle_s, help="stop labs idle this long (default %(default)s)"
+    )
     p.add_argument("--image", default=PARTICIPANT_IMAGE, help="the labs' image (default %(default)s, built if missing)")
-    p.add_argument("--config", metavar="FILE", help="a jupyterhub_config.py of the site's own (OAuth, ...), loaded last")
-    p.add_argument("--teacher-lab", action="store_true",
-                   help="give the teacher a lab of their own too (by default they land on the board, and have none)")
+    p.add_argument(
+        "--config", metavar="FILE", help="a jupyterhub_config.py of the site's own (OAuth, ...), loaded last"
+    )
+    p.add_argument(
+        "--teacher-lab",
+        action="store_true",
+        help="give the teacher a lab of their own too (by default they land on the board, and have none)",
+    )
     return p
 
 
@@ -48,8 +59,14 @@ def settings_from(args: argparse.Namespace) -> RoomSettings:
     else:
         logins = RoomSettings.numbered(args.participants)
     return RoomSettings(
-        participants=logins, port=args.port, directory=Path(args.dir), cpu=args.cpu, memory=args.memory,
-        cull_idle_s=args.cull_idle_s, image=args.image, ip=args.ip,
+        participants=logins,
+        port=args.port,
+        directory=Path(args.dir),
+        cpu=args.cpu,
+        memory=args.memory,
+        cull_idle_s=args.cull_idle_s,
+        image=args.image,
+        ip=args.ip,
         config_file=Path(args.config) if args.config else None,
         grader_image=getattr(args, "grader_image", None) or GRADER_IMAGE,
         teacher_lab=bool(getattr(args, "teacher_lab", False)),
@@ -63,9 +80,11 @@ def _up(args: argparse.Namespace) -> int:
     info = up(settings)
     logins = settings.participants
     print(f"room {info.room_id} answers at {info.url} ({len(logins)} participants, ready in {info.seconds:.0f} s)")
-    print(f"logins and password: {Path(args.dir) / 'participants.csv'}; teacher's token and password: "
-          f"{Path(args.dir) / 'room.json'}; board: {info.url}services/board/ (where the teacher lands after "
-          f"logging in{'' if settings.teacher_lab else '; they have no lab of their own: --teacher-lab gives one'})")
+    print(
+        f"logins and password: {Path(args.dir) / 'participants.csv'}; teacher's token and password: "
+        f"{Path(args.dir) / 'room.json'}; board: {info.url}services/board/ (where the teacher lands after "
+        f"logging in{'' if settings.teacher_lab else '; they have no lab of their own: --teacher-lab gives one'})"
+    )
     return 0
 
 
@@ -118,14 +137,20 @@ def _k8s(args: argparse.Namespace) -> int:
     print(f"wrote {target} (Zero to JupyterHub {k8s.CHART_VERSION}; keep it private)")
     if credentials:
         print(f"participants' password: {credentials.user_password}")
-        print(f"teacher ({settings.teacher}) password: in {target}, hub.config.SharedPasswordAuthenticator.admin_password")
+        print(
+            f"teacher ({settings.teacher}) password: in {target}, hub.config.SharedPasswordAuthenticator.admin_password"
+        )
     print(f"the labs run {name}:{tag} (JupyterHub {k8s.CHART_JUPYTERHUB}.*): push it where the cluster pulls from")
     if settings.board:
-        print(f"the board and its graders run {k8s.grader_image(settings)} (it holds the solutions): push it to a "
-              f"private registry; `labkit room image --jupyterhub {k8s.CHART_JUPYTERHUB} --grader` builds both")
+        print(
+            f"the board and its graders run {k8s.grader_image(settings)} (it holds the solutions): push it to a "
+            f"private registry; `labkit room image --jupyterhub {k8s.CHART_JUPYTERHUB} --grader` builds both"
+        )
     print("helm repo add jupyterhub https://hub.jupyter.org/helm-chart/ && helm repo update")
-    print(f"helm upgrade --install room jupyterhub/jupyterhub --namespace room --create-namespace "
-          f"--version {k8s.CHART_VERSION} --values {target}")
+    print(
+        f"helm upgrade --install room jupyterhub/jupyterhub --namespace room --create-namespace "
+        f"--version {k8s.CHART_VERSION} --values {target}"
+    )
     if settings.board:
         print(f"kubectl --namespace room apply -f {target.parent / k8s.POLICY_FILE}   # no network for grader Pods")
     return 0
@@ -150,8 +175,9 @@ def _grades(args: argparse.Namespace) -> int:
     if args.url and not args.token:
         from ..errors import BoardError
 
-        raise BoardError("`labkit room grades --url` needs --token: the teacher's API token (the hub's token page).",
-                         url=args.url)
+        raise BoardError(
+            "`labkit room grades --url` needs --token: the teacher's API token (the hub's token page).", url=args.url
+        )
     return export_grades(Path(args.dir), args.csv, url=args.url or "", token=args.token or "")
 
 
@@ -161,8 +187,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     commands = room.add_subparsers(dest="room_command", required=True)
     defaults = RoomSettings()
 
-    up = add_settings_options(commands.add_parser(
-        "up", help="start the hub (returns once it answers) and write room/room.json"))
+    up = add_settings_options(
+        commands.add_parser("up", help="start the hub (returns once it answers) and write room/room.json")
+    )
     up.set_defaults(func=_up)
 
     status = commands.add_parser("status", help="who is running")
@@ -181,32 +208,58 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     down.add_argument("--delete-work", action="store_true", help="also remove the participants' work volumes")
     down.set_defaults(func=_down)
 
-    image = commands.add_parser("image", help=f"build the participant image {PARTICIPANT_IMAGE} (reused when unchanged)")
+    image = commands.add_parser(
+        "image", help=f"build the participant image {PARTICIPANT_IMAGE} (reused when unchanged)"
+    )
     image.add_argument("--force", action="store_true", help="rebuild even if the recipe is unchanged")
     image.add_argument("--tag", default=PARTICIPANT_IMAGE)
-    image.add_argument("--jupyterhub", default=HUB_JUPYTERHUB, metavar="X.Y",
-                       help="the JupyterHub of the hub the labs join (default %(default)s, `room up`'s; 5.5 for "
-                            "`room k8s`, Zero to JupyterHub 4.4.0: tags the image <tag>-hub5.5)")
-    image.add_argument("--grader", action="store_true",
-                       help="also build the grader image on it (the board's checks and solutions; `room up` does this itself)")
-    image.add_argument("--grader-tag", default=GRADER_IMAGE, help="with --grader (default %(default)s, "
-                       "`-hub5.5` added for another hub)")
+    image.add_argument(
+        "--jupyterhub",
+        default=HUB_JUPYTERHUB,
+        metavar="X.Y",
+        help="the JupyterHub of the hub the labs join (default %(default)s, `room up`'s; 5.5 for "
+        "`room k8s`, Zero to JupyterHub 4.4.0: tags the image <tag>-hub5.5)",
+    )
+    image.add_argument(
+        "--grader",
+        action="store_true",
+        help="also build the grader image on it (the board's checks and solutions; `room up` does this itself)",
+    )
+    image.add_argument(
+        "--grader-tag",
+        default=GRADER_IMAGE,
+        help="with --grader (default %(default)s, `-hub5.5` added for another hub)",
+    )
     image.set_defaults(func=_image)
 
-    k8s = add_settings_options(commands.add_parser(
-        "k8s", help="write a Zero to JupyterHub values file for a room on Kubernetes (no cluster is touched)"))
+    k8s = add_settings_options(
+        commands.add_parser(
+            "k8s", help="write a Zero to JupyterHub values file for a room on Kubernetes (no cluster is touched)"
+        )
+    )
     k8s.add_argument("--out", required=True, type=Path, metavar="DIR", help="writes DIR/values.yaml")
-    k8s.add_argument("--grader-image", default=GRADER_IMAGE, help="the board's and its grader Pods' image, as "
-                     "the cluster pulls it (default %(default)s; the values add -hub5.5 to its tag)")
+    k8s.add_argument(
+        "--grader-image",
+        default=GRADER_IMAGE,
+        help="the board's and its grader Pods' image, as "
+        "the cluster pulls it (default %(default)s; the values add -hub5.5 to its tag)",
+    )
     k8s.set_defaults(func=_k8s)
 
-    bench = add_settings_options(commands.add_parser(
-        "bench", help="start a real room, measure it (labs ready, one lab's memory with Triton, the board's "
-                      "check latency), take it down"))
+    bench = add_settings_options(
+        commands.add_parser(
+            "bench",
+            help="start a real room, measure it (labs ready, one lab's memory with Triton, the board's "
+            "check latency), take it down",
+        )
+    )
     bench.set_defaults(dir="room-bench", port=8099)  # never a real room's folder or port
     bench.add_argument("--timeout-s", type=float, default=900, help="give up on the labs after this long")
-    bench.add_argument("--checks-timeout-s", type=float, default=900,
-                       help="stop waiting for the board's verdicts after this long (reported as missing)")
+    bench.add_argument(
+        "--checks-timeout-s",
+        type=float,
+        default=900,
+        help="stop waiting for the board's verdicts after this long (reported as missing)",
+    )
     bench.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     bench.set_defaults(func=_bench)
-

@@ -91,8 +91,9 @@ def judgement_of(submission: Submission, result: dict[str, Any], why: str, secon
     except (KeyError, TypeError, ValueError) as exc:
         error = f"its result is not the grader's ({exc})"
     if error:
-        return unjudged(submission.user, submission.notebook, f"the grader could not judge this notebook ({error})",
-                        seconds)
+        return unjudged(
+            submission.user, submission.notebook, f"the grader could not judge this notebook ({error})", seconds
+        )
     return Judgement(submission.user, submission.notebook, verdicts, seconds, network=list(result.get("network") or []))
 
 
@@ -101,7 +102,8 @@ def remove_containers(client: Any, room_id: str, role: str) -> None:
     refuses (`labkit room down` removes them later)."""
     try:
         for container in client.containers.list(
-                all=True, filters={"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}={role}"]}):
+            all=True, filters={"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}={role}"]}
+        ):
             try:
                 container.remove(force=True, v=True)
             except docker.errors.NotFound:
@@ -133,8 +135,15 @@ class Grader:
     verdict then costs only the cells that judge it. Each container still judges one submission and is
     removed, so no participant's code meets another's; a new one warms up while the last one judges."""
 
-    def __init__(self, client: Any, room_id: str, image: str = GRADER_IMAGE, limits: Limits = Limits(),
-                 base: str = "", warm: int = 0) -> None:
+    def __init__(
+        self,
+        client: Any,
+        room_id: str,
+        image: str = GRADER_IMAGE,
+        limits: Limits = Limits(),
+        base: str = "",
+        warm: int = 0,
+    ) -> None:
         self.client = client
         self.room_id = room_id
         self.image = image
@@ -169,8 +178,12 @@ class Grader:
 
     def _start(self) -> Any:
         """A grader container, in the room's sandbox (labkit.room.sandbox), waiting for its submission."""
-        run = GraderRun(self.image, ["python3", "-m", "labkit.room.grader", "--warm", INBOX], self.limits,
-                        labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "grader"})
+        run = GraderRun(
+            self.image,
+            ["python3", "-m", "labkit.room.grader", "--warm", INBOX],
+            self.limits,
+            labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "grader"},
+        )
         return self.client.containers.run(**run.docker_arguments())
 
     def _warm_one(self) -> None:
@@ -234,7 +247,7 @@ class Grader:
             tail = " | ".join(logs.strip().splitlines()[-3:]) or "no output"
             return {}, f"it ended without verdicts: {tail}"
         try:
-            return json.loads(lines[-1][len(RESULT_MARK):]), ""
+            return json.loads(lines[-1][len(RESULT_MARK) :]), ""
         except ValueError:
             return {}, "its result line was cut short"
 
@@ -269,8 +282,15 @@ def _remove(container: Any) -> None:
 
 # The inside half: runs in the grader container, on a participant's notebook.
 
-def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None, judge: tuple[str, ...] = (),
-                kernel: Any = None, work: Path | None = None) -> dict[str, Any]:
+
+def judge_cells(
+    name: str,
+    cells: dict[str, str],
+    pristine: Path | None = None,
+    judge: tuple[str, ...] = (),
+    kernel: Any = None,
+    work: Path | None = None,
+) -> dict[str, Any]:
     """Run the participant's exercise ``cells`` in the pristine notebook ``name`` (labkit's own, from
     ``pristine``) and return the verdicts, each saying whether its cell was started. Only the cells that
     judge an exercise run (labkit.room.slices): those of ``judge``, else every started exercise; a cell
@@ -281,8 +301,12 @@ def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None, 
 
     template = (pristine or Path(HOME_IN_IMAGE) / "notebooks") / Path(name).name
     if not template.exists():
-        return {"notebook": name, "results": [], "error": f"no notebook {Path(name).name} ships with labkit",
-                "network": _interfaces()}
+        return {
+            "notebook": name,
+            "results": [],
+            "error": f"no notebook {Path(name).name} ships with labkit",
+            "network": _interfaces(),
+        }
     refused = {e: why for e, source in cells.items() if (why := refusal(e, source))}
     nb = nbformat.read(template, as_version=4)
     for cell in nb.cells:
@@ -295,8 +319,13 @@ def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None, 
     chosen = [e for e in (judge or started) if started.get(e)]
     results = [r for r in untouched_results(name) if not started.get(r.exercise, True)]
     if not chosen:
-        return {"notebook": name, "results": [r.to_json() for r in results], "stopped": "", "skipped": "",
-                "network": _interfaces()}
+        return {
+            "notebook": name,
+            "results": [r.to_json() for r in results],
+            "stopped": "",
+            "skipped": "",
+            "network": _interfaces(),
+        }
     folder = work or Path(tempfile.mkdtemp(prefix="labkit-grader-"))
     try:
         target = folder / Path(name).name
@@ -305,12 +334,19 @@ def judge_cells(name: str, cells: dict[str, str], pristine: Path | None = None, 
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     results += [RoomVerdict.of(v) for v in run.verdicts if v.exercise in chosen]
-    results = [replace(r, passed=False, problem=refused[r.exercise], rule="grader-cell") if r.exercise in refused
-               else r for r in results]
+    results = [
+        replace(r, passed=False, problem=refused[r.exercise], rule="grader-cell") if r.exercise in refused else r
+        for r in results
+    ]
     order = list(started)  # the notebook's order
     results.sort(key=lambda r: order.index(r.exercise) if r.exercise in order else len(order))
-    return {"notebook": name, "results": [r.to_json() for r in results], "stopped": run.stopped,
-            "skipped": run.skipped, "network": _interfaces()}
+    return {
+        "notebook": name,
+        "results": [r.to_json() for r in results],
+        "stopped": run.stopped,
+        "skipped": run.skipped,
+        "network": _interfaces(),
+    }
 
 
 def _interfaces() -> list[str]:
@@ -322,10 +358,15 @@ def fit(result: dict[str, Any], limit: int) -> str:
     the verdicts, interfaces and error, with problems and hints cut shorter until it fits."""
     keep = 2000
     while True:
-        short = {"notebook": result.get("notebook", ""), "network": result.get("network", []),
-                 "error": str(result.get("error", ""))[:keep],
-                 "results": [{**r, "problem": str(r.get("problem", ""))[:keep], "hint": str(r.get("hint", ""))[:keep]}
-                             for r in result.get("results", [])]}
+        short = {
+            "notebook": result.get("notebook", ""),
+            "network": result.get("network", []),
+            "error": str(result.get("error", ""))[:keep],
+            "results": [
+                {**r, "problem": str(r.get("problem", ""))[:keep], "hint": str(r.get("hint", ""))[:keep]}
+                for r in result.get("results", [])
+            ],
+        }
         text = json.dumps(short)
         if len(text.encode()) <= limit or keep == 0:
             return text
@@ -339,8 +380,7 @@ def wait_for_submission(inbox: Path, kernel: Any) -> Submission:
     client.start_channels()
     try:
         client.wait_for_ready(timeout=120)
-        client.execute_interactive("import labkit", timeout=120,
-                                   store_history=False, output_hook=lambda msg: None)
+        client.execute_interactive("import labkit", timeout=120, store_history=False, output_hook=lambda msg: None)
     finally:
         client.stop_channels()
     print(WARM_MARK, flush=True)
@@ -349,8 +389,10 @@ def wait_for_submission(inbox: Path, kernel: Any) -> Submission:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.room.grader",
-                                     description="Judge the submission in $" + ENV + " or, with --warm, in a folder")
+    parser = argparse.ArgumentParser(
+        prog="python -m labkit.room.grader",
+        description="Judge the submission in $" + ENV + " or, with --warm, in a folder",
+    )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--submission", action="store_true", help=f"judge the exercise cells in ${ENV}")
     mode.add_argument("--warm", type=Path, metavar="DIR", help="start a kernel, then wait for a submission in DIR")

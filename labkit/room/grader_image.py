@@ -27,8 +27,12 @@ def _context_files() -> dict[str, bytes]:
     package = Path(labkit.__file__).resolve().parent
     notebooks = package.parent / "notebooks"
     if not notebooks.is_dir():
-        raise SetupError(f"The grader image needs labkit's notebooks beside the package ({notebooks}); build it "
-                         "from a checkout of labkit.", missing=str(notebooks), reason="not a checkout")
+        raise SetupError(
+            f"The grader image needs labkit's notebooks beside the package ({notebooks}); build it "
+            "from a checkout of labkit.",
+            missing=str(notebooks),
+            reason="not a checkout",
+        )
     files = {}
     # os.walk, not rglob: labkit/model_repository is a link in a checkout, and rglob does not enter it
     for top, folders, names in os.walk(package, followlinks=True):
@@ -46,14 +50,20 @@ def build_grader_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GR
     try:
         base_id = client.images.get(base).id
     except docker.errors.ImageNotFound:
-        raise SetupError(f"The grader is built from the participant image {base}, which is missing; build "
-                         "it first (`labkit room up` does).", missing=base, reason="not built") from None
+        raise SetupError(
+            f"The grader is built from the participant image {base}, which is missing; build "
+            "it first (`labkit room up` does).",
+            missing=base,
+            reason="not built",
+        ) from None
     files = _context_files()
     # compiled once here: labkit's folder is read-only to the grader's user, and each grader run would
     # otherwise compile every module it imports, twice (the grader and its kernel)
-    files["Dockerfile"] = (f"FROM {base}\nCOPY labkit {HOME_IN_IMAGE}/labkit\nCOPY notebooks {HOME_IN_IMAGE}/notebooks\n"
-                           f"USER root\nRUN python3 -m compileall -q {HOME_IN_IMAGE}/labkit\nUSER 1000\n"
-                           f"ENV PYTHONPATH={HOME_IN_IMAGE} PYTHONDONTWRITEBYTECODE=1\n").encode()
+    files["Dockerfile"] = (
+        f"FROM {base}\nCOPY labkit {HOME_IN_IMAGE}/labkit\nCOPY notebooks {HOME_IN_IMAGE}/notebooks\n"
+        f"USER root\nRUN python3 -m compileall -q {HOME_IN_IMAGE}/labkit\nUSER 1000\n"
+        f"ENV PYTHONPATH={HOME_IN_IMAGE} PYTHONDONTWRITEBYTECODE=1\n"
+    ).encode()
     digest = hashlib.sha256(base_id.encode())
     for name, data in files.items():
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
@@ -75,9 +85,13 @@ def build_grader_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GR
             tar.addfile(info, io.BytesIO(data))
     buffer.seek(0)
     try:
-        image, _ = client.images.build(fileobj=buffer, custom_context=True, tag=tag, rm=True,
-                                       labels={RECIPE_LABEL: recipe})
+        image, _ = client.images.build(
+            fileobj=buffer, custom_context=True, tag=tag, rm=True, labels={RECIPE_LABEL: recipe}
+        )
     except (docker.errors.BuildError, docker.errors.APIError) as exc:
-        raise EngineError(f"Building the grader image {tag} failed: {exc}. Check that {base} runs python3 "
-                          "with labkit's requirements.", status_code=getattr(exc, "status_code", 0) or 0) from None
+        raise EngineError(
+            f"Building the grader image {tag} failed: {exc}. Check that {base} runs python3 "
+            "with labkit's requirements.",
+            status_code=getattr(exc, "status_code", 0) or 0,
+        ) from None
     return image.id

@@ -45,17 +45,35 @@ def proxy_command() -> tuple[str, ...]:
     if not exe.exists():
         npm = shutil.which("npm")
         if npm is None or shutil.which("node") is None:
-            raise SetupError("The room's proxy, configurable-http-proxy, needs Node.js and npm: install them "
-                             "(`apt-get install nodejs npm`) and run `labkit room up` again.", missing="npm")
+            raise SetupError(
+                "The room's proxy, configurable-http-proxy, needs Node.js and npm: install them "
+                "(`apt-get install nodejs npm`) and run `labkit room up` again.",
+                missing="npm",
+            )
         say(f"installing {PROXY_PACKAGE} with npm into {prefix} (once, a few seconds) ...")
 
         def install(partial: Path) -> None:
-            proc = subprocess.run([npm, "install", "--prefix", str(partial), "--no-audit", "--no-fund",
-                                   "--loglevel=error", PROXY_PACKAGE], capture_output=True, text=True)
+            proc = subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    str(partial),
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    PROXY_PACKAGE,
+                ],
+                capture_output=True,
+                text=True,
+            )
             if proc.returncode != 0:
-                raise SetupError(f"`npm install {PROXY_PACKAGE}` failed (exit {proc.returncode}); is npm's registry "
-                                 f"reachable?\n{proc.stderr.strip()[-1200:]}", missing=PROXY_PACKAGE,
-                                 reason="npm install failed")
+                raise SetupError(
+                    f"`npm install {PROXY_PACKAGE}` failed (exit {proc.returncode}); is npm's registry "
+                    f"reachable?\n{proc.stderr.strip()[-1200:]}",
+                    missing=PROXY_PACKAGE,
+                    reason="npm install failed",
+                )
 
         fill_once(prefix, install)
     return (str(exe),)
@@ -96,17 +114,25 @@ def start_hub(settings: RoomSettings, plumbing: Plumbing, secrets: dict[str, str
     """Write the configuration, start JupyterHub in the background and wait until it answers; its pid."""
     directory = settings.directory.absolute()
     if hub_pid(directory) is not None:
-        raise ServerStartError(f"A hub of this room already runs (pid {hub_pid(directory)}); "
-                               f"`labkit room down --dir {settings.directory}` first.")
+        raise ServerStartError(
+            f"A hub of this room already runs (pid {hub_pid(directory)}); "
+            f"`labkit room down --dir {settings.directory}` first."
+        )
     check_port(settings.ip, settings.port)
     config = directory / CONFIG_FILE
     config.write_text(render_config(settings, plumbing))
     env = dict(os.environ, **{SECRET_ENV[key]: value for key, value in secrets.items()})
     env["PYTHONUNBUFFERED"] = "1"
     with open(directory / LOG_FILE, "ab") as log:
-        proc = subprocess.Popen([plumbing.python, "-m", "jupyterhub", "-f", str(config)], cwd=directory,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)  # Ctrl-C in the teacher's shell does not stop the room
+        proc = subprocess.Popen(
+            [plumbing.python, "-m", "jupyterhub", "-f", str(config)],
+            cwd=directory,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )  # Ctrl-C in the teacher's shell does not stop the room
     (directory / PID_FILE).write_text(f"{proc.pid}\n")
 
     def answers() -> bool:
@@ -114,16 +140,20 @@ def start_hub(settings: RoomSettings, plumbing: Plumbing, secrets: dict[str, str
         if code is not None:
             (directory / PID_FILE).unlink(missing_ok=True)
             _stop_proxy(directory)
-            raise ServerStartError(f"The hub exited (code {code}) before it answered; see {directory / LOG_FILE}.",
-                                   _log_tail(directory), exit_summary=f"exit code {code}")
+            raise ServerStartError(
+                f"The hub exited (code {code}) before it answered; see {directory / LOG_FILE}.",
+                _log_tail(directory),
+                exit_summary=f"exit code {code}",
+            )
         return hub_answers(settings.port, host=settings.ip)
 
     try:
         wait_until(answers, timeout_s, "the room's hub to answer", interval_s=0.3)
     except WaitTimeoutError:
         stop_hub(directory)
-        raise WaitTimeoutError(what="the room's hub to answer", timeout_s=timeout_s,
-                               log_tail=_log_tail(directory)) from None
+        raise WaitTimeoutError(
+            what="the room's hub to answer", timeout_s=timeout_s, log_tail=_log_tail(directory)
+        ) from None
     proc.returncode = 0  # the hub outlives this process on purpose: no "still running" warning at exit
     return proc.pid
 
@@ -219,6 +249,7 @@ def require_hub(directory: Path) -> int:
     """The running hub's pid, or ServerNotRunningError saying how to start one."""
     pid = hub_pid(directory)
     if pid is None:
-        raise ServerNotRunningError(f"No hub runs for the room in {directory}: start it with "
-                                    f"`labkit room up --dir {directory}`.", stopped=True)
+        raise ServerNotRunningError(
+            f"No hub runs for the room in {directory}: start it with `labkit room up --dir {directory}`.", stopped=True
+        )
     return pid

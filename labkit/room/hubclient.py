@@ -22,28 +22,54 @@ class HubClient:
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"token {token}"
 
-    def call(self, path: str, method: str = "GET", body: object = None, *, params: dict[str, str] | None = None,
-             headers: dict[str, str] | None = None, timeout_s: float | None = None) -> Any:
+    def call(
+        self,
+        path: str,
+        method: str = "GET",
+        body: object = None,
+        *,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> Any:
         """The JSON answer (None when empty); HubError with the status (0: no answer, or not JSON)."""
         url = path if path.startswith(("http://", "https://")) else f"{self.url}/{path.lstrip('/')}"
         try:
-            reply = self.session.request(method, url, json=body, params=params, headers=headers,
-                                         timeout=timeout_s or self.timeout_s, allow_redirects=False)
+            reply = self.session.request(
+                method,
+                url,
+                json=body,
+                params=params,
+                headers=headers,
+                timeout=timeout_s or self.timeout_s,
+                allow_redirects=False,
+            )
         except requests.RequestException as exc:
-            raise HubError(f"No answer from {url} ({exc}); check that the room runs (`labkit room status`) and "
-                           "its address.", url=url) from None
+            raise HubError(
+                f"No answer from {url} ({exc}); check that the room runs (`labkit room status`) and its address.",
+                url=url,
+            ) from None
         if not 200 <= reply.status_code < 300:
-            why = ("the token lacks a scope, or is not the teacher's" if reply.status_code in (302, 401, 403)
-                   else reply.text[:300].strip() or reply.reason)
-            raise HubError(f"{method} {url} answered {reply.status_code} ({why}); read the hub's log (room/hub.log).",
-                           url=url, status_code=reply.status_code)
+            why = (
+                "the token lacks a scope, or is not the teacher's"
+                if reply.status_code in (302, 401, 403)
+                else reply.text[:300].strip() or reply.reason
+            )
+            raise HubError(
+                f"{method} {url} answered {reply.status_code} ({why}); read the hub's log (room/hub.log).",
+                url=url,
+                status_code=reply.status_code,
+            )
         if not reply.content:
             return None
         try:
             return reply.json()
         except ValueError:
-            raise HubError(f"{url} did not answer JSON; check the address (the hub's, or its proxy's).",
-                           url=url, status_code=reply.status_code) from None
+            raise HubError(
+                f"{url} did not answer JSON; check the address (the hub's, or its proxy's).",
+                url=url,
+                status_code=reply.status_code,
+            ) from None
 
     def close(self) -> None:
         self.session.close()

@@ -123,18 +123,28 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
     culler = ["-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_s}", f"--cull-every={every}"]
     board, board_roles = [], []
     if settings.board:  # the hub stops when a managed service exits: only a board that exists is named
-        board = [{
-            "name": "board",
-            "url": f"http://127.0.0.1:{plumbing.board_port}",
-            "command": [plumbing.python, "-m", "labkit.room.board", "--room-dir", str(directory)],
-            "oauth_no_confirm": True,
-            "environment": BOARD_ENV,
-        }]
+        board = [
+            {
+                "name": "board",
+                "url": f"http://127.0.0.1:{plumbing.board_port}",
+                "command": [plumbing.python, "-m", "labkit.room.board", "--room-dir", str(directory)],
+                "oauth_no_confirm": True,
+                "environment": BOARD_ENV,
+            }
+        ]
         board_roles = [
-            {"name": "teacher", "description": "opens the teacher's board",
-             "users": [settings.teacher], "scopes": ["access:services!service=board"]},
-            {"name": "board", "description": "the board lists participants' labs and reads their saved notebooks",
-             "services": ["board"], "scopes": list(BOARD_SCOPES)},
+            {
+                "name": "teacher",
+                "description": "opens the teacher's board",
+                "users": [settings.teacher],
+                "scopes": ["access:services!service=board"],
+            },
+            {
+                "name": "board",
+                "description": "the board lists participants' labs and reads their saved notebooks",
+                "services": ["board"],
+                "scopes": list(BOARD_SCOPES),
+            },
         ]
     return {
         "JupyterHub": {
@@ -154,9 +164,12 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             "services": [*board, {"name": "idle-culler", "command": [plumbing.python, *culler]}],
             "load_roles": [
                 *board_roles,
-                {"name": "idle-culler", "description": "stops labs idle longer than --cull-idle-s",
-                 "services": ["idle-culler"],
-                 "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
+                {
+                    "name": "idle-culler",
+                    "description": "stops labs idle longer than --cull-idle-s",
+                    "services": ["idle-culler"],
+                    "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+                },
             ],
         },
         "ConfigurableHTTPProxy": {
@@ -224,5 +237,9 @@ def render_config(settings: RoomSettings, plumbing: Plumbing) -> str:
         lines.append("")
         lines += [f"c.{section}.{name} = {_literal(value)}" for name, value in traits.items()]
     if settings.config_file is not None:
-        lines += ["", "# the site's own settings", f"load_subconfig({str(settings.config_file.absolute())!r})  # noqa: F821"]
+        lines += [
+            "",
+            "# the site's own settings",
+            f"load_subconfig({str(settings.config_file.absolute())!r})  # noqa: F821",
+        ]
     return "\n".join(lines) + "\n"

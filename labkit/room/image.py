@@ -47,8 +47,12 @@ from .settings import PARTICIPANT_IMAGE
 RECIPE_VERSION = "2"
 RECIPE_LABEL, PARTS_LABEL = "labkit.recipe", "labkit.recipe.parts"
 #: What each input of the recipe is called when `room up` says why it rebuilds the image.
-PART_NAMES = {"labkit": "labkit's package files", "notebooks": "the notebooks", "recipe": "the image's recipe",
-              "base": "the base image"}
+PART_NAMES = {
+    "labkit": "labkit's package files",
+    "notebooks": "the notebooks",
+    "recipe": "the image's recipe",
+    "base": "the base image",
+}
 IMAGE_PYTHON = "3.11.2"  # Debian 12's python3 in the CPU image: wheels must suit it, not the host's Python
 HUB_JUPYTERHUB = "6.1"  # `room up`'s hub; the Zero to JupyterHub chart 4.4.0 runs 5.5 (`room image --jupyterhub 5.5`)
 EXTRA = (f"jupyterhub=={HUB_JUPYTERHUB}.*", "ipykernel", "pip")  # the hub's major version in each lab; a kernel
@@ -57,8 +61,9 @@ TRITON_WHEEL = "nvidia-pytriton==0.5.0"  # installed without its requirements (t
 EXCLUDED = ("*.solution", "__pycache__", "*.pyc")  # never in the image: reference solutions, byte code
 # JupyterLab's settings for every lab: no "Would you like to get notified about official Jupyter news?"
 # prompt, no update check (a participant's lab has no business with either, and may have no internet).
-LAB_OVERRIDES = json.dumps({"@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
-                                                                           "checkForUpdates": False}})
+LAB_OVERRIDES = json.dumps(
+    {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+)
 
 START_SCRIPT = f"""#!/bin/sh
 # The lab's entry point: the notebooks go into the participant's volume at its first start only
@@ -76,7 +81,7 @@ exec jupyterhub-singleuser "$@"
 SETUP_SCRIPT = f"""set -e
 cd /wheels
 python3 "$(ls pip-*.whl)/pip" install --no-index --find-links /wheels --break-system-packages --no-compile \\
-    --root-user-action=ignore --no-cache-dir -q /build/labkit-*.whl {' '.join(repr(e) for e in EXTRA)}
+    --root-user-action=ignore --no-cache-dir -q /build/labkit-*.whl {" ".join(repr(e) for e in EXTRA)}
 python3 -m pip install --no-index --find-links /wheels --break-system-packages --no-compile --no-deps \\
     --root-user-action=ignore --no-cache-dir -q nvidia_pytriton-*.whl
 ln -sf /usr/bin/python3 /usr/local/bin/python
@@ -99,8 +104,11 @@ def _checkout() -> Path:
     """labkit's source checkout (the image is built from it: the wheel, the notebooks)."""
     root = Path(__file__).resolve().parents[2]
     if not (root / "pyproject.toml").exists() or not (root / "notebooks").is_dir():
-        raise SetupError(f"The participant image is built from a labkit checkout; {root} is not one. "
-                         "Clone labkit and run `labkit room image` there.", missing="labkit checkout")
+        raise SetupError(
+            f"The participant image is built from a labkit checkout; {root} is not one. "
+            "Clone labkit and run `labkit room image` there.",
+            missing="labkit checkout",
+        )
     return root
 
 
@@ -131,21 +139,28 @@ def for_jupyterhub(jupyterhub: str, tag: str = PARTICIPANT_IMAGE) -> tuple[str, 
     return f"{tag}-hub{jupyterhub}", extra, setup
 
 
-def recipe_parts(base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA,
-                 setup: str = SETUP_SCRIPT) -> dict[str, str]:
+def recipe_parts(
+    base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA, setup: str = SETUP_SCRIPT
+) -> dict[str, str]:
     """A hash of each input (keys of PART_NAMES): labkit's sources (as copied), the notebooks, the recipe
     (scripts, pinned packages, the image's Python) and the base image's id."""
     labkit, shipped = hashlib.sha256(), hashlib.sha256()
     _tree_hash(labkit, sources)
     _tree_hash(shipped, notebooks)
-    recipe = hashlib.sha256(json.dumps([RECIPE_VERSION, IMAGE_PYTHON, extra, TRITON_WHEEL, START_SCRIPT,
-                                        setup]).encode())
-    return {"labkit": labkit.hexdigest(), "notebooks": shipped.hexdigest(), "recipe": recipe.hexdigest(),
-            "base": base_id}
+    recipe = hashlib.sha256(
+        json.dumps([RECIPE_VERSION, IMAGE_PYTHON, extra, TRITON_WHEEL, START_SCRIPT, setup]).encode()
+    )
+    return {
+        "labkit": labkit.hexdigest(),
+        "notebooks": shipped.hexdigest(),
+        "recipe": recipe.hexdigest(),
+        "base": base_id,
+    }
 
 
-def tree_parts(base_id: str, jupyterhub: str = HUB_JUPYTERHUB, *, root: Path | None = None,
-               notebooks: Path | None = None) -> dict[str, str]:
+def tree_parts(
+    base_id: str, jupyterhub: str = HUB_JUPYTERHUB, *, root: Path | None = None, notebooks: Path | None = None
+) -> dict[str, str]:
     """recipe_parts of this checkout (``root``; its ``notebooks`` unless given) for a lab image on the base
     image ``base_id``: what an image built now would record."""
     root = root or _checkout()
@@ -155,8 +170,9 @@ def tree_parts(base_id: str, jupyterhub: str = HUB_JUPYTERHUB, *, root: Path | N
         return recipe_parts(base_id, Path(tmp), notebooks or root / "notebooks", extra, setup)
 
 
-def recipe_hash(base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA,
-                setup: str = SETUP_SCRIPT) -> str:
+def recipe_hash(
+    base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA, setup: str = SETUP_SCRIPT
+) -> str:
     """A hash of every input (the image's ``labkit.recipe`` label): see recipe_parts."""
     return _combined(recipe_parts(base_id, sources, notebooks, extra, setup))
 
@@ -186,8 +202,11 @@ def _pip(args: list[str], what: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
     if proc.returncode != 0:
         tail = "\n".join(line for line in proc.stderr.splitlines() if "is ignored" not in line)[-1500:]
-        raise SetupError(f"pip could not {what} (exit {proc.returncode}); is the package index reachable?\n{tail}",
-                         missing=what, reason="pip failed")
+        raise SetupError(
+            f"pip could not {what} (exit {proc.returncode}); is the package index reachable?\n{tail}",
+            missing=what,
+            reason="pip failed",
+        )
 
 
 def _labkit_wheel(sources: Path, into: Path) -> Path:
@@ -198,8 +217,11 @@ def _labkit_wheel(sources: Path, into: Path) -> Path:
     with zipfile.ZipFile(wheel) as archive:
         leaked = [n for n in archive.namelist() if n.endswith(".solution")]
     if leaked:
-        raise SetupError(f"labkit's wheel holds reference solutions ({', '.join(leaked[:3])}); it must not.",
-                         missing="", reason="solutions in the wheel")
+        raise SetupError(
+            f"labkit's wheel holds reference solutions ({', '.join(leaked[:3])}); it must not.",
+            missing="",
+            reason="solutions in the wheel",
+        )
     return wheel
 
 
@@ -221,10 +243,32 @@ def _wheelhouse(wheel: Path, extra: tuple[str, ...] = EXTRA) -> Path:
     shutil.rmtree(house, ignore_errors=True)
     house.mkdir(parents=True)
     say(f"room image: downloading wheels for Python {IMAGE_PYTHON} into {house} (about 230 MB, once) ...")
-    _pip(["download", "-q", "--only-binary=:all:", f"--python-version={IMAGE_PYTHON}", "-d", str(house),
-          str(wheel), *extra], "download the lab's wheels")
-    _pip(["download", "-q", "--no-deps", "--only-binary=:all:", f"--python-version={IMAGE_PYTHON}",
-          "-d", str(house), TRITON_WHEEL], f"download {TRITON_WHEEL}")
+    _pip(
+        [
+            "download",
+            "-q",
+            "--only-binary=:all:",
+            f"--python-version={IMAGE_PYTHON}",
+            "-d",
+            str(house),
+            str(wheel),
+            *extra,
+        ],
+        "download the lab's wheels",
+    )
+    _pip(
+        [
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            f"--python-version={IMAGE_PYTHON}",
+            "-d",
+            str(house),
+            TRITON_WHEEL,
+        ],
+        f"download {TRITON_WHEEL}",
+    )
     for copy in house.glob("labkit-*.whl"):  # labkit's own wheel is built fresh for each image
         copy.unlink()
     (house / ".complete").write_text(key)
@@ -241,11 +285,16 @@ def image_state(tag: str = PARTICIPANT_IMAGE, client: docker.DockerClient | None
 
 def _run_setup(client: docker.DockerClient, base: str, house: Path, build: Path) -> docker.models.containers.Container:
     container = client.containers.create(
-        base, ["sh", "/build/setup.sh"], user="root", network_disabled=True,
+        base,
+        ["sh", "/build/setup.sh"],
+        user="root",
+        network_disabled=True,
         # Mounts, not volumes=: docker-py also lists volumes= in the container's config, which `commit`
         # would keep as VOLUME /wheels and /build, an anonymous volume for every lab and grader container.
-        mounts=[docker.types.Mount("/wheels", str(house), type="bind", read_only=True),
-                docker.types.Mount("/build", str(build), type="bind", read_only=True)],
+        mounts=[
+            docker.types.Mount("/wheels", str(house), type="bind", read_only=True),
+            docker.types.Mount("/build", str(build), type="bind", read_only=True),
+        ],
     )
     try:
         container.start()
@@ -256,14 +305,18 @@ def _run_setup(client: docker.DockerClient, base: str, house: Path, build: Path)
     if code != 0:
         tail = container.logs(tail=40).decode(errors="replace")
         container.remove(force=True)
-        raise SetupError(f"Setting up the participant image failed (exit {code}):\n{tail}\n"
-                         f"Remove {house} to download the wheels again.", missing="participant image",
-                         reason="setup failed")
+        raise SetupError(
+            f"Setting up the participant image failed (exit {code}):\n{tail}\n"
+            f"Remove {house} to download the wheels again.",
+            missing="participant image",
+            reason="setup failed",
+        )
     return container
 
 
-def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str = cpu_image.IMAGE,
-                jupyterhub: str = HUB_JUPYTERHUB) -> cpu_image.ImageBuild:
+def build_image(
+    force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str = cpu_image.IMAGE, jupyterhub: str = HUB_JUPYTERHUB
+) -> cpu_image.ImageBuild:
     """Build the participant image (see the module's docstring); reused when its recipe is unchanged.
     ``jupyterhub``: the hub's JupyterHub (major.minor) the lab must match; not `room up`'s own (6.1) tags
     the image ``<tag>-hub<version>`` (`labkit room k8s` names ``-hub5.5``, the chart's)."""
@@ -275,8 +328,12 @@ def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str 
         try:
             base_id = client.images.get(base).id
         except docker.errors.ImageNotFound:
-            raise SetupError(f"The participant image is built on {base}, which is missing: build it first "
-                             "with `labkit image build`.", missing=base, reason="not built") from None
+            raise SetupError(
+                f"The participant image is built on {base}, which is missing: build it first "
+                "with `labkit image build`.",
+                missing=base,
+                reason="not built",
+            ) from None
         with tempfile.TemporaryDirectory(prefix="labkit-room-image-") as tmp:
             sources, build = Path(tmp) / "src", Path(tmp) / "build"
             sources.mkdir()
@@ -286,11 +343,15 @@ def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str 
             why = rebuild_reason(tag, _labels(client, tag), parts)
             if not force and not why:
                 image = client.images.get(tag)
-                return cpu_image.ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6,
-                                            time.perf_counter() - t0, True)
+                return cpu_image.ImageBuild(
+                    tag, image.id, recipe, image.attrs["Size"] / 1e6, time.perf_counter() - t0, True
+                )
             say(f"room image: {why or 'rebuilding it, as asked (--force)'}")
-            shutil.copytree(root / "notebooks", build / "notebooks",
-                            ignore=shutil.ignore_patterns("*.py", "*.cfg", "__pycache__", ".ipynb_checkpoints"))
+            shutil.copytree(
+                root / "notebooks",
+                build / "notebooks",
+                ignore=shutil.ignore_patterns("*.py", "*.cfg", "__pycache__", ".ipynb_checkpoints"),
+            )
             house = _wheelhouse(_labkit_wheel(sources, build), extra)
             (build / "setup.sh").write_text(setup)
             (build / "labkit-lab-start").write_text(START_SCRIPT)
@@ -298,8 +359,11 @@ def build_image(force: bool = False, *, tag: str = PARTICIPANT_IMAGE, base: str 
             container = _run_setup(client, base, house, build)
         return _commit(client, container, tag, parts, t0)
     except docker.errors.APIError as exc:
-        raise EngineError(f"The Docker engine refused a step of building {tag}: {exc.explanation or exc}. "
-                          "Check its free disk space (`docker system df`).", status_code=exc.status_code or 0) from None
+        raise EngineError(
+            f"The Docker engine refused a step of building {tag}: {exc.explanation or exc}. "
+            "Check its free disk space (`docker system df`).",
+            status_code=exc.status_code or 0,
+        ) from None
     finally:
         client.close()
 
@@ -312,8 +376,13 @@ def _labels(client: docker.DockerClient, tag: str) -> dict[str, str] | None:
         return None
 
 
-def _commit(client: docker.DockerClient, container: docker.models.containers.Container, tag: str,
-            parts: dict[str, str], t0: float) -> cpu_image.ImageBuild:
+def _commit(
+    client: docker.DockerClient,
+    container: docker.models.containers.Container,
+    tag: str,
+    parts: dict[str, str],
+    t0: float,
+) -> cpu_image.ImageBuild:
     recipe = _combined(parts)
     repository, _, version = tag.rpartition(":")
     old = None
@@ -321,10 +390,20 @@ def _commit(client: docker.DockerClient, container: docker.models.containers.Con
         old = client.images.get(tag).id
     except docker.errors.ImageNotFound:  # a first build
         pass
-    labels = {RECIPE_LABEL: recipe, PARTS_LABEL: json.dumps(parts, sort_keys=True), "labkit.release": "23.12",
-              "org.opencontainers.image.title": "labkit participant lab (JupyterLab, Triton 23.12 CPU, g++)"}
-    changes = ["USER jovyan", f"WORKDIR {WORK}", f"ENV HOME={HOME}", f'CMD ["{START_COMMAND}"]', "EXPOSE 8888",
-               "LABEL " + " ".join(f"{k}={json.dumps(v)}" for k, v in labels.items())]
+    labels = {
+        RECIPE_LABEL: recipe,
+        PARTS_LABEL: json.dumps(parts, sort_keys=True),
+        "labkit.release": "23.12",
+        "org.opencontainers.image.title": "labkit participant lab (JupyterLab, Triton 23.12 CPU, g++)",
+    }
+    changes = [
+        "USER jovyan",
+        f"WORKDIR {WORK}",
+        f"ENV HOME={HOME}",
+        f'CMD ["{START_COMMAND}"]',
+        "EXPOSE 8888",
+        "LABEL " + " ".join(f"{k}={json.dumps(v)}" for k, v in labels.items()),
+    ]
     try:
         image = container.commit(repository=repository, tag=version, changes=changes)
     finally:

@@ -48,8 +48,11 @@ def chart_image(image: str) -> tuple[str, str]:
     """(name, tag) of the lab image for the chart's JupyterHub: `labkit/lab:23.12-cpu` becomes
     `labkit/lab` + `23.12-cpu-hub5.5`, the tag `labkit room image --jupyterhub 5.5` builds."""
     if "@" in image:
-        raise RoomSettingsError(f"The image {image!r} is pinned by digest; the chart needs a name and a tag. "
-                                "Give --image NAME:TAG.", setting="image", value=image)
+        raise RoomSettingsError(
+            f"The image {image!r} is pinned by digest; the chart needs a name and a tag. Give --image NAME:TAG.",
+            setting="image",
+            value=image,
+        )
     name, _, tag = image.rpartition(":")
     if not name or "/" in tag:  # no tag, or the colon was a registry's port
         name, tag = image, "latest"
@@ -78,8 +81,10 @@ def values(settings: RoomSettings, credentials: Credentials | None, *, site_conf
     if settings.board:
         hub.update(k8s_board.hub_values(settings, grader_image(settings)))
     # the teacher lands on the board and (unless teacher_lab) has no lab, as in `room up`'s hub
-    teacher = teacher_code(settings) + ("\nc.JupyterHub.default_url = labkit_landing\n" + (
-        "" if settings.teacher_lab else "c.KubeSpawner.pre_spawn_hook = labkit_no_teacher_lab\n"))
+    teacher = teacher_code(settings) + (
+        "\nc.JupyterHub.default_url = labkit_landing\n"
+        + ("" if settings.teacher_lab else "c.KubeSpawner.pre_spawn_hook = labkit_no_teacher_lab\n")
+    )
     hub["extraConfig"] = {"10-labkit-teacher.py": teacher}
     if site_config:
         hub["extraConfig"]["90-site.py"] = site_config
@@ -95,14 +100,22 @@ def values(settings: RoomSettings, credentials: Credentials | None, *, site_conf
             "storage": {  # each participant's claim at the image's work folder, as the volume of `room up`
                 "type": "dynamic",
                 "homeMountPath": WORK,
-                "extraVolumes": [{"name": "shm", "emptyDir": {"medium": "Memory",
-                                                              "sizeLimit": memory_quantity(settings.shm_size, "shm_size")}}],
+                "extraVolumes": [
+                    {
+                        "name": "shm",
+                        "emptyDir": {"medium": "Memory", "sizeLimit": memory_quantity(settings.shm_size, "shm_size")},
+                    }
+                ],
                 "extraVolumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
             },
             "startTimeout": settings.start_timeout_s,
         },
-        "cull": {"enabled": settings.cull_idle_s > 0, "users": False, "timeout": settings.cull_idle_s or None,
-                 "every": cull_every(settings) if settings.cull_idle_s else None},
+        "cull": {
+            "enabled": settings.cull_idle_s > 0,
+            "users": False,
+            "timeout": settings.cull_idle_s or None,
+            "every": cull_every(settings) if settings.cull_idle_s else None,
+        },
         "prePuller": {"hook": {"enabled": True}, "continuous": {"enabled": True}},
     }
 
@@ -115,9 +128,14 @@ def _auth(settings: RoomSettings, credentials: Credentials | None) -> dict[str, 
         return roles
     return {
         "JupyterHub": {"authenticator_class": "shared-password"},
-        "Authenticator": {"allowed_users": [*settings.participants, settings.teacher], "admin_users": [settings.teacher]},
-        "SharedPasswordAuthenticator": {"user_password": credentials.user_password,
-                                        "admin_password": credentials.teacher_password},
+        "Authenticator": {
+            "allowed_users": [*settings.participants, settings.teacher],
+            "admin_users": [settings.teacher],
+        },
+        "SharedPasswordAuthenticator": {
+            "user_password": credentials.user_password,
+            "admin_password": credentials.teacher_password,
+        },
     }
 
 
@@ -125,13 +143,17 @@ class _Dumper(yaml.SafeDumper):
     """Multi-line strings (a site's config) as YAML block scalars, so the file stays readable."""
 
 
-_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
-    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
+_Dumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None),
+)
 
 
 def dump(rendered: dict[str, Any]) -> str:
-    header = (f"# Zero to JupyterHub {CHART_VERSION} values for a labkit room (labkit room k8s). It holds the "
-              "room's passwords: keep it private.\n")
+    header = (
+        f"# Zero to JupyterHub {CHART_VERSION} values for a labkit room (labkit room k8s). It holds the "
+        "room's passwords: keep it private.\n"
+    )
     return header + yaml.dump(rendered, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
 
 
@@ -143,9 +165,12 @@ def write(settings: RoomSettings, out: Path, credentials: Credentials | None = N
         try:
             site = Path(settings.config_file).read_text()
         except OSError as exc:
-            raise RoomSettingsError(f"Cannot read the site's hub configuration {settings.config_file}: "
-                                    f"{exc.strerror}. Give a readable file.", setting="config_file",
-                                    value=str(settings.config_file)) from None
+            raise RoomSettingsError(
+                f"Cannot read the site's hub configuration {settings.config_file}: "
+                f"{exc.strerror}. Give a readable file.",
+                setting="config_file",
+                value=str(settings.config_file),
+            ) from None
     creds = None if site else (credentials or Credentials.generate())
     text = dump(values(settings, creds, site_config=site))
     target = Path(out) / "values.yaml"
@@ -156,9 +181,14 @@ def write(settings: RoomSettings, out: Path, credentials: Credentials | None = N
         target.chmod(0o600)
         target.write_text(text)
         if settings.board:
-            policy.write_text("# labkit room k8s: no network for the room's grader Pods; apply it once with kubectl\n"
-                              + yaml.safe_dump(network_policy(settings.room_id), sort_keys=False))
+            policy.write_text(
+                "# labkit room k8s: no network for the room's grader Pods; apply it once with kubectl\n"
+                + yaml.safe_dump(network_policy(settings.room_id), sort_keys=False)
+            )
     except OSError as exc:
-        raise RoomSettingsError(f"Cannot write {exc.filename or target}: {exc.strerror}. Choose another --out "
-                                "folder.", setting="out", value=str(out)) from None
+        raise RoomSettingsError(
+            f"Cannot write {exc.filename or target}: {exc.strerror}. Choose another --out folder.",
+            setting="out",
+            value=str(out),
+        ) from None
     return target

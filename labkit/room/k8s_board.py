@@ -46,9 +46,25 @@ def service_environment(api_url: str, service_url: str) -> dict[str, str]:
 
 def board_command(settings: RoomSettings, grader_image: str) -> list[str]:
     """The board's command line in the hub's pod."""
-    return ["python3", "-m", "labkit.room.board", "--room-dir", STATE, "--room-id", settings.room_id,
-            "--participants", ",".join(settings.participants), "--notebooks", "jupyter", "--labs-url", LABS_URL,
-            "--grader", "kubernetes", "--grader-image", grader_image]
+    return [
+        "python3",
+        "-m",
+        "labkit.room.board",
+        "--room-dir",
+        STATE,
+        "--room-id",
+        settings.room_id,
+        "--participants",
+        ",".join(settings.participants),
+        "--notebooks",
+        "jupyter",
+        "--labs-url",
+        LABS_URL,
+        "--grader",
+        "kubernetes",
+        "--grader-image",
+        grader_image,
+    ]
 
 
 def hub_values(settings: RoomSettings, grader_image: str) -> dict[str, Any]:
@@ -63,21 +79,36 @@ def hub_values(settings: RoomSettings, grader_image: str) -> dict[str, Any]:
         "env": env,
         "ports": [{"name": "board", "containerPort": BOARD_PORT}],
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-        "securityContext": {"runAsUser": 1000, "runAsNonRoot": True, "allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]}},
+        "securityContext": {
+            "runAsUser": 1000,
+            "runAsNonRoot": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
     }
     return {
         "services": {"board": {"url": f"http://hub:{BOARD_PORT}", "oauth_no_confirm": True}},
         "loadRoles": {
-            "teacher": {"description": "opens the teacher's board", "users": [settings.teacher],
-                        "scopes": [ACCESS_BOARD]},
-            "board": {"description": "lists the participants' labs and reads their saved notebooks",
-                      "services": ["board"], "scopes": list(BOARD_SCOPES)},
+            "teacher": {
+                "description": "opens the teacher's board",
+                "users": [settings.teacher],
+                "scopes": [ACCESS_BOARD],
+            },
+            "board": {
+                "description": "lists the participants' labs and reads their saved notebooks",
+                "services": ["board"],
+                "scopes": list(BOARD_SCOPES),
+            },
         },
         "service": {"extraPorts": [{"name": "board", "port": BOARD_PORT, "targetPort": BOARD_PORT}]},
         # the proxy carries this label; the chart's own rule lets it reach the hub's port 8081 only
-        "networkPolicy": {"ingress": [{"ports": [{"port": BOARD_PORT}], "from": [
-            {"podSelector": {"matchLabels": {"hub.jupyter.org/network-access-hub": "true"}}}]}]},
+        "networkPolicy": {
+            "ingress": [
+                {
+                    "ports": [{"port": BOARD_PORT}],
+                    "from": [{"podSelector": {"matchLabels": {"hub.jupyter.org/network-access-hub": "true"}}}],
+                }
+            ]
+        },
         "extraContainers": [board],
     }
-

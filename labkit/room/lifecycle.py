@@ -62,19 +62,26 @@ def read_participants(path: Path) -> tuple[str, ...]:
     try:
         rows = list(csv.reader(path.read_text().splitlines()))
     except OSError as exc:
-        raise SetupError(f"Cannot read the participants file {path} ({exc.strerror}); give an existing file.",
-                         missing=str(path), reason="unreadable") from None
+        raise SetupError(
+            f"Cannot read the participants file {path} ({exc.strerror}); give an existing file.",
+            missing=str(path),
+            reason="unreadable",
+        ) from None
     logins = [row[0].strip().lower() for row in rows if row and row[0].strip() and not row[0].startswith("#")]
     if logins and logins[0] == "login":
         logins = logins[1:]
     for login in logins:
         if not _LOGIN.match(login):
-            raise InvalidNameError(f"{login!r} in {path} cannot be a login: use lower-case letters, digits, '-' "
-                                   "or '_' (at most 32, starting with a letter or digit).", name=login,
-                                   what="participant login")
+            raise InvalidNameError(
+                f"{login!r} in {path} cannot be a login: use lower-case letters, digits, '-' "
+                "or '_' (at most 32, starting with a letter or digit).",
+                name=login,
+                what="participant login",
+            )
     if len(set(logins)) != len(logins) or not logins:
-        raise InvalidNameError(f"{path} must name each participant once (and at least one).",
-                               name=str(path), what="participants file")
+        raise InvalidNameError(
+            f"{path} must name each participant once (and at least one).", name=str(path), what="participants file"
+        )
     return tuple(logins)
 
 
@@ -101,14 +108,19 @@ def _write_private(path: Path, text: str) -> None:
 def _network(client: docker.DockerClient, settings: RoomSettings) -> str:
     """The room's bridge network (created if missing); its gateway, where the labs reach the hub."""
     found = client.networks.list(names=[settings.network])
-    network = found[0] if found else client.networks.create(
-        settings.network, driver="bridge", labels={ROOM_LABEL: settings.room_id})
+    network = (
+        found[0]
+        if found
+        else client.networks.create(settings.network, driver="bridge", labels={ROOM_LABEL: settings.room_id})
+    )
     network.reload()
     configs = (network.attrs.get("IPAM") or {}).get("Config") or []
     gateway = next((c.get("Gateway") for c in configs if c.get("Gateway")), None)
     if not gateway:
-        raise EngineError(f"The Docker network {settings.network} has no gateway address; remove it "
-                          f"(`docker network rm {settings.network}`) and run `labkit room up` again.")
+        raise EngineError(
+            f"The Docker network {settings.network} has no gateway address; remove it "
+            f"(`docker network rm {settings.network}`) and run `labkit room up` again."
+        )
     return gateway
 
 
@@ -127,8 +139,11 @@ def _room_volumes(client: docker.DockerClient, room_id: str) -> list[docker.mode
     """Every volume of the room: by its labels, and by its name (``labkit-room-<id>-<login>``), which also
     finds one DockerSpawner made itself (a user the teacher added on the hub's admin page, an older teacher's lab)."""
     found = {}
-    for filters in ({"label": f"{WORK_LABEL}={room_id}"}, {"label": f"{ROOM_LABEL}={room_id}"},
-                    {"name": f"labkit-room-{room_id}-"}):
+    for filters in (
+        {"label": f"{WORK_LABEL}={room_id}"},
+        {"label": f"{ROOM_LABEL}={room_id}"},
+        {"name": f"labkit-room-{room_id}-"},
+    ):
         for volume in client.volumes.list(filters=filters):
             if "name" not in filters or volume.name.startswith(f"labkit-room-{room_id}-"):
                 found[volume.name] = volume
@@ -142,16 +157,21 @@ def _ensure_image(client: docker.DockerClient, settings: RoomSettings) -> None:
     if settings.image != PARTICIPANT_IMAGE:
         if exists:
             return
-        raise SetupError(f"The image {settings.image} is not on this Docker engine: build or load it, or leave "
-                         f"--image out to use labkit's own {PARTICIPANT_IMAGE}.", missing=settings.image,
-                         reason="not built")
+        raise SetupError(
+            f"The image {settings.image} is not on this Docker engine: build or load it, or leave "
+            f"--image out to use labkit's own {PARTICIPANT_IMAGE}.",
+            missing=settings.image,
+            reason="not built",
+        )
     try:
         build_image(tag=settings.image)  # seconds when its recipe label matches this checkout
     except SetupError as exc:
         if not exists:
             raise
-        print(f"labkit: cannot tell whether {settings.image} is current ({exc}); the room uses it as it is",
-              file=sys.stderr)
+        print(
+            f"labkit: cannot tell whether {settings.image} is current ({exc}); the room uses it as it is",
+            file=sys.stderr,
+        )
 
 
 def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
@@ -159,8 +179,10 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
     t0 = time.perf_counter()
     directory = settings.directory.absolute()
     if hub_process.hub_pid(directory) is not None:
-        raise ServerStartError(f"A hub of this room already runs (pid {hub_process.hub_pid(directory)}); "
-                               f"`labkit room down --dir {settings.directory}` first.")
+        raise ServerStartError(
+            f"A hub of this room already runs (pid {hub_process.hub_pid(directory)}); "
+            f"`labkit room down --dir {settings.directory}` first."
+        )
     hub_process.check_port(settings.ip, settings.port)  # before anything is created for the room
     directory.mkdir(parents=True, exist_ok=True)
     client = connect(timeout=900)
@@ -169,24 +191,39 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
         gateway = _network(client, settings)
         _volumes(client, settings)
     except docker.errors.APIError as exc:
-        raise EngineError(f"The Docker engine refused to prepare the room: {exc.explanation or exc}.",
-                          status_code=exc.status_code or 0) from None
+        raise EngineError(
+            f"The Docker engine refused to prepare the room: {exc.explanation or exc}.",
+            status_code=exc.status_code or 0,
+        ) from None
     finally:
         client.close()
     keys = _secrets(directory)
     hub_port, proxy_api_port, board_port = free_ports(3)
-    plumbing = Plumbing(hub_ip=gateway, hub_port=hub_port, proxy_api_port=proxy_api_port,
-                        board_port=board_port, proxy_command=hub_process.proxy_command(),
-                        python=sys.executable)
+    plumbing = Plumbing(
+        hub_ip=gateway,
+        hub_port=hub_port,
+        proxy_api_port=proxy_api_port,
+        board_port=board_port,
+        proxy_command=hub_process.proxy_command(),
+        python=sys.executable,
+    )
     rows = ["login,password"] + [f"{login},{keys['user_password']}" for login in settings.participants]
     _write_private(directory / PARTICIPANTS_FILE, "\n".join(rows) + "\n")
     host = settings.ip if settings.ip not in ("", "0.0.0.0") else "127.0.0.1"
     record = RoomRecord(
-        url=f"http://{host}:{settings.port}/", teacher_token=keys["teacher_token"], teacher=settings.teacher,
-        teacher_password=keys["admin_password"], participant_password=keys["user_password"],
-        room_id=settings.room_id, image=settings.image, grader_image=settings.grader_image,
-        network=settings.network, participants=tuple(settings.participants), port=settings.port,
-        teacher_lab=settings.teacher_lab)
+        url=f"http://{host}:{settings.port}/",
+        teacher_token=keys["teacher_token"],
+        teacher=settings.teacher,
+        teacher_password=keys["admin_password"],
+        participant_password=keys["user_password"],
+        room_id=settings.room_id,
+        image=settings.image,
+        grader_image=settings.grader_image,
+        network=settings.network,
+        participants=tuple(settings.participants),
+        port=settings.port,
+        teacher_lab=settings.teacher_lab,
+    )
     record.write(directory)  # the board reads it at its start
     pid = hub_process.start_hub(settings, plumbing, keys, timeout_s=timeout_s)
     record = replace(record, hub_pid=pid)
@@ -251,8 +288,11 @@ def _remove(client: docker.DockerClient, thing: object, *, kind: str, wait_s: fl
         return wait_until(gone, wait_s, "a container's removal", interval_s=0.5)
     except WaitTimeoutError:
         pass
-    raise EngineError(f"The Docker engine did not finish removing {thing.name} in {wait_s:.0f} s; "  # type: ignore[attr-defined]
-                      "run `labkit room down` again.", status_code=409)
+    raise EngineError(
+        f"The Docker engine did not finish removing {thing.name} in {wait_s:.0f} s; "  # type: ignore[attr-defined]
+        "run `labkit room down` again.",
+        status_code=409,
+    )
 
 
 def down(directory: Path, *, delete_work: bool = False) -> list[str]:
@@ -289,8 +329,11 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
     except WaitTimeoutError:
         pass  # what keeps appearing is listed by `labkit room status`; `room down` again removes it
     except docker.errors.APIError as exc:
-        raise EngineError(f"The Docker engine refused to remove part of the room: {exc.explanation or exc}. "
-                          f"Run `labkit room down --dir {directory}` again.", status_code=exc.status_code or 0) from None
+        raise EngineError(
+            f"The Docker engine refused to remove part of the room: {exc.explanation or exc}. "
+            f"Run `labkit room down --dir {directory}` again.",
+            status_code=exc.status_code or 0,
+        ) from None
     finally:
         client.close()
     return removed

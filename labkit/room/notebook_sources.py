@@ -88,18 +88,27 @@ class VolumeSource:
             self._container(mounts)
         except _ENGINE_ERRORS as exc:
             self.close()
-            raise EngineError(f"The room's notebook scan failed: {exc}. Check the engine (`docker ps -a "
-                              f"--filter label={ROOM_LABEL}={self.room_id}`) and the image {self.image}.") from None
+            raise EngineError(
+                f"The room's notebook scan failed: {exc}. Check the engine (`docker ps -a "
+                f"--filter label={ROOM_LABEL}={self.room_id}`) and the image {self.image}."
+            ) from None
         try:
-            found = wait_until(lambda: self._latest if self._latest is not None else self._failed(), FIRST_SCAN_S,
-                               "the room's first notebook scan", interval_s=0.05)
+            found = wait_until(
+                lambda: self._latest if self._latest is not None else self._failed(),
+                FIRST_SCAN_S,
+                "the room's first notebook scan",
+                interval_s=0.05,
+            )
         except WaitTimeoutError:
             found = {"": None}
         if not isinstance(found, dict) or "" in found:
             ended, self._ended = self._ended, ""
             self.close()
-            raise EngineError(f"The room's notebook scanner stopped ({ended or 'no scan in time'}); check the grader "
-                              f"image {self.image}.", status_code=0)
+            raise EngineError(
+                f"The room's notebook scanner stopped ({ended or 'no scan in time'}); check the grader "
+                f"image {self.image}.",
+                status_code=0,
+            )
         return {u: {p: Saved(float(t), bool(same)) for p, (t, same) in paths.items()} for u, paths in found.items()}
 
     def _failed(self) -> dict[str, Any] | None:
@@ -110,25 +119,42 @@ class VolumeSource:
         path = f"{VOLUMES_AT}/{user}/{notebook}"
         try:
             if self._scanner is None:
-                raise SubmissionError(f"{user}'s {notebook} was read before any scan; scan first.",
-                                      user=user, notebook=notebook, problem="unreachable")
+                raise SubmissionError(
+                    f"{user}'s {notebook} was read before any scan; scan first.",
+                    user=user,
+                    notebook=notebook,
+                    problem="unreachable",
+                )
             stream, _ = self._scanner[0].get_archive(path)
             with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
                 member = tar.next()
                 data = tar.extractfile(member).read() if member is not None and member.isfile() else b""
             return Submission(user, notebook, exercise_cells(json.loads(data)))
         except (*_ENGINE_ERRORS, tarfile.TarError, AttributeError, ValueError) as exc:
-            raise SubmissionError(f"Cannot read {user}'s {notebook} ({exc}); it is judged at its next save.",
-                                  user=user, notebook=notebook, problem="unreachable") from None
+            raise SubmissionError(
+                f"Cannot read {user}'s {notebook} ({exc}); it is judged at its next save.",
+                user=user,
+                notebook=notebook,
+                problem="unreachable",
+            ) from None
 
     def _container(self, mounts: dict[str, dict[str, str]]) -> Any:
         if self._scanner is None or self._scanner[1] != mounts:
             self.close()
             container = self.client.containers.run(
-                self.image, ["python3", "-m", "labkit.room.scanner", "--root", VOLUMES_AT], detach=True,
-                network_mode="none", user="1000", volumes=mounts, mem_limit="256m", pids_limit=64,
-                cap_drop=["ALL"], security_opt=["no-new-privileges"], environment={"PYTHONUNBUFFERED": "1"},
-                labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "scan"})
+                self.image,
+                ["python3", "-m", "labkit.room.scanner", "--root", VOLUMES_AT],
+                detach=True,
+                network_mode="none",
+                user="1000",
+                volumes=mounts,
+                mem_limit="256m",
+                pids_limit=64,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                environment={"PYTHONUNBUFFERED": "1"},
+                labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "scan"},
+            )
             self._scanner = (container, mounts)
             threading.Thread(target=self._follow, args=(container,), name="room-scanner", daemon=True).start()
         return self._scanner[0]
@@ -142,7 +168,7 @@ class VolumeSource:
                 text += chunk.decode(errors="replace")
                 *lines, text = text.split("\n")
                 for line in (x for x in lines if x.startswith(RESULT_MARK)):
-                    found = json.loads(line[len(RESULT_MARK):])
+                    found = json.loads(line[len(RESULT_MARK) :])
                     with self._lock:
                         if self._scanner is not None and self._scanner[0] is container:
                             self._latest = found
@@ -186,12 +212,17 @@ class JupyterSource:
 
     def read(self, user: str, notebook: str) -> Submission:
         path = self.servers.get(user, f"/user/{quote(user, safe='')}/")
-        model = self._get(f"{self.labs_url}{path}api/contents/{quote(notebook)}",
-                          {"content": "1", "type": "notebook"}, user, notebook)
+        model = self._get(
+            f"{self.labs_url}{path}api/contents/{quote(notebook)}", {"content": "1", "type": "notebook"}, user, notebook
+        )
         content = model.get("content") if isinstance(model, dict) else None
         if not isinstance(content, dict):
-            raise SubmissionError(f"{user}'s lab did not return {notebook} as a notebook; it is judged at its next save.",
-                                  user=user, notebook=notebook, problem="unreachable")
+            raise SubmissionError(
+                f"{user}'s lab did not return {notebook} as a notebook; it is judged at its next save.",
+                user=user,
+                notebook=notebook,
+                problem="unreachable",
+            )
         return Submission(user, notebook, exercise_cells(content))
 
     def close(self) -> None:
@@ -203,8 +234,11 @@ class JupyterSource:
         labs: dict[str, str] = {}
         offset = 0
         while True:
-            page = self._get(f"{self.hub_api}/users", {"state": "ready", "offset": str(offset), "limit": "200"},
-                             headers={"Accept": "application/jupyterhub-pagination+json"})
+            page = self._get(
+                f"{self.hub_api}/users",
+                {"state": "ready", "offset": str(offset), "limit": "200"},
+                headers={"Accept": "application/jupyterhub-pagination+json"},
+            )
             items = page.get("items", []) if isinstance(page, dict) else page
             for user in items:
                 server = (user.get("servers") or {}).get("", {})
@@ -229,17 +263,33 @@ class JupyterSource:
                     found[entry["path"]] = Saved(_timestamp(entry.get("last_modified", "")))
         return found
 
-    def _get(self, url: str, params: dict[str, str], user: str = "", notebook: str = "",
-             headers: dict[str, str] | None = None) -> Any:
+    def _get(
+        self,
+        url: str,
+        params: dict[str, str],
+        user: str = "",
+        notebook: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         try:
             return self.client.call(url, params=params, headers=headers)
         except HubError as exc:
             if exc.status_code in (401, 403):  # a redirect is a lab stopping: the hub's spawn page
-                raise SubmissionError(f"{url} refused the board's token ({exc.status_code}): give the board's "
-                                      f"service a role with the scopes {', '.join(BOARD_SCOPES)}.", user=user,
-                                      notebook=notebook, problem="refused", status_code=exc.status_code) from None
-            raise SubmissionError(f"{exc} It is tried again at the next scan.", user=user, notebook=notebook,
-                                  problem="unreachable", status_code=exc.status_code) from None
+                raise SubmissionError(
+                    f"{url} refused the board's token ({exc.status_code}): give the board's "
+                    f"service a role with the scopes {', '.join(BOARD_SCOPES)}.",
+                    user=user,
+                    notebook=notebook,
+                    problem="refused",
+                    status_code=exc.status_code,
+                ) from None
+            raise SubmissionError(
+                f"{exc} It is tried again at the next scan.",
+                user=user,
+                notebook=notebook,
+                problem="unreachable",
+                status_code=exc.status_code,
+            ) from None
 
 
 def _timestamp(text: str) -> float:

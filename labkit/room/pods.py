@@ -41,10 +41,24 @@ RESULT_LIMIT = 4096  # Kubernetes keeps at most this many bytes of a termination
 START_MARGIN_S = 120.0  # scheduling and an image pull, before the pod's own deadline starts counting
 REQUEST_TIMEOUT_S = 30.0
 POLL_S = 1.0  # between two reads of a grader pod's status
-COMMAND = ["python3", "-m", "labkit.room.grader", "--submission", "--result-file", "/dev/termination-log",
-           "--result-limit", str(RESULT_LIMIT)]
-_STUCK = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
-          "CreateContainerConfigError", "CreateContainerError"}  # waiting reasons that do not pass by waiting
+COMMAND = [
+    "python3",
+    "-m",
+    "labkit.room.grader",
+    "--submission",
+    "--result-file",
+    "/dev/termination-log",
+    "--result-limit",
+    str(RESULT_LIMIT),
+]
+_STUCK = {
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+}  # waiting reasons that do not pass by waiting
 _NAME_ROOM = 40  # of a pod name's 63 characters, for the login
 
 
@@ -60,22 +74,28 @@ def selector(room_id: str) -> dict[str, str]:
     return {ROOM_LABEL: room_id, POD_ROLE_LABEL: ROLE}
 
 
-def pod_manifest(submission: Submission, *, room_id: str, image: str = GRADER_IMAGE, limits: Limits = Limits(),
-                 name: str) -> dict[str, Any]:
+def pod_manifest(
+    submission: Submission, *, room_id: str, image: str = GRADER_IMAGE, limits: Limits = Limits(), name: str
+) -> dict[str, Any]:
     """The Pod (API shape) of one grader run on ``submission``: no service account token, no network
     services, an ordinary user with no capabilities, requests equal to ``limits``, stopped by Kubernetes
     after ``limits.timeout_s``. It passes the "restricted" Pod Security Standard. SubmissionError
     "too-large" when the cells do not fit an environment variable; RoomSettingsError for bad limits."""
     run = GraderRun(image, COMMAND, limits, {ENV: submission.encode()}, selector(room_id))
-    container = {**run.pod_container(ROLE),
-                 "terminationMessagePath": "/dev/termination-log",
-                 # a crash before the result is written: the log's tail becomes the message (no pods/log needed)
-                 "terminationMessagePolicy": "FallbackToLogsOnError"}
+    container = {
+        **run.pod_container(ROLE),
+        "terminationMessagePath": "/dev/termination-log",
+        # a crash before the result is written: the log's tail becomes the message (no pods/log needed)
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "labels": selector(room_id),
-                     "annotations": {USER_ANNOTATION: submission.user, NOTEBOOK_ANNOTATION: submission.notebook}},
+        "metadata": {
+            "name": name,
+            "labels": selector(room_id),
+            "annotations": {USER_ANNOTATION: submission.user, NOTEBOOK_ANNOTATION: submission.notebook},
+        },
         "spec": {
             "restartPolicy": "Never",
             "activeDeadlineSeconds": max(1, math.ceil(limits.timeout_s)),
@@ -95,8 +115,12 @@ def network_policy(room_id: str) -> dict[str, Any]:
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": {"name": f"labkit-grader-{room_id}-no-network", "labels": {ROOM_LABEL: room_id}},
-        "spec": {"podSelector": {"matchLabels": selector(room_id)}, "policyTypes": ["Ingress", "Egress"],
-                 "ingress": [], "egress": []},
+        "spec": {
+            "podSelector": {"matchLabels": selector(room_id)},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [],
+            "egress": [],
+        },
     }
 
 
@@ -128,21 +152,36 @@ def read_pod(pod: dict[str, Any], limits: Limits, image: str) -> dict[str, Any] 
         if isinstance(result, dict) and isinstance(result.get("results"), list):
             return result
         if end.get("reason") == "OOMKilled":
-            return Stopped("out-of-memory", f"it used all of its {limits.memory} of memory and was stopped "
-                           "(OOMKilled); give the grader more memory (--grader-memory)")
+            return Stopped(
+                "out-of-memory",
+                f"it used all of its {limits.memory} of memory and was stopped "
+                "(OOMKilled); give the grader more memory (--grader-memory)",
+            )
         if pod_reason == "DeadlineExceeded":
             return late
         tail = " | ".join(message.strip().splitlines()[-3:])[-300:] or "no message"
-        return Stopped("no-result", f"the grader ended with exit code {end.get('exitCode')} "
-                       f"({end.get('reason') or 'no reason'}) without a result: {tail}")
+        return Stopped(
+            "no-result",
+            f"the grader ended with exit code {end.get('exitCode')} "
+            f"({end.get('reason') or 'no reason'}) without a result: {tail}",
+        )
     waiting = state.get("waiting") or {}
     if waiting.get("reason") in _STUCK:
-        return Stopped("image", f"Kubernetes cannot start the grader image {image} ({waiting['reason']}: "
-                       f"{(waiting.get('message') or '')[:300]}); check the image's name and that the "
-                       "cluster's nodes can pull it")
+        return Stopped(
+            "image",
+            f"Kubernetes cannot start the grader image {image} ({waiting['reason']}: "
+            f"{(waiting.get('message') or '')[:300]}); check the image's name and that the "
+            "cluster's nodes can pull it",
+        )
     if phase == "Failed":
-        return late if pod_reason == "DeadlineExceeded" else Stopped(
-            "pod-failed", f"the grader pod failed ({pod_reason or 'no reason'}: {(status.get('message') or '')[:300]})")
+        return (
+            late
+            if pod_reason == "DeadlineExceeded"
+            else Stopped(
+                "pod-failed",
+                f"the grader pod failed ({pod_reason or 'no reason'}: {(status.get('message') or '')[:300]})",
+            )
+        )
     if phase == "Succeeded":
         return Stopped("no-result", "the grader pod ended without a container status")
     return None
@@ -151,11 +190,17 @@ def read_pod(pod: dict[str, Any], limits: Limits, image: str) -> dict[str, Any] 
 def _pending(pod: dict[str, Any], waited_s: float) -> Stopped:
     """A pod still not done after ``waited_s``: its phase, and the scheduler's reason when it has one."""
     status = pod.get("status") or {}
-    unscheduled = [c for c in status.get("conditions") or []
-                   if c.get("type") == "PodScheduled" and c.get("status") == "False"]
-    note = (f"not scheduled ({unscheduled[0].get('reason')}: {(unscheduled[0].get('message') or '')[:300]}); "
-            "the cluster lacks room for the grader's requests") if unscheduled else \
-        f"in phase {status.get('phase') or 'unknown'}"
+    unscheduled = [
+        c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled" and c.get("status") == "False"
+    ]
+    note = (
+        (
+            f"not scheduled ({unscheduled[0].get('reason')}: {(unscheduled[0].get('message') or '')[:300]}); "
+            "the cluster lacks room for the grader's requests"
+        )
+        if unscheduled
+        else f"in phase {status.get('phase') or 'unknown'}"
+    )
     return Stopped("not-started" if unscheduled else "timeout", f"no result after {waited_s:.0f} s: the pod was {note}")
 
 
@@ -166,16 +211,22 @@ def from_cluster(namespace: str | None = None) -> tuple[Any, str]:
         import kubernetes.client
         import kubernetes.config
     except ImportError:
-        raise SetupError("The room's Kubernetes grader needs the kubernetes package: pip install 'labkit[room]'.",
-                         missing="kubernetes", reason="not installed") from None
+        raise SetupError(
+            "The room's Kubernetes grader needs the kubernetes package: pip install 'labkit[room]'.",
+            missing="kubernetes",
+            reason="not installed",
+        ) from None
     configuration = kubernetes.client.Configuration()
     try:
         kubernetes.config.load_incluster_config(client_configuration=configuration)
     except kubernetes.config.ConfigException as exc:
-        raise SetupError(f"The Kubernetes grader runs its pods with the service account of the pod it runs in, "
-                         f"and this is not a pod of a cluster ({exc}). Run the board as the hub pod's sidecar "
-                         "(see `labkit room k8s`), or grade with Docker (`labkit room up`).",
-                         missing="Kubernetes service account", reason="not in a cluster") from None
+        raise SetupError(
+            f"The Kubernetes grader runs its pods with the service account of the pod it runs in, "
+            f"and this is not a pod of a cluster ({exc}). Run the board as the hub pod's sidecar "
+            "(see `labkit room k8s`), or grade with Docker (`labkit room up`).",
+            missing="Kubernetes service account",
+            reason="not in a cluster",
+        ) from None
     return kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(configuration)), namespace or _namespace()
 
 
@@ -183,8 +234,11 @@ def _namespace() -> str:
     try:
         return NAMESPACE_FILE.read_text().strip()
     except OSError as exc:
-        raise SetupError(f"Cannot read the pod's namespace from {NAMESPACE_FILE} ({exc.strerror}); give "
-                         "PodGrader a namespace.", missing=str(NAMESPACE_FILE), reason="unreadable") from None
+        raise SetupError(
+            f"Cannot read the pod's namespace from {NAMESPACE_FILE} ({exc.strerror}); give PodGrader a namespace.",
+            missing=str(NAMESPACE_FILE),
+            reason="unreadable",
+        ) from None
 
 
 def _api_errors() -> tuple[type[BaseException], ...]:
@@ -204,8 +258,11 @@ def _refusal(exc: BaseException, doing: str) -> str:
         detail = json.loads(getattr(exc, "body", None) or "{}").get("message", "")
     except (ValueError, AttributeError):
         detail = ""
-    fix = {401: "; the service account's token was refused", 403: "; the hub's service account needs pods "
-           "get/list/create/delete in this namespace (the chart's hub Role gives them)"}.get(status, "")
+    fix = {
+        401: "; the service account's token was refused",
+        403: "; the hub's service account needs pods "
+        "get/list/create/delete in this namespace (the chart's hub Role gives them)",
+    }.get(status, "")
     return f"the Kubernetes API refused {doing}: {status} {getattr(exc, 'reason', '')} {detail[:300]}{fix}"
 
 
@@ -213,8 +270,14 @@ class PodGrader:
     """Judges submissions in grader pods of room ``room_id`` (a namespace's pods labelled with it). ``api``:
     a kubernetes CoreV1Api (default: this pod's service account, made on first use)."""
 
-    def __init__(self, room_id: str, image: str = GRADER_IMAGE, limits: Limits = Limits(),
-                 namespace: str | None = None, api: Any = None) -> None:
+    def __init__(
+        self,
+        room_id: str,
+        image: str = GRADER_IMAGE,
+        limits: Limits = Limits(),
+        namespace: str | None = None,
+        api: Any = None,
+    ) -> None:
         self.room_id = room_id
         self.image = image
         self.limits = limits
@@ -238,12 +301,15 @@ class PodGrader:
         account list pods. SetupError when it does not."""
         api = self.api
         try:
-            api.list_namespaced_pod(self.namespace, label_selector=_selector_text(self.room_id), limit=1,
-                                    _request_timeout=REQUEST_TIMEOUT_S)
+            api.list_namespaced_pod(
+                self.namespace, label_selector=_selector_text(self.room_id), limit=1, _request_timeout=REQUEST_TIMEOUT_S
+            )
         except _api_errors() as exc:
-            raise SetupError(f"The grader cannot list pods in namespace {self.namespace}: "
-                             f"{_refusal(exc, 'listing pods')}.", missing="Kubernetes API",
-                             reason="unreachable" if getattr(exc, "status", None) is None else "refused") from None
+            raise SetupError(
+                f"The grader cannot list pods in namespace {self.namespace}: {_refusal(exc, 'listing pods')}.",
+                missing="Kubernetes API",
+                reason="unreachable" if getattr(exc, "status", None) is None else "refused",
+            ) from None
 
     def judge(self, submission: Submission) -> Judgement:
         """Run ``submission`` in a grader pod and collect its verdicts; the pod is deleted whatever
@@ -254,8 +320,9 @@ class PodGrader:
             return judgement_of(submission, {}, why, time.monotonic() - t0)
 
         try:
-            body = pod_manifest(submission, room_id=self.room_id, image=self.image, limits=self.limits,
-                                name=pod_name(submission.user))
+            body = pod_manifest(
+                submission, room_id=self.room_id, image=self.image, limits=self.limits, name=pod_name(submission.user)
+            )
             api = self.api
         except (SubmissionError, RoomSettingsError, SetupError) as exc:
             return failed(str(exc))
@@ -277,8 +344,9 @@ class PodGrader:
         last: list[dict[str, Any]] = [{}]
 
         def outcome() -> dict[str, Any] | Stopped | None:
-            response = api.read_namespaced_pod(name, self.namespace, _preload_content=False,
-                                               _request_timeout=REQUEST_TIMEOUT_S)
+            response = api.read_namespaced_pod(
+                name, self.namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S
+            )
             last[0] = json.loads(response.data)
             return read_pod(last[0], self.limits, self.image)
 
@@ -301,8 +369,9 @@ class PodGrader:
         except SetupError:
             return  # never connected outside a cluster: no pods of ours
         try:
-            pods = api.list_namespaced_pod(self.namespace, label_selector=_selector_text(self.room_id),
-                                           _request_timeout=REQUEST_TIMEOUT_S).items
+            pods = api.list_namespaced_pod(
+                self.namespace, label_selector=_selector_text(self.room_id), _request_timeout=REQUEST_TIMEOUT_S
+            ).items
         except _api_errors():
             pods = []
         for pod in pods:

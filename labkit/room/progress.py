@@ -72,7 +72,9 @@ class Progress:
     judged: dict[str, dict[str, float]] = field(default_factory=dict)  # user -> notebook path -> mtime judged
 
     def mark(self, user: str, exercise: str) -> Mark:
-        return self.marks.get(user, {}).get(exercise, Mark(hint=REGISTRY[exercise].hint if exercise in REGISTRY else ""))
+        return self.marks.get(user, {}).get(
+            exercise, Mark(hint=REGISTRY[exercise].hint if exercise in REGISTRY else "")
+        )
 
     def needs_check(self, user: str, notebook: str, mtime: float) -> bool:
         """Whether this saved version of the notebook has not been judged yet."""
@@ -84,8 +86,9 @@ class Progress:
         digests = {e: digest_of(source) for e, source in cells.items() if is_started(e, source)}
         return {e: d for e, d in digests.items() if self.mark(user, e).digest != d}
 
-    def record(self, user: str, notebook: str, mtime: float, results: list[RoomVerdict],
-               checked: float | None = None) -> None:
+    def record(
+        self, user: str, notebook: str, mtime: float, results: list[RoomVerdict], checked: float | None = None
+    ) -> None:
         """Store a grader run's verdicts for ``user``'s ``notebook`` saved at ``mtime``."""
         now = time.time() if checked is None else checked
         if user not in self.participants:
@@ -101,15 +104,20 @@ class Progress:
         return {"participants": {u: {e: self.mark(u, e).state for e in ids} for u in self.participants}}
 
     def to_json(self) -> dict[str, Any]:
-        return {"participants": list(self.participants),
-                "marks": {u: {e: asdict(m) for e, m in row.items()} for u, row in self.marks.items()},
-                "judged": self.judged}
+        return {
+            "participants": list(self.participants),
+            "marks": {u: {e: asdict(m) for e, m in row.items()} for u, row in self.marks.items()},
+            "judged": self.judged,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Progress:
         marks = {u: {e: Mark(**m) for e, m in row.items()} for u, row in data.get("marks", {}).items()}
-        return cls(list(data.get("participants", [])), marks,
-                   {u: {n: float(t) for n, t in row.items()} for u, row in data.get("judged", {}).items()})
+        return cls(
+            list(data.get("participants", [])),
+            marks,
+            {u: {n: float(t) for n, t in row.items()} for u, row in data.get("judged", {}).items()},
+        )
 
 
 def progress_file(room_dir: Path) -> Path:
@@ -124,8 +132,10 @@ def load(room_dir: Path, participants: list[str] | tuple[str, ...] = ()) -> Prog
     except FileNotFoundError:
         progress = Progress([])
     except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise LabkitError(f"Cannot read the room's progress from {path} ({exc}); remove the file and the board "
-                          "judges every saved notebook again.") from None
+        raise LabkitError(
+            f"Cannot read the room's progress from {path} ({exc}); remove the file and the board "
+            "judges every saved notebook again."
+        ) from None
     progress.participants += [p for p in participants if p not in progress.participants]
     return progress
 
@@ -165,11 +175,17 @@ def board_table(url: str, token: str, timeout_s: float = 60) -> dict[str, Any]:
     try:
         table = client.call(api)
     except HubError as exc:
-        why = {0: "no answer: check --url (the room's address)", 302: "the token is not the teacher's",
-               401: "the token is not the teacher's", 403: "the token is not the teacher's"}.get(
-                   exc.status_code, "is the board running?")
-        raise BoardError(f"{api} answered {exc.status_code or 'nothing'}: {why}. Give the teacher's API token "
-                         "(--token).", url=api, status_code=exc.status_code) from None
+        why = {
+            0: "no answer: check --url (the room's address)",
+            302: "the token is not the teacher's",
+            401: "the token is not the teacher's",
+            403: "the token is not the teacher's",
+        }.get(exc.status_code, "is the board running?")
+        raise BoardError(
+            f"{api} answered {exc.status_code or 'nothing'}: {why}. Give the teacher's API token (--token).",
+            url=api,
+            status_code=exc.status_code,
+        ) from None
     finally:
         client.close()
     if not isinstance(table, dict) or not isinstance(table.get("participants"), dict):

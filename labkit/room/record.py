@@ -60,8 +60,11 @@ def read_if_any(directory: Path) -> RoomRecord | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError) as exc:
-        raise SetupError(f"Cannot read {path} ({exc}); `labkit room up --dir {directory}` writes it again.",
-                         missing=str(path), reason="unreadable") from None
+        raise SetupError(
+            f"Cannot read {path} ({exc}); `labkit room up --dir {directory}` writes it again.",
+            missing=str(path),
+            reason="unreadable",
+        ) from None
 
 
 def read(directory: Path) -> RoomRecord:
@@ -72,6 +75,8 @@ def read(directory: Path) -> RoomRecord:
         record = None
     if record is None or not record.url or not record.room_id:
         path = Path(directory) / ROOM_FILE
-        raise SetupError(f"{path} is missing or unreadable: start the room with `labkit room up --dir {directory}`.",
-                         missing=str(path))
+        raise SetupError(
+            f"{path} is missing or unreadable: start the room with `labkit room up --dir {directory}`.",
+            missing=str(path),
+        )
     return record

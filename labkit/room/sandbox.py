@@ -36,8 +36,11 @@ def memory_quantity(size: str, setting: str = "grader_memory") -> str:
 def cpu_quantity(cpu: float) -> str:
     """Cores as Kubernetes millicores (``1.5`` is ``1500m``)."""
     if isinstance(cpu, bool) or not isinstance(cpu, (int, float)) or not cpu >= 0.001:
-        raise RoomSettingsError(f"grader cpu={cpu!r} is not a number of cores: give a positive number (0.5, 2).",
-                                setting="grader_cpu", value=str(cpu))
+        raise RoomSettingsError(
+            f"grader cpu={cpu!r} is not a number of cores: give a positive number (0.5, 2).",
+            setting="grader_cpu",
+            value=str(cpu),
+        )
     return f"{round(cpu * 1000)}m"
 
 
@@ -58,10 +61,19 @@ class GraderRun:
     def docker_arguments(self) -> dict[str, Any]:
         """docker-py's ``containers.run`` keyword arguments (detached): no network, no capabilities."""
         return {
-            "image": self.image, "command": list(self.command), "detach": True, "network_mode": "none",
-            "user": str(USER), "environment": self.environment, "working_dir": WORK,
-            "nano_cpus": int(self.limits.cpu * 1e9), "mem_limit": self.limits.memory, "pids_limit": self.limits.pids,
-            "shm_size": f"{SHM_MIB}m", "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"],
+            "image": self.image,
+            "command": list(self.command),
+            "detach": True,
+            "network_mode": "none",
+            "user": str(USER),
+            "environment": self.environment,
+            "working_dir": WORK,
+            "nano_cpus": int(self.limits.cpu * 1e9),
+            "mem_limit": self.limits.memory,
+            "pids_limit": self.limits.pids,
+            "shm_size": f"{SHM_MIB}m",
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
             "labels": dict(self.labels),
         }
 
@@ -74,11 +86,18 @@ class GraderRun:
         and its network is cut by a NetworkPolicy (labkit.room.pods.network_policy)."""
         resources = {"cpu": cpu_quantity(self.limits.cpu), "memory": memory_quantity(self.limits.memory)}
         return {
-            "name": name, "image": self.image, "imagePullPolicy": "IfNotPresent", "command": list(self.command),
-            "workingDir": WORK, "env": [{"name": k, "value": v} for k, v in self.environment.items()],
+            "name": name,
+            "image": self.image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": list(self.command),
+            "workingDir": WORK,
+            "env": [{"name": k, "value": v} for k, v in self.environment.items()],
             "resources": {"requests": resources, "limits": dict(resources)},
-            "securityContext": {**self.pod_security(), "allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]}},
+            "securityContext": {
+                **self.pod_security(),
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+            },
             "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
         }
 

@@ -32,10 +32,14 @@ def parse_size(size: object, setting: str, *, spawner: bool = False) -> tuple[st
         if number > 0:
             return size[:-1].strip(), size[-1].lower()
     if match is None or float(match.group(1)) <= 0 or (match.group(2).lower() in ("", "b") and "." in match.group(1)):
-        spelling = ("a number and one of K, M, G, T (powers of 1024, so '2G' is Kubernetes' 2Gi; 'Gi' and 'GB' "
-                    "are refused)") if spawner else ("a number and one of k, m, g, t (powers of 1024, as Docker "
-                                                     "reads it: '2g' is Kubernetes' 2Gi)")
-        raise RoomSettingsError(f"{setting}={size!r} is not a size: write {spelling}.", setting=setting, value=str(size))
+        spelling = (
+            ("a number and one of K, M, G, T (powers of 1024, so '2G' is Kubernetes' 2Gi; 'Gi' and 'GB' are refused)")
+            if spawner
+            else ("a number and one of k, m, g, t (powers of 1024, as Docker reads it: '2g' is Kubernetes' 2Gi)")
+        )
+        raise RoomSettingsError(
+            f"{setting}={size!r} is not a size: write {spelling}.", setting=setting, value=str(size)
+        )
     return match.group(1), match.group(2).lower()
 
 
@@ -75,17 +79,27 @@ class RoomSettings:
         parse_size(self.memory, "memory", spawner=True)
         parse_size(self.shm_size, "shm_size", spawner=True)
         if isinstance(self.cpu, bool) or not isinstance(self.cpu, (int, float)) or not self.cpu > 0:
-            raise RoomSettingsError(f"cpu={self.cpu!r} is not a number of cores: give a positive number (0.5, 2).",
-                                    setting="cpu", value=str(self.cpu))
+            raise RoomSettingsError(
+                f"cpu={self.cpu!r} is not a number of cores: give a positive number (0.5, 2).",
+                setting="cpu",
+                value=str(self.cpu),
+            )
         if isinstance(self.cull_idle_s, bool) or not isinstance(self.cull_idle_s, int) or self.cull_idle_s < 0:
-            raise RoomSettingsError(f"cull_idle_s={self.cull_idle_s!r}: give whole seconds (0 turns the culler off).",
-                                    setting="cull_idle_s", value=str(self.cull_idle_s))
+            raise RoomSettingsError(
+                f"cull_idle_s={self.cull_idle_s!r}: give whole seconds (0 turns the culler off).",
+                setting="cull_idle_s",
+                value=str(self.cull_idle_s),
+            )
         if not self.participants or self.teacher in self.participants:
-            raise RoomSettingsError("The room needs at least one participant, and the teacher's login must not be "
-                                    "one of theirs.", setting="participants", value=",".join(self.participants))
+            raise RoomSettingsError(
+                "The room needs at least one participant, and the teacher's login must not be one of theirs.",
+                setting="participants",
+                value=",".join(self.participants),
+            )
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 < self.port < 65536:
-            raise RoomSettingsError(f"port={self.port!r}: give a TCP port (1 to 65535).", setting="port",
-                                    value=str(self.port))
+            raise RoomSettingsError(
+                f"port={self.port!r}: give a TCP port (1 to 65535).", setting="port", value=str(self.port)
+            )
 
     @property
     def room_id(self) -> str:

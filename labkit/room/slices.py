@@ -24,7 +24,7 @@ def _tags(cell: Any) -> list[str]:
 
 def exercise_index(cells: list[Any]) -> dict[str, int]:
     """``{exercise id: index of its cell}``."""
-    return {t[len(TAG_PREFIX):]: i for i, c in enumerate(cells) for t in _tags(c) if t.startswith(TAG_PREFIX)}
+    return {t[len(TAG_PREFIX) :]: i for i, c in enumerate(cells) for t in _tags(c) if t.startswith(TAG_PREFIX)}
 
 
 def _is_heading(cell: Any) -> bool:

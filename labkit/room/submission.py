@@ -29,7 +29,7 @@ def exercise_cells(notebook: Mapping[str, Any]) -> dict[str, str]:
         text = "".join(source) if isinstance(source, list) else str(source)
         for tag in (cell.get("metadata") or {}).get("tags", []) or []:
             if isinstance(tag, str) and tag.startswith(TAG_PREFIX):
-                cells[tag[len(TAG_PREFIX):]] = text
+                cells[tag[len(TAG_PREFIX) :]] = text
     return cells
 
 
@@ -56,23 +56,33 @@ class Submission:
 
     def encode(self) -> str:
         """One environment-safe string (compressed JSON, base64); SubmissionError "too-large" past MAX_ENCODED."""
-        data = json.dumps({"user": self.user, "notebook": self.notebook, "cells": self.cells,
-                           "judge": list(self.judge)}).encode()
+        data = json.dumps(
+            {"user": self.user, "notebook": self.notebook, "cells": self.cells, "judge": list(self.judge)}
+        ).encode()
         text = base64.b64encode(zlib.compress(data, 9)).decode()
         if len(text) > MAX_ENCODED:
             raise SubmissionError(
                 f"{self.user}'s {self.notebook}: its exercise cells are {len(text)} bytes once packed, more than "
                 f"the grader takes ({MAX_ENCODED}); ask them to move large data out of the exercise cells.",
-                user=self.user, notebook=self.notebook, problem="too-large")
+                user=self.user,
+                notebook=self.notebook,
+                problem="too-large",
+            )
         return text
 
     @classmethod
     def decode(cls, text: str) -> Submission:
         try:
             data = json.loads(zlib.decompress(base64.b64decode(text.encode(), validate=True)))
-            return cls(str(data["user"]), str(data["notebook"]), {str(k): str(v) for k, v in data["cells"].items()},
-                       tuple(str(e) for e in data.get("judge", [])))
+            return cls(
+                str(data["user"]),
+                str(data["notebook"]),
+                {str(k): str(v) for k, v in data["cells"].items()},
+                tuple(str(e) for e in data.get("judge", [])),
+            )
         except (ValueError, KeyError, TypeError, AttributeError, zlib.error) as exc:
-            raise SubmissionError(f"The grader's {ENV} is not a submission ({exc}); the board writes it, so "
-                                  "check that the board and the grader image run the same labkit.",
-                                  problem="not-a-submission") from None
+            raise SubmissionError(
+                f"The grader's {ENV} is not a submission ({exc}); the board writes it, so "
+                "check that the board and the grader image run the same labkit.",
+                problem="not-a-submission",
+            ) from None

@@ -31,7 +31,7 @@ class RoomVerdict:
 
     @classmethod
     def unjudged(cls, exercise: str, why: str) -> RoomVerdict:
-        """"Not yet", because the grader could not judge it (``why``)."""
+        """ "Not yet", because the grader could not judge it (``why``)."""
         return cls(exercise, problem=why, hint=REGISTRY[exercise].hint if exercise in REGISTRY else "")
 
     @classmethod
@@ -39,9 +39,15 @@ class RoomVerdict:
         """Known keys only, as their types; ValueError when there is no exercise."""
         if not isinstance(data, dict) or not data.get("exercise"):
             raise ValueError(f"not a verdict: {str(data)[:200]}")
-        return cls(str(data["exercise"]), bool(data.get("passed")), str(data.get("problem") or ""),
-                   str(data.get("hint") or ""), str(data.get("rule") or ""), bool(data.get("started", True)),
-                   str(data.get("digest") or ""))
+        return cls(
+            str(data["exercise"]),
+            bool(data.get("passed")),
+            str(data.get("problem") or ""),
+            str(data.get("hint") or ""),
+            str(data.get("rule") or ""),
+            bool(data.get("started", True)),
+            str(data.get("digest") or ""),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -14,8 +14,27 @@ import ast
 from ..exercises import REGISTRY
 
 # numbers made from constants are still constants (a participant may write np.int64(2000))
-_NUMBERS = {"int", "float", *(f"{np}.{t}" for np in ("np", "numpy") for t in (
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"))}
+_NUMBERS = {
+    "int",
+    "float",
+    *(
+        f"{np}.{t}"
+        for np in ("np", "numpy")
+        for t in (
+            "int8",
+            "int16",
+            "int32",
+            "int64",
+            "uint8",
+            "uint16",
+            "uint32",
+            "uint64",
+            "float16",
+            "float32",
+            "float64",
+        )
+    ),
+}
 _OPERATORS = (ast.UAdd, ast.USub, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)  # no ** (9**9**9)
 
 
@@ -25,8 +44,10 @@ def refusal(exercise: str, source: str) -> str:
     first = _first_line(starter)
     if first.startswith("%%"):
         if _first_line(source) != first:
-            return (f"the grader runs this cell only as the notebook gave it: keep its first line `{first}` "
-                    "and write your code below it.")
+            return (
+                f"the grader runs this cell only as the notebook gave it: keep its first line `{first}` "
+                "and write your code below it."
+            )
         return ""
     try:
         tree = ast.parse(source)
@@ -36,13 +57,19 @@ def refusal(exercise: str, source: str) -> str:
     names: set[str] = set()
     for statement in tree.body:
         line = statement.lineno
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                and isinstance(statement.targets[0], ast.Name) and _value_ok(statement.value, names, allowed):
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and _value_ok(statement.value, names, allowed)
+        ):
             names.add(statement.targets[0].id)
         elif not (isinstance(statement, ast.Expr) and _call_ok(statement.value, names, allowed)):
             calls = ", ".join(f"{c}(...)" for c in sorted(allowed - _NUMBERS)) or "no call"
-            return (f"line {line}: the grader runs only names set to values and {calls} in this cell; "
-                    "write the answer as the starter does.")
+            return (
+                f"line {line}: the grader runs only names set to values and {calls} in this cell; "
+                "write the answer as the starter does."
+            )
     return ""
 
 
@@ -78,18 +105,23 @@ def _value_ok(node: ast.AST, names: set[str], allowed: set[str]) -> bool:
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return all(_value_ok(e, names, allowed) for e in node.elts)
     if isinstance(node, ast.Dict):
-        return all(k is not None and _value_ok(k, names, allowed) for k in node.keys) and \
-            all(_value_ok(v, names, allowed) for v in node.values)
+        return all(k is not None and _value_ok(k, names, allowed) for k in node.keys) and all(
+            _value_ok(v, names, allowed) for v in node.values
+        )
     if isinstance(node, ast.UnaryOp):
         return isinstance(node.op, _OPERATORS) and _value_ok(node.operand, names, allowed)
     if isinstance(node, ast.BinOp):
-        return isinstance(node.op, _OPERATORS) and _value_ok(node.left, names, allowed) and \
-            _value_ok(node.right, names, allowed)
+        return (
+            isinstance(node.op, _OPERATORS)
+            and _value_ok(node.left, names, allowed)
+            and _value_ok(node.right, names, allowed)
+        )
     return _call_ok(node, names, allowed)
 
 
 def _call_ok(node: ast.AST, names: set[str], allowed: set[str]) -> bool:
     if not isinstance(node, ast.Call) or _dotted(node.func) not in allowed:
         return False
-    return all(not isinstance(a, ast.Starred) and _value_ok(a, names, _NUMBERS) for a in node.args) and \
-        all(k.arg is not None and _value_ok(k.value, names, _NUMBERS) for k in node.keywords)
+    return all(not isinstance(a, ast.Starred) and _value_ok(a, names, _NUMBERS) for a in node.args) and all(
+        k.arg is not None and _value_ok(k.value, names, _NUMBERS) for k in node.keywords
+    )

@@ -32,8 +32,11 @@ def launcher(kind: str) -> type[TritonServer]:
     if kind not in kinds():
         raise ValueError(f"server must be one of {', '.join(kinds())}, not {kind!r}")
     module = importlib.import_module(f"{launchers.__name__}.{kind}")
-    found = [v for v in vars(module).values()
-             if isinstance(v, type) and issubclass(v, TritonServer) and v.__module__ == module.__name__]
+    found = [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, TritonServer) and v.__module__ == module.__name__
+    ]
     if len(found) != 1:
         raise ValueError(f"labkit.server.launchers.{kind} must define one TritonServer subclass")
     return found[0]

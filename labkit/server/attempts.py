@@ -55,7 +55,9 @@ def why(exc: LabkitError) -> str:
 
 
 @contextmanager
-def recording(book: dict[str, Attempt], names: Iterable[str], source_digest: str, *, load: bool = True) -> Iterator[None]:
+def recording(
+    book: dict[str, Attempt], names: Iterable[str], source_digest: str, *, load: bool = True
+) -> Iterator[None]:
     """Record in ``book`` what became of serving ``source_digest`` as each of ``names``: the block
     builds and loads it (a BuildError: not built; any other labkit error: built, not loaded)."""
     names = list(names)
@@ -70,5 +72,10 @@ def recording(book: dict[str, Attempt], names: Iterable[str], source_digest: str
             book[name] = Attempt(name, source_digest, built=True, loaded=False, error=why(exc))
         raise
     for name in names:
-        book[name] = Attempt(name, source_digest, built=True, loaded=load,
-                             error="" if load else "it was written without loading it (--no-load)")
+        book[name] = Attempt(
+            name,
+            source_digest,
+            built=True,
+            loaded=load,
+            error="" if load else "it was written without loading it (--no-load)",
+        )

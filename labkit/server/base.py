@@ -57,8 +57,12 @@ def current() -> TritonServer:
     return max(running, key=lambda s: s._started_seq)
 
 
-def compose(runtime_type: type[RuntimeDefaults], repository: str | Path | None, workdir: str | Path | None,
-            options: dict[str, Any]) -> tuple[Runtime, ServerConfig]:
+def compose(
+    runtime_type: type[RuntimeDefaults],
+    repository: str | Path | None,
+    workdir: str | Path | None,
+    options: dict[str, Any],
+) -> tuple[Runtime, ServerConfig]:
     """A launcher's runtime and config from the keywords a person gives its server: ServerConfig's
     options go to the config, the rest to the runtime (which refuses what it does not know)."""
     config, runtime_options = ServerConfig.split(options)
@@ -160,7 +164,9 @@ class TritonServer:
                 summary = self.runtime.exit_summary()
                 raise ServerStartError(
                     f"Triton ({self.runtime.describe()}) exited during start-up{f' ({summary})' if summary else ''}; "
-                    f"see {self.logs.path}.", self.runtime.failure_tail(), exit_summary=summary or "exited",
+                    f"see {self.logs.path}.",
+                    self.runtime.failure_tail(),
+                    exit_summary=summary or "exited",
                 )
             return self._control.ready()
 
@@ -169,7 +175,8 @@ class TritonServer:
         except WaitTimeoutError:
             raise ServerStartError(
                 f"Triton ({self.runtime.describe()}) was not ready after {timeout_s:.0f} s; raise timeout_s or "
-                f"read {self.logs.path}.", self.runtime.failure_tail(),
+                f"read {self.logs.path}.",
+                self.runtime.failure_tail(),
             ) from None
 
     def restart(self, timeout_s: float = 60.0) -> list[str]:
@@ -236,8 +243,15 @@ class TritonServer:
         """Triton's statistics for one model (or all)."""
         return self.models.stats(name)
 
-    def python_model(self, name: str, source: str | Path | type, config: ModelConfig | None = None, *,
-                     load: bool = True, load_timeout_s: float | None = None) -> Path:
+    def python_model(
+        self,
+        name: str,
+        source: str | Path | type,
+        config: ModelConfig | None = None,
+        *,
+        load: bool = True,
+        load_timeout_s: float | None = None,
+    ) -> Path:
         """See Models.python_model."""
         return self.models.python_model(name, source, config, load=load, load_timeout_s=load_timeout_s)
 
@@ -245,8 +259,9 @@ class TritonServer:
         """See Models.python_backend."""
         return self.models.python_backend(backend, source, reload=reload)
 
-    def cpp_backend(self, backend: str, source: str | Path | list[str | Path], models: list[str] | None = None,
-                    **options: Any) -> dict[str, int]:
+    def cpp_backend(
+        self, backend: str, source: str | Path | list[str | Path], models: list[str] | None = None, **options: Any
+    ) -> dict[str, int]:
         """See Models.cpp_backend."""
         return self.models.cpp_backend(backend, source, models, **options)
 

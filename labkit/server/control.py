@@ -56,14 +56,17 @@ class ControlPlane:
                 pass
 
     def call(
-        self, what: str, fn: Callable[[Any], Any],
+        self,
+        what: str,
+        fn: Callable[[Any], Any],
         refused: Callable[[InferenceServerException], LabkitError] | None = None,
     ) -> Any:
         """Run a control-plane call on this thread's HTTP client. A dead server, Triton's refusal
         (``refused`` makes the error) and a failed connection all become labkit errors."""
         if self.health.stopped:
-            raise ServerNotRunningError(f"Cannot {what}: this server was stopped; start a new one.",
-                                        doing=f"Cannot {what}", stopped=True)
+            raise ServerNotRunningError(
+                f"Cannot {what}: this server was stopped; start a new one.", doing=f"Cannot {what}", stopped=True
+            )
         try:
             return fn(self._mine())
         except (InferenceServerException, *CONNECTION_ERRORS) as exc:
@@ -71,7 +74,9 @@ class ControlPlane:
             if dead is not None:
                 raise dead from None
             if isinstance(exc, InferenceServerException):
-                raise (refused(exc) if refused else ServerError(f"Cannot {what}: Triton refused: {exc.message()}")) from None
+                raise (
+                    refused(exc) if refused else ServerError(f"Cannot {what}: Triton refused: {exc.message()}")
+                ) from None
             raise ServerError(f"Cannot {what}: Triton did not answer ({exc!r}); see server.logs.tail().") from None
 
     def ready(self) -> bool:

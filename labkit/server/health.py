@@ -66,7 +66,8 @@ class Health:
                     f"labkit: Triton ({self.runtime.kind}) exited: {self.runtime.exit_summary() or 'unknown reason'}"
                     f"{f'; requests to {busy} were in flight' if busy else ''}. "
                     f"Call .restart() to start it again with the same models.{where}",
-                    file=sys.stderr, flush=True,
+                    file=sys.stderr,
+                    flush=True,
                 )
                 return
             time.sleep(0.1)
@@ -96,8 +97,9 @@ class Health:
         tail = self.runtime.failure_tail()  # first: a container's last log lines are copied in by then
         report = str(self.crash() or "")
         message = f"{doing}: the Triton server has exited{f' ({detail})' if detail else ''}."
-        return ServerNotRunningError(f"{message}\n{report}" if report else message, tail, crash=report,
-                                     exit_summary=detail, doing=doing)
+        return ServerNotRunningError(
+            f"{message}\n{report}" if report else message, tail, crash=report, exit_summary=detail, doing=doing
+        )
 
     def crash(self) -> Crash | None:
         """How a C++ backend brought the server down (signal, uncaught exception, source lines), read
@@ -114,5 +116,7 @@ class Health:
         """``exc`` (raised by a client call) explained as a stopped or dead server, or None while the
         server lives. The one place that decides "the server died"."""
         if self.stopped and self.died is None:
-            return ServerNotRunningError(f"{doing}: this server was stopped; start a new one.", doing=doing, stopped=True)
+            return ServerNotRunningError(
+                f"{doing}: this server was stopped; start a new one.", doing=doing, stopped=True
+            )
         return self.exited_error(doing) if self.gone(1.0 if unreachable(exc) else 0.0) else None

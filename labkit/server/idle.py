@@ -43,7 +43,6 @@ def wait_idle(tasks: Path, limit_s: float = 2.0) -> bool:
     """Wait until no thread under ``tasks`` is runnable; False if one still was after ``limit_s``
     (a server serving other clients all the while: the unload then goes ahead)."""
     try:
-        return wait_until(lambda: not busy_threads(tasks), limit_s, "the server's threads to be idle",
-                          interval_s=0.002)
+        return wait_until(lambda: not busy_threads(tasks), limit_s, "the server's threads to be idle", interval_s=0.002)
     except WaitTimeoutError:
         return False

@@ -13,7 +13,12 @@ from ..errors import WaitTimeoutError
 from .polling import wait_until
 
 # Triton prints these on every CPU-only start; they are noise, not problems.
-_CPU_ONLY_NOISE = ("Failed to initialize NVML", "DCGM unable to start", "CUDA driver", "Unable to allocate pinned system memory")
+_CPU_ONLY_NOISE = (
+    "Failed to initialize NVML",
+    "DCGM unable to start",
+    "CUDA driver",
+    "Unable to allocate pinned system memory",
+)
 
 
 def is_cpu_noise(line: str) -> bool:

@@ -110,8 +110,11 @@ class Models:
             self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
         elif not (self.config.auto_complete and self.repository.versions(name)):
             # With auto-complete on, Triton asks the backend for the config (auto_complete_config).
-            raise RepositoryError(f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first "
-                                  f"(or start the server with auto_complete=True).", missing="config.pbtxt")
+            raise RepositoryError(
+                f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first "
+                f"(or start the server with auto_complete=True).",
+                missing="config.pbtxt",
+            )
         refusals.check_metric_kinds(self, name)  # before Triton: its refusal can crash 23.12
         for listener in list(self.before_load):
             listener(name)
@@ -120,7 +123,8 @@ class Models:
         mark, since = self.workspace.logs.mark(), time.time()
         self._let_backend_threads_settle()  # a reload deletes the model it replaces
         self._call(
-            f"load model {name!r}", lambda _: self._load_within(name, limit),
+            f"load model {name!r}",
+            lambda _: self._load_within(name, limit),
             refused=lambda exc: self._load_failure(name, exc, mark, since),
         )
         self._loaded.add(name)
@@ -144,8 +148,14 @@ class Models:
             # The stuck load holds one of Triton's HTTP threads, and keep-alive connections that
             # thread serves wait with it (seen with a C++ ModelInitialize): connect afresh.
             self.control.close()
-            raise load_timeout(self, name, limit_s, pending.wait, lambda: _refusal(pending),
-                               interrupted_after=time.monotonic() - started if interrupted else None)
+            raise load_timeout(
+                self,
+                name,
+                limit_s,
+                pending.wait,
+                lambda: _refusal(pending),
+                interrupted_after=time.monotonic() - started if interrupted else None,
+            )
         finally:
             pending.cancel()
             client.close()
@@ -154,7 +164,8 @@ class Models:
         reason = exc.message() or str(exc)
         self.workspace.logs.settle()  # the stub's traceback can land in the log just after the HTTP answer
         lines = [
-            line for line in self.workspace.logs.since(mark).splitlines()
+            line
+            for line in self.workspace.logs.since(mark).splitlines()
             if _REASON.search(line) and "<frozen importlib" not in line
         ]
         detail = "\n".join(lines[-20:])
@@ -167,9 +178,11 @@ class Models:
         elif detail:
             text += f"\n--- server log during the load ---\n{detail}"
         if ("unable to find" in reason and "backend" in reason) or "libtriton_" in reason:
-            text += ("\nTriton found no library for the model's backend: put libtriton_<backend>.so in the model's "
-                     "version folder, or serve a folder of built backends (labkit serve --backend-directory DIR, "
-                     "labkit.start(backend_directory=DIR)).")
+            text += (
+                "\nTriton found no library for the model's backend: put libtriton_<backend>.so in the model's "
+                "version folder, or serve a folder of built backends (labkit serve --backend-directory DIR, "
+                "labkit.start(backend_directory=DIR))."
+            )
         text += f"\nFix the model and load it again. Models still serving: {still}."
         return refusals.explain(self, name, ModelLoadError(text, model=name, reason=reason, serving=serving))
 
@@ -180,13 +193,20 @@ class Models:
         self._call(f"unload model {name!r}", lambda c: c.unload_model(name))
         self._loaded.discard(name)
         try:
-            wait_until(lambda: not any(m.get("state") in ("READY", "UNLOADING", "LOADING")
-                                       for m in self.index() if m["name"] == name),
-                       timeout_s, f"model {name!r} to unload")
+            wait_until(
+                lambda: (
+                    not any(
+                        m.get("state") in ("READY", "UNLOADING", "LOADING") for m in self.index() if m["name"] == name
+                    )
+                ),
+                timeout_s,
+                f"model {name!r} to unload",
+            )
         except WaitTimeoutError:
             raise ModelLoadError(
                 f"Model {name!r} was still unloading after {timeout_s:.0f} s; see server.logs.tail().",
-                model=name, reason="still unloading",
+                model=name,
+                reason="still unloading",
             ) from None
 
     def unload_all(self, within_s: float) -> None:
@@ -198,9 +218,11 @@ class Models:
             for model in client.get_model_repository_index():
                 if model.get("state") == "READY":
                     client.unload_model(model["name"])
-            wait_until(lambda: not any(m.get("state") in ("READY", "UNLOADING")
-                                       for m in client.get_model_repository_index()),
-                       within_s, "the models to unload")
+            wait_until(
+                lambda: not any(m.get("state") in ("READY", "UNLOADING") for m in client.get_model_repository_index()),
+                within_s,
+                "the models to unload",
+            )
         except (InferenceServerException, WaitTimeoutError, *CONNECTION_ERRORS):
             pass  # the process is ended next, whatever Triton says now
         finally:
@@ -235,7 +257,8 @@ class Models:
             f"change the trace settings of {model!r}",
             lambda c: c.update_trace_settings(model_name=model, settings=settings),
             refused=lambda exc: TraceError(
-                f"Triton refused the trace settings {settings} for {model!r}: {exc.message()}"),
+                f"Triton refused the trace settings {settings} for {model!r}: {exc.message()}"
+            ),
         )
 
     def metrics_text(self, timeout_s: float = 5.0) -> str:
@@ -279,8 +302,11 @@ class Models:
         if config is not None and config.name != name:
             raise RepositoryError(f"The config is for model {config.name!r}, not {name!r}.")
         folder = self.repository.model_dir(name)
-        before = {relpath: (folder / relpath).read_bytes() for relpath in ("config.pbtxt", "1/model.py")
-                  if (folder / relpath).is_file()}
+        before = {
+            relpath: (folder / relpath).read_bytes()
+            for relpath in ("config.pbtxt", "1/model.py")
+            if (folder / relpath).is_file()
+        }
         if config is not None:
             self.repository.write_config(config)
         text = model_source(source)
@@ -347,7 +373,9 @@ class Models:
         """A standalone CMake project for a backend built here, with this repository's models that use
         it (see ``labkit.native.export_backend``)."""
         options.setdefault("build", self._builds.get(backend))
-        return export_backend(backend, directory, repository=self.repository, toolchain=self.runtime.toolchain(), **options)
+        return export_backend(
+            backend, directory, repository=self.repository, toolchain=self.runtime.toolchain(), **options
+        )
 
 
 def _refusal(pending: waiting.Pending) -> str:

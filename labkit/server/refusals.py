@@ -34,6 +34,7 @@ class _RepositoryAndTriton(Protocol):
 
     def metrics_text(self) -> str: ...
 
+
 _KINDS = {"COUNTER": "counter", "GAUGE": "gauge"}
 
 
@@ -59,19 +60,34 @@ def _ensemble_step(models: _RepositoryAndTriton, name: str, error: ModelLoadErro
     for i, step in enumerate(cfg.ensemble_scheduling.step):
         entry = index.get(step.model_name)
         if step.model_name not in available or entry is None:
-            problem, why = "not in the repository", (
-                f"which is not in the repository (it has: {', '.join(available)}). Write that model, or fix the "
-                f"step's model name")
+            problem, why = (
+                "not in the repository",
+                (
+                    f"which is not in the repository (it has: {', '.join(available)}). Write that model, or fix the "
+                    f"step's model name"
+                ),
+            )
         elif entry.get("state") != "READY":
-            problem, why = "did not load", (
-                f"which did not load: {str(entry.get('reason', '')).strip() or 'see lab.logs.tail()'}\n"
-                f"Fix {step.model_name!r} (lab.load({step.model_name!r}) shows the same)")
+            problem, why = (
+                "did not load",
+                (
+                    f"which did not load: {str(entry.get('reason', '')).strip() or 'see lab.logs.tail()'}\n"
+                    f"Fix {step.model_name!r} (lab.load({step.model_name!r}) shows the same)"
+                ),
+            )
         else:
             continue
         return EnsembleStepError(
             f"Triton refused ensemble {name!r}: step {i} names model {step.model_name!r}, {why}; then load "
-            f"{name!r} again.\n{error}", model=name, step=i, step_model=step.model_name, problem=problem,
-            available=available, refused_by="triton", reason=error.reason)
+            f"{name!r} again.\n{error}",
+            model=name,
+            step=i,
+            step_model=step.model_name,
+            problem=problem,
+            available=available,
+            refused_by="triton",
+            reason=error.reason,
+        )
     return None
 
 
@@ -130,5 +146,10 @@ def check_metric_kinds(models: _RepositoryAndTriton, name: str) -> None:
                 f"Model {name!r} defines metric family {metric!r} as a {kind}, but Triton already has it as a "
                 f"{before[0]}{by}; labkit did not load it (Triton 23.12 can crash on such a load). A family keeps "
                 f"its kind as long as the server runs, also after the model that defined it unloads. Give this "
-                f"family another name, keep it a {before[0]}, or lab.restart() without that model loaded.", model=name, metric=metric, kind=kind,
-                registered_kind=before[0], registered_by=before[1])
+                f"family another name, keep it a {before[0]}, or lab.restart() without that model loaded.",
+                model=name,
+                metric=metric,
+                kind=kind,
+                registered_kind=before[0],
+                registered_by=before[1],
+            )

@@ -73,7 +73,9 @@ class Workspace:
             return
         for entry in self.workdir.iterdir():  # the owner files go too: no sweep takes the folder then
             if entry != self.logs.path.parent:
-                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+                shutil.rmtree(
+                    entry, ignore_errors=True
+                ) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
 class Runtime(Beside, Protocol):

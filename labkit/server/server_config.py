@@ -76,7 +76,9 @@ class ServerConfig:
     def split(cls, options: dict[str, Any]) -> tuple[ServerConfig, dict[str, Any]]:
         """``options`` as a launcher takes them: the config, and what is left for its runtime."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in options.items() if k in names}), {k: v for k, v in options.items() if k not in names}
+        return cls(**{k: v for k, v in options.items() if k in names}), {
+            k: v for k, v in options.items() if k not in names
+        }
 
     def with_(self, **changes: Any) -> ServerConfig:
         """A copy with ``changes`` (e.g. ``lab.config = lab.config.with_(load_timeout_s=5)``)."""

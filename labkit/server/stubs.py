@@ -93,18 +93,24 @@ def exits(python_dir: Path, model: str, since: float) -> list[StubExit]:
         if record.get("ended", 0) < since:
             continue
         where = record.get("where") or {}
-        found.append(StubExit(
-            record["instance"], record["pid"], record["ended"], record.get("exit_code"), record.get("signal"),
-            list(record.get("last_lines") or []), where.get("how", ""), list(where.get("frames") or []),
-        ))
+        found.append(
+            StubExit(
+                record["instance"],
+                record["pid"],
+                record["ended"],
+                record.get("exit_code"),
+                record.get("signal"),
+                list(record.get("last_lines") or []),
+                where.get("how", ""),
+                list(where.get("frames") or []),
+            )
+        )
     return found
 
 
 def _frame_text(frame: dict) -> str:
     line = source_line(frame["file"], frame["line"])
     return f"model.py:{frame['line']} in {frame['function']}" + (f"\n    {line}" if line else "")
-
-
 
 
 def describe(ended: list[StubExit], lines: int = 8) -> str:

@@ -34,8 +34,12 @@ def link(backend_dir: Path, source: str | Path | None, seen_as: str | None = Non
         return []
     folder = Path(source).expanduser().resolve()
     if not folder.is_dir():
-        raise SetupError(f"No backend folder at {folder}; give --backend-directory a folder holding "
-                         f"<backend>/libtriton_<backend>.so.", missing=str(folder), reason="no such folder")
+        raise SetupError(
+            f"No backend folder at {folder}; give --backend-directory a folder holding "
+            f"<backend>/libtriton_<backend>.so.",
+            missing=str(folder),
+            reason="no such folder",
+        )
     names = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
     for name in names:
         if name == "python" or (backend_dir / name).exists():

@@ -75,8 +75,10 @@ def _exit(code: int) -> None:
             pass
     if os.getpid() == _stub_pid and INSTANCE:  # not a forked child of model.py
         try:
-            _write_json(os.path.join(RECORDS, f"{INSTANCE}.where.json"),
-                        {"how": f"os._exit({code})", "pid": os.getpid(), "frames": _user_frames(sys._getframe(1))})
+            _write_json(
+                os.path.join(RECORDS, f"{INSTANCE}.where.json"),
+                {"how": f"os._exit({code})", "pid": os.getpid(), "frames": _user_frames(sys._getframe(1))},
+            )
         except OSError:
             pass  # the exit matters more than its record
     _real_exit(code)
@@ -208,8 +210,9 @@ def _remote_pdb(conn: socket.socket, where: str):
             try:
                 return super().trace_dispatch(frame, event, arg)
             except bdb.BdbQuit:
-                raise DebuggerQuit(f"the debugger session at {where} was quit (q): this request fails; "
-                                   f"the model keeps serving") from None
+                raise DebuggerQuit(
+                    f"the debugger session at {where} was quit (q): this request fails; the model keeps serving"
+                ) from None
 
     return RemotePdb()
 
@@ -236,22 +239,35 @@ def set_trace(*_args, header=None, **_kwargs) -> None:
     ids = _request_ids(frame)
     interactive = [i for i in ids if i.startswith(REQUEST_MARK)]
     if not interactive and not os.path.exists(ATTACH_ANY):
-        _log(f"breakpoint at {where} ({INSTANCE}) skipped: the request did not come from an interactive "
-             f"labkit call (a load run, or another client); nothing waits for it.")
+        _log(
+            f"breakpoint at {where} ({INSTANCE}) skipped: the request did not come from an interactive "
+            f"labkit call (a load run, or another client); nothing waits for it."
+        )
         return
     _sessions += 1
     name = f"{INSTANCE or 'stub'}-{os.getpid()}-{_sessions}"
     server, path = _listen(name)
     if server is None:
-        _log(f"breakpoint at {where} ({INSTANCE}) skipped: the socket path {path} is too long; "
-             f"use a shorter work folder.")
+        _log(
+            f"breakpoint at {where} ({INSTANCE}) skipped: the socket path {path} is too long; "
+            f"use a shorter work folder."
+        )
         return
     info = os.path.join(DEBUG, f"{name}.json")
     wait_s = float(os.environ.get("LABKIT_BREAKPOINT_WAIT_S", "10"))
     conn = None
     try:
-        _write_json(info, {"instance": INSTANCE, "where": where, "request_ids": ids, "pid": os.getpid(),
-                           "socket": os.path.basename(path), "header": header or ""})
+        _write_json(
+            info,
+            {
+                "instance": INSTANCE,
+                "where": where,
+                "request_ids": ids,
+                "pid": os.getpid(),
+                "socket": os.path.basename(path),
+                "header": header or "",
+            },
+        )
         server.settimeout(wait_s)
         try:
             conn, _ = server.accept()

@@ -77,9 +77,14 @@ def _record(instance: str, pid: int, code: int, started: float, tail: bytes) -> 
     if where is not None and where.get("pid") != pid:
         where = None  # another stub of this instance wrote it
     record = {
-        "instance": instance, "pid": pid, "started": started, "ended": time.time(),
-        "exit_code": code if code >= 0 else None, "signal": -code if code < 0 else None,
-        "last_lines": tail.decode(errors="replace").splitlines()[-_TAIL_LINES:], "where": where,
+        "instance": instance,
+        "pid": pid,
+        "started": started,
+        "ended": time.time(),
+        "exit_code": code if code >= 0 else None,
+        "signal": -code if code < 0 else None,
+        "last_lines": tail.decode(errors="replace").splitlines()[-_TAIL_LINES:],
+        "where": where,
     }
     os.makedirs(RECORDS, exist_ok=True)
     partial = os.path.join(RECORDS, f".{instance}.json.partial")

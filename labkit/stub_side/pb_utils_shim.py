@@ -5,8 +5,9 @@ ignores PYTHONPATH and imports nothing of ours before model.py does this import.
 
 import os as _labkit_os
 
-_labkit_real = _labkit_os.path.join(_labkit_os.path.dirname(_labkit_os.path.abspath(__file__)), "stub",
-                                    "triton_python_backend_utils.py")
+_labkit_real = _labkit_os.path.join(
+    _labkit_os.path.dirname(_labkit_os.path.abspath(__file__)), "stub", "triton_python_backend_utils.py"
+)
 with open(_labkit_real) as _labkit_file:
     exec(compile(_labkit_file.read(), _labkit_real, "exec"))
 

@@ -70,7 +70,9 @@ def describe_threads(threads: list[Thread], model: str, backend: str) -> str:
         if not lines:  # inside the library, but not in the cell's own lines (e.g. labkit's helpers)
             inner = next(f for f in thread.frames if _in_model(f, model, backend))
             lines.append(f"    in {inner.function} (libtriton_{backend}.so, outside the cell's lines)")
-        parts.append(f"  Triton thread {thread.tid} running {model!r} ({backend}), innermost last:\n" + "\n".join(lines))
+        parts.append(
+            f"  Triton thread {thread.tid} running {model!r} ({backend}), innermost last:\n" + "\n".join(lines)
+        )
     return "\n".join(parts)
 
 

@@ -99,5 +99,7 @@ def python_stack(beside: Beside, model: str) -> str:
     busy = busy_stubs(beside, model)
     if busy is None:
         return missing_text(beside, PY_SPY)
-    return "\n".join(f"  stub of instance {stub.instance} (pid {stub.pid}), innermost last:\n{describe_frames(frames)}"
-                     for stub, frames in busy)
+    return "\n".join(
+        f"  stub of instance {stub.instance} (pid {stub.pid}), innermost last:\n{describe_frames(frames)}"
+        for stub, frames in busy
+    )

@@ -33,7 +33,11 @@ def where_stuck(server: Any, model: str) -> str:
     backend = backend_of(server, model)
     if not backend or not server.alive:
         return ""
-    return python_stack(server.runtime, model) if is_python(server, backend) else native_stack(server.runtime, model, backend)
+    return (
+        python_stack(server.runtime, model)
+        if is_python(server, backend)
+        else native_stack(server.runtime, model, backend)
+    )
 
 
 def _restart_needed(server: Any, model: str) -> bool:
@@ -44,10 +48,14 @@ def _restart_needed(server: Any, model: str) -> bool:
 
 def _next_steps(server: Any, model: str) -> str:
     if _restart_needed(server, model):
-        return (f"A thread inside Triton cannot be ended from outside: fix the backend, rebuild it, and call "
-                f"lab.restart() (same repository, same models loaded); lab.unstick({model!r}) says the same.")
-    return (f"The stuck request keeps its instance busy: fix the code, then lab.unstick({model!r}) ends the "
-            f"stuck request and reloads the model (other models keep serving).")
+        return (
+            f"A thread inside Triton cannot be ended from outside: fix the backend, rebuild it, and call "
+            f"lab.restart() (same repository, same models loaded); lab.unstick({model!r}) says the same."
+        )
+    return (
+        f"The stuck request keeps its instance busy: fix the code, then lab.unstick({model!r}) ends the "
+        f"stuck request and reloads the model (other models keep serving)."
+    )
 
 
 def _where_text(stack: str) -> str:
@@ -56,8 +64,9 @@ def _where_text(stack: str) -> str:
     return "Its code is not running right now (no stub or thread of it is inside the model's code)."
 
 
-def timeout_error(server: Any, model: str, limit_s: float, *, stack: str | None = None,
-                  extra: str = "") -> RequestTimeoutError:
+def timeout_error(
+    server: Any, model: str, limit_s: float, *, stack: str | None = None, extra: str = ""
+) -> RequestTimeoutError:
     """The error for a request to ``model`` unanswered after ``limit_s`` seconds (stack read now
     unless given)."""
     stack = where_stuck(server, model) if stack is None else stack
@@ -65,7 +74,11 @@ def timeout_error(server: Any, model: str, limit_s: float, *, stack: str | None 
         f"The request to {model!r} got no answer within {limit_s:g} s.{f' {extra}' if extra else ''}\n"
         f"{_where_text(stack)}\n{_next_steps(server, model)}\n"
         f"If it is only slow, raise the limit: timeout_s= on the call, or lab.config = lab.config.with_(request_timeout_s=...).",
-        model=model, limit_s=limit_s, stack=stack, restart_needed=_restart_needed(server, model), reason=extra,
+        model=model,
+        limit_s=limit_s,
+        stack=stack,
+        restart_needed=_restart_needed(server, model),
+        reason=extra,
     )
 
 
@@ -75,5 +88,9 @@ def interrupted_error(server: Any, model: str, limit_s: float, waited_s: float) 
     return RequestInterruptedError(
         f"You interrupted the request to {model!r} after {waited_s:.1f} s (its limit: {limit_s:g} s).\n"
         f"{_where_text(stack)}\n{_next_steps(server, model)}",
-        model=model, limit_s=limit_s, waited_s=waited_s, stack=stack, restart_needed=_restart_needed(server, model),
+        model=model,
+        limit_s=limit_s,
+        waited_s=waited_s,
+        stack=stack,
+        restart_needed=_restart_needed(server, model),
     )

@@ -40,8 +40,9 @@ def loading_stubs(server: Any, model: str) -> list[tuple[Stub, list[dict]]] | No
     busy = busy_stubs(server.runtime, model)
     if busy is None:
         return None
-    return [(stub, frames) for stub, frames in busy
-            if any(f["name"].rsplit(".", 1)[-1] in _LOAD_FRAMES for f in frames)]
+    return [
+        (stub, frames) for stub, frames in busy if any(f["name"].rsplit(".", 1)[-1] in _LOAD_FRAMES for f in frames)
+    ]
 
 
 def _end_python(server: Any, model: str, why: str, answered: Answered) -> tuple[str, str, bool]:
@@ -51,8 +52,10 @@ def _end_python(server: Any, model: str, why: str, answered: Answered) -> tuple[
         return missing_text(server.runtime, PY_SPY), "", False
     if not loading:
         return "", "", False
-    stack = "\n".join(f"  stub of instance {stub.instance} (pid {stub.pid}), innermost last:\n{describe_frames(frames)}"
-                      for stub, frames in loading)
+    stack = "\n".join(
+        f"  stub of instance {stub.instance} (pid {stub.pid}), innermost last:\n{describe_frames(frames)}"
+        for stub, frames in loading
+    )
     location = f"model.py:{loading[0][1][0]['line']}"
     for stub, _ in loading:
         (server.workspace.backend_dir / "python" / RECORDS_DIR / f"{stub.instance}.unstick").write_text(why)
@@ -71,8 +74,14 @@ def _native(server: Any, model: str, backend: str) -> tuple[str, str]:
     return (describe_threads(threads, model, backend), innermost_line(threads, model, backend)) if threads else ("", "")
 
 
-def load_timeout(server: Any, model: str, limit_s: float, answered: Answered, reason: Callable[[], str],
-                 interrupted_after: float | None = None) -> LoadTimeoutError:
+def load_timeout(
+    server: Any,
+    model: str,
+    limit_s: float,
+    answered: Answered,
+    reason: Callable[[], str],
+    interrupted_after: float | None = None,
+) -> LoadTimeoutError:
     """The error for loading ``model`` past ``limit_s`` seconds (or interrupted by the person after
     ``interrupted_after`` seconds), after ending the load where it can be ended. ``reason()``:
     Triton's words for the failed load, once it answered."""
@@ -93,18 +102,29 @@ def load_timeout(server: Any, model: str, limit_s: float, answered: Answered, re
     where = f"It was here (live stack):\n{stack}" if stack else "labkit found none of its code running."
     still = ", ".join(m for m in server.loaded_models() if m != model) or "none"
     if ended:
-        then = (f"labkit ended the stuck load; the server keeps serving (other models: {still}). "
-                f"Fix the model and load it again.")
+        then = (
+            f"labkit ended the stuck load; the server keeps serving (other models: {still}). "
+            f"Fix the model and load it again."
+        )
     elif python:
-        then = (f"labkit could not end it: Triton is still loading {model!r}; other models keep serving "
-                f"({still}). Fix the model and call lab.restart() (same repository, same models loaded).")
+        then = (
+            f"labkit could not end it: Triton is still loading {model!r}; other models keep serving "
+            f"({still}). Fix the model and call lab.restart() (same repository, same models loaded)."
+        )
     else:
-        then = (f"A thread inside Triton cannot be ended from outside: {model!r} stays LOADING while other models "
-                f"keep serving ({still}). Fix the backend and call lab.restart() (same repository, same models "
-                f"loaded).")
+        then = (
+            f"A thread inside Triton cannot be ended from outside: {model!r} stays LOADING while other models "
+            f"keep serving ({still}). Fix the backend and call lab.restart() (same repository, same models "
+            f"loaded)."
+        )
     return LoadTimeoutError(
         f"{head}\n{where}\n"
         f"{then}\nIf it is only slow, raise the limit: timeout_s= on load(), or lab.config = lab.config.with_(load_timeout_s=...).",
-        model=model, timeout_s=limit_s, stack=stack, location=location, ended=ended,
-        interrupted=interrupted_after is not None, reason=reason() if ended else "",
+        model=model,
+        timeout_s=limit_s,
+        stack=stack,
+        location=location,
+        ended=ended,
+        interrupted=interrupted_after is not None,
+        reason=reason() if ended else "",
     )

@@ -31,8 +31,11 @@ def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
     """End what ``model`` is stuck in and reload it; returns what was done."""
     backend = backend_of(server, model)
     if not backend:
-        raise ModelLoadError(f"Model {model!r} has no config in {server.repository.root}; nothing to unstick.",
-                             model=model, reason="no config")
+        raise ModelLoadError(
+            f"Model {model!r} has no config in {server.repository.root}; nothing to unstick.",
+            model=model,
+            reason="no config",
+        )
     if not is_python(server, backend):
         return _unstick_cpp(server, model, backend)
     busy = busy_stubs(server.runtime, model)
@@ -42,8 +45,12 @@ def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
         server.runtime.signal_beside(stub.pid, UNSTICK_SIGNAL)
     pids = {stub.pid for stub in stuck}
     if not _wait(lambda: not _still_busy(server, model, pids), _ANSWER_S):
-        raise _cannot_end(model, "is stuck below Python, where labkit cannot interrupt it (e.g. inside a C "
-                                 "extension), and ending its stub would crash Triton 23.12", python_stack(server.runtime, model))
+        raise _cannot_end(
+            model,
+            "is stuck below Python, where labkit cannot interrupt it (e.g. inside a C "
+            "extension), and ending its stub would crash Triton 23.12",
+            python_stack(server.runtime, model),
+        )
     _reload(server, model)
     ended = ", ".join(f"{s.instance} (pid {s.pid})" for s in stuck) or "none (nothing was stuck)"
     return f"{model!r}: ended the stuck request(s) in {ended}; reloaded from {server.repository.model_dir(model)}."
@@ -52,8 +59,12 @@ def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
 def _unstick_cpp(server: Any, model: str, backend: str) -> str:
     threads, problem = busy_threads(server.runtime, model, backend)
     if threads:
-        raise _cannot_end(model, f"is a C++ backend ({backend}) and a Triton thread is still running its code, "
-                                 f"which cannot be ended from outside", describe_threads(threads, model, backend))
+        raise _cannot_end(
+            model,
+            f"is a C++ backend ({backend}) and a Triton thread is still running its code, "
+            f"which cannot be ended from outside",
+            describe_threads(threads, model, backend),
+        )
     _reload(server, model)
     if problem:
         return f"{model!r}: reloaded. {problem} If a request to it still hangs, call lab.restart()."
@@ -61,8 +72,12 @@ def _unstick_cpp(server: Any, model: str, backend: str) -> str:
 
 
 def _cannot_end(model: str, why: str, stack: str) -> InferenceError:
-    return InferenceError(f"Model {model!r} {why}:\n{stack}\nFix the code and call lab.restart() (same repository, "
-                          f"same models loaded).", model=model, reason=why, stack=stack)
+    return InferenceError(
+        f"Model {model!r} {why}:\n{stack}\nFix the code and call lab.restart() (same repository, same models loaded).",
+        model=model,
+        reason=why,
+        stack=stack,
+    )
 
 
 def _reload(server: Any, model: str) -> None:

@@ -28,7 +28,8 @@ class AddSubResult:
 
     def __post_init__(self) -> None:
         self.ok = bool(
-            np.allclose(self.output0, self.input0 + self.input1) and np.allclose(self.output1, self.input0 - self.input1)
+            np.allclose(self.output0, self.input0 + self.input1)
+            and np.allclose(self.output1, self.input0 - self.input1)
         )
 
     def summary(self) -> str:
@@ -62,12 +63,20 @@ def check_add_sub(
     if batch is not None:
         base0 = np.stack([base0 + i for i in range(batch)])
         base1 = np.stack([base1] * batch)
-    out = infer(server, model, {"INPUT0": base0, "INPUT1": base1}, ["OUTPUT0", "OUTPUT1"], protocol=protocol,
-                client=client, timeout_s=timeout_s)
+    out = infer(
+        server,
+        model,
+        {"INPUT0": base0, "INPUT1": base1},
+        ["OUTPUT0", "OUTPUT1"],
+        protocol=protocol,
+        client=client,
+        timeout_s=timeout_s,
+    )
     result = AddSubResult(model, protocol, base0, base1, out["OUTPUT0"], out["OUTPUT1"])
     if check and not result.ok:
-        raise AnswerMismatchError(f"{model} answered wrongly:\n{result.summary()}\nCheck execute() in its model.py.",
-                                  model=model)
+        raise AnswerMismatchError(
+            f"{model} answered wrongly:\n{result.summary()}\nCheck execute() in its model.py.", model=model
+        )
     return result
 
 
@@ -101,8 +110,7 @@ def check_passthrough(
     pairs = dict(zip((i["name"] for i in config.get("input", [])), (o["name"] for o in config.get("output", []))))
     sample = reference.sample_inputs(model, server=server)
     sent = [{k: v + index for k, v in sample.items()} for index in range(concurrent)]
-    answers = infer_together(server, model, sent, [pairs[k] for k in sample], protocol=protocol,
-                             timeout_s=timeout_s)
+    answers = infer_together(server, model, sent, [pairs[k] for k in sample], protocol=protocol, timeout_s=timeout_s)
     right = [all(np.array_equal(out[pairs[k]], v) for k, v in inputs.items()) for inputs, out in zip(sent, answers)]
     result = PassthroughResult(model, protocol, concurrent, all(right))
     if check and not result.ok:

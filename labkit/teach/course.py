@@ -36,17 +36,27 @@ def read_lesson(path: Path) -> Lesson:
     meta = nb.metadata.get("labkit", {})
     minutes, core = meta.get("minutes"), meta.get("core")
     if not isinstance(minutes, int) or isinstance(minutes, bool) or not 5 <= minutes <= 240:
-        raise CourseError(notebook=str(path), field="labkit.minutes",
-                          problem=f"must be a whole number of minutes from 5 to 240, not {minutes!r}")
+        raise CourseError(
+            notebook=str(path),
+            field="labkit.minutes",
+            problem=f"must be a whole number of minutes from 5 to 240, not {minutes!r}",
+        )
     if not isinstance(core, bool):
         raise CourseError(notebook=str(path), field="labkit.core", problem=f"must be true or false, not {core!r}")
     first = nb.cells[0].source.splitlines()[0] if nb.cells and nb.cells[0].cell_type == "markdown" else ""
     number = path.name[:2]
     if not first.startswith(f"# {number} · "):
-        raise CourseError(notebook=str(path), field="title",
-                          problem=f"must open the first cell as '# {number} · <title>', not {first!r}")
-    exercises = tuple(tag[len(TAG_PREFIX):] for cell in nb.cells for tag in cell.get("metadata", {}).get("tags", [])
-                      if tag.startswith(TAG_PREFIX))
+        raise CourseError(
+            notebook=str(path),
+            field="title",
+            problem=f"must open the first cell as '# {number} · <title>', not {first!r}",
+        )
+    exercises = tuple(
+        tag[len(TAG_PREFIX) :]
+        for cell in nb.cells
+        for tag in cell.get("metadata", {}).get("tags", [])
+        if tag.startswith(TAG_PREFIX)
+    )
     return Lesson(number, path.stem, first.split(" · ", 1)[1].strip(), minutes, core, exercises)
 
 
@@ -81,8 +91,16 @@ def minute_of_day(text: str) -> int:
     return int(hours) * 60 + int(minutes)
 
 
-def day(lessons: list[Lesson], *, start: str = "09:00", optional: bool = False, break_after: int = 90,
-        break_minutes: int = 15, lunch_from: str = "12:00", lunch_minutes: int = 60) -> list[Slot]:
+def day(
+    lessons: list[Lesson],
+    *,
+    start: str = "09:00",
+    optional: bool = False,
+    break_after: int = 90,
+    break_minutes: int = 15,
+    lunch_from: str = "12:00",
+    lunch_minutes: int = 60,
+) -> list[Slot]:
     """The day's schedule: the core lessons in order (every lesson with ``optional``), a break at the end of
     the lesson that brings ``break_after`` minutes of lessons since the last pause, and lunch in place of the
     first such break that falls at or after ``lunch_from``."""
@@ -116,13 +134,24 @@ def plan(lessons: list[Lesson], slots: list[Slot]) -> str:
             rows.append(f"  {clock(slot.start)}  {clock(slot.end)}  {slot.pause:{width}s}  {slot.minutes:4d}")
             continue
         lesson = slot.lesson
-        rows.append(f"  {clock(slot.start)}  {clock(slot.end)}  {lesson.number + ' ' + lesson.title:{width}s}  "
-                    f"{lesson.minutes:4d}  {'core' if lesson.core else 'optional':8s}  {', '.join(lesson.exercises) or '-'}")
+        rows.append(
+            f"  {clock(slot.start)}  {clock(slot.end)}  {lesson.number + ' ' + lesson.title:{width}s}  "
+            f"{lesson.minutes:4d}  {'core' if lesson.core else 'optional':8s}  {', '.join(lesson.exercises) or '-'}"
+        )
     core = [lesson for lesson in lessons if lesson.core]
-    head = (f"The day: {len(taught)} lessons, {_duration(sum(lesson.minutes for lesson in taught))} with their exercises, "
-            f"{clock(slots[0].start)} to {clock(slots[-1].end)} with pauses "
-            f"(the core path alone: {len(core)} lessons, {_duration(sum(lesson.minutes for lesson in core))}).")
+    head = (
+        f"The day: {len(taught)} lessons, {_duration(sum(lesson.minutes for lesson in taught))} with their exercises, "
+        f"{clock(slots[0].start)} to {clock(slots[-1].end)} with pauses "
+        f"(the core path alone: {len(core)} lessons, {_duration(sum(lesson.minutes for lesson in core))})."
+    )
     left = [lesson for lesson in lessons if lesson not in taught]
-    tail = ["", "Optional, not in this day (`--all` adds them): " + "; ".join(
-        f"{lesson.number} {lesson.title} ({lesson.minutes} min)" for lesson in left)] if left else []
+    tail = (
+        [
+            "",
+            "Optional, not in this day (`--all` adds them): "
+            + "; ".join(f"{lesson.number} {lesson.title} ({lesson.minutes} min)" for lesson in left),
+        ]
+        if left
+        else []
+    )
     return "\n".join([head, "", *rows, *tail])

@@ -35,8 +35,18 @@ from .checks import check_add_sub, check_passthrough
 
 Section = Callable[[TritonServer, Path | None], dict[str, Any]]
 #: Every lesson module that labkit.lessons lists, in its order (the C++ ones compile with the real compiler).
-LESSONS: tuple[ModuleType, ...] = (volume_batching, bls, decoupled, response_parameters, artifacts, auto_complete, stateful,
-                                   instances, decoupled_cpp, cancellation)
+LESSONS: tuple[ModuleType, ...] = (
+    volume_batching,
+    bls,
+    decoupled,
+    response_parameters,
+    artifacts,
+    auto_complete,
+    stateful,
+    instances,
+    decoupled_cpp,
+    cancellation,
+)
 
 
 def run_sections(server: TritonServer, sections: dict[str, Section], out_dir: Path | None) -> dict[str, Any]:
@@ -131,7 +141,8 @@ def batching_section(server: TritonServer, out_dir: Path | None) -> dict[str, An
         section[model] = row
     section["ok"] = all(
         r["c1_errors"] == r["c8_errors"] == 0 and r["c8_average_batch"] > r["c1_average_batch"]
-        for k, r in section.items() if isinstance(r, dict)
+        for k, r in section.items()
+        if isinstance(r, dict)
     )
     return section
 
@@ -148,10 +159,18 @@ def timeline_section(server: TritonServer, out_dir: Path | None) -> dict[str, An
     with timeline(server, model, last=48) as busy:
         run_load(server, model, reference.sample_inputs(model), requests=96, concurrency=8)
     section: dict[str, Any] = {"two_requests": pair.summary(), "concurrency_8": busy.summary()}
-    section["ok"] = (pair.counts()["executions"] == 1 and pair.counts()["largest_batch"] == 2
-                     and pair.agrees_with_statistics() and busy.agrees_with_statistics())
+    section["ok"] = (
+        pair.counts()["executions"] == 1
+        and pair.counts()["largest_batch"] == 2
+        and pair.agrees_with_statistics()
+        and busy.agrees_with_statistics()
+    )
     if out_dir is not None:
-        section["plot"] = str(plot_timelines([pair, busy], "minimal_batching timelines", same_time_axis=False).save(out_dir / "timeline.png"))
+        section["plot"] = str(
+            plot_timelines([pair, busy], "minimal_batching timelines", same_time_axis=False).save(
+                out_dir / "timeline.png"
+            )
+        )
     return section
 
 

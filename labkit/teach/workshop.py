@@ -43,7 +43,7 @@ def exercise_of(cell: nbformat.NotebookNode) -> str | None:
     """The exercise id a cell is tagged with (``exercise:<id>``), or None."""
     for tag in cell.get("metadata", {}).get("tags", []):
         if tag.startswith(TAG_PREFIX):
-            return tag[len(TAG_PREFIX):]
+            return tag[len(TAG_PREFIX) :]
     return None
 
 
@@ -76,8 +76,10 @@ def find_notebooks(names: list[str], folder: Path) -> list[Path]:
             continue
         matches = [p for p in every if p.stem == name or p.stem.startswith(f"{name}_") or p.name == name]
         if len(matches) != 1:
-            raise LabkitError(f"No single notebook matches {name!r} in {folder}; give a path or one of: "
-                              f"{', '.join(p.stem for p in every)}.")
+            raise LabkitError(
+                f"No single notebook matches {name!r} in {folder}; give a path or one of: "
+                f"{', '.join(p.stem for p in every)}."
+            )
         found.append(matches[0])
     return found
 
@@ -126,8 +128,14 @@ def _failures(nb: nbformat.NotebookNode) -> list[CellFailure]:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 evalue = str(output.get("evalue", "")).strip()
-                found.append(CellFailure(number, str(output.get("ename", "Error")),
-                                         evalue.splitlines()[0] if evalue else "", exercise_of(cell) or ""))
+                found.append(
+                    CellFailure(
+                        number,
+                        str(output.get("ename", "Error")),
+                        evalue.splitlines()[0] if evalue else "",
+                        exercise_of(cell) or "",
+                    )
+                )
     return found
 
 
@@ -167,8 +175,9 @@ def _missing_for(path: Path) -> str:
     return "" if ok else why
 
 
-def run_notebook(path: Path, solutions: bool = False, from_outputs: bool = False,
-                 kernel: KernelManager | None = None) -> NotebookRun:
+def run_notebook(
+    path: Path, solutions: bool = False, from_outputs: bool = False, kernel: KernelManager | None = None
+) -> NotebookRun:
     """Execute a copy of the notebook and collect its checks' verdicts (in the order they ran).
     ``from_outputs``: read them from the check cells' outputs, which only the kernel writes (the room's
     grader), instead of the report file, which a model's own process could write too. ``kernel``: one
@@ -188,12 +197,18 @@ def run_notebook(path: Path, solutions: bool = False, from_outputs: bool = False
         stopped = ""
         # ipc: the kernel talks over local sockets, not TCP ports (and says nothing about encryption)
         own = kernel is None
-        kernel = kernel or KernelManager(kernel_name="python3", transport="ipc",
-                                         connection_file=str(Path(tmp) / "kernel.json"))
+        kernel = kernel or KernelManager(
+            kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json")
+        )
         try:
             # allow_errors: one broken cell must not hide the verdicts of the exercises after it
-            NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT_S, allow_errors=True,
-                           resources={"metadata": {"path": str(path.parent.resolve())}}).execute()
+            NotebookClient(
+                nb,
+                km=kernel,
+                timeout=CELL_TIMEOUT_S,
+                allow_errors=True,
+                resources={"metadata": {"path": str(path.parent.resolve())}},
+            ).execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
             stopped = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         finally:
@@ -206,8 +221,14 @@ def run_notebook(path: Path, solutions: bool = False, from_outputs: bool = False
     verdicts = _with_cell_errors(found, failures)
     seen = {v.exercise for v in verdicts}
     for missing in (e for e in expected if e not in seen):
-        verdicts.append(Verdict(missing, False, f"not checked: the notebook stopped before its check ({stopped or 'no check cell ran'}).",
-                                "run the notebook top to bottom in JupyterLab to see the failing cell."))
+        verdicts.append(
+            Verdict(
+                missing,
+                False,
+                f"not checked: the notebook stopped before its check ({stopped or 'no check cell ran'}).",
+                "run the notebook top to bottom in JupyterLab to see the failing cell.",
+            )
+        )
     return NotebookRun(path, verdicts, stopped, failures)
 
 
@@ -249,8 +270,10 @@ def reset(names: list[str], folder: Path) -> int:
             cell.outputs = []
             cell.execution_count = None
         nbformat.write(nb, path)
-        print(f"{path}: {len(cells)} exercise cell(s) back to their starters; your version is in "
-              f"{backup.relative_to(path.parent)}")
+        print(
+            f"{path}: {len(cells)} exercise cell(s) back to their starters; your version is in "
+            f"{backup.relative_to(path.parent)}"
+        )
     return 0
 
 
@@ -258,17 +281,25 @@ def main(args: list[str] | None = None, folder: Path | None = None) -> int:
     parser = argparse.ArgumentParser(prog="labkit workshop", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="run notebooks and say, per exercise, passed or not yet (with a hint)")
-    c.add_argument("notebooks", nargs="*", help="paths, names or number prefixes (01); default with --all: every notebook")
+    c.add_argument(
+        "notebooks", nargs="*", help="paths, names or number prefixes (01); default with --all: every notebook"
+    )
     c.add_argument("--all", action="store_true", help="every notebook in the folder")
     c.add_argument("--solutions", action="store_true", help="fill each exercise with its reference solution first")
     r = sub.add_parser("reset", help="restore notebooks' exercise cells to their starters (keeps a backup)")
     r.add_argument("notebooks", nargs="+")
     pl = sub.add_parser("plan", help="the day's schedule: the core lessons with their times, breaks and lunch")
-    pl.add_argument("--start", default="09:00", type=_time_of_day, help="when the day starts (HH:MM, default %(default)s)")
+    pl.add_argument(
+        "--start", default="09:00", type=_time_of_day, help="when the day starts (HH:MM, default %(default)s)"
+    )
     pl.add_argument("--all", action="store_true", help="the optional lessons too, in the notebooks' order")
     for p in (c, r, pl):
-        p.add_argument("--dir", type=Path, default=folder or default_folder(),
-                       help="the notebooks folder (default: ./notebooks, or . when it holds the notebooks)")
+        p.add_argument(
+            "--dir",
+            type=Path,
+            default=folder or default_folder(),
+            help="the notebooks folder (default: ./notebooks, or . when it holds the notebooks)",
+        )
     parsed = parser.parse_args(args)
     if parsed.command == "check":
         if not parsed.notebooks and not parsed.all:

@@ -238,8 +238,15 @@ class Load:
     def result(self) -> LoadResult:
         finished, latencies = self.snapshot()
         return LoadResult(
-            self.model, self.protocol, self._first_concurrency, self.started, self.elapsed_s,
-            latencies, finished, list(self.errors), self.stuck,
+            self.model,
+            self.protocol,
+            self._first_concurrency,
+            self.started,
+            self.elapsed_s,
+            latencies,
+            finished,
+            list(self.errors),
+            self.stuck,
         )
 
     # -- the loop's own thread ----------------------------------------------------------------------------
@@ -253,8 +260,11 @@ class Load:
             self._t_end = time.perf_counter()
 
     async def _main(self) -> None:
-        fixed = None if callable(self._inputs) else build_request(
-            self.transport, self.server.endpoints.http_url, self.model, self._inputs, self._outputs)
+        fixed = (
+            None
+            if callable(self._inputs)
+            else build_request(self.transport, self.server.endpoints.http_url, self.model, self._inputs, self._outputs)
+        )
         self._indices = itertools.count()
         self._count = itertools.count(1)
         self._deadline = float("inf") if self._duration_s is None else self._t0 + self._duration_s
@@ -284,8 +294,12 @@ class Load:
     def _no_more(self) -> bool:
         """Whether no further request is to be sent."""
         return (
-            self._stopping or self._exhausted or self._fatal is not None or self.stuck
-            or time.perf_counter() > self._deadline or len(self._retired) >= self.concurrency
+            self._stopping
+            or self._exhausted
+            or self._fatal is not None
+            or self.stuck
+            or time.perf_counter() > self._deadline
+            or len(self._retired) >= self.concurrency
         )
 
     def _watch(self) -> None:
@@ -321,7 +335,8 @@ class Load:
                     conn = None
                     error = RequestTimeoutError(
                         f"The request to {self.model!r} got no answer within {self.timeout_s:g} s (timeout_s).",
-                        model=self.model, limit_s=self.timeout_s,
+                        model=self.model,
+                        limit_s=self.timeout_s,
                     )
                     self._record(error)
                     continue
@@ -351,7 +366,8 @@ class Load:
             self._exhausted = True
             return None
         return fixed or build_request(
-            self.transport, self.server.endpoints.http_url, self.model, self._inputs(index), self._outputs)
+            self.transport, self.server.endpoints.http_url, self.model, self._inputs(index), self._outputs
+        )
 
     def _count_error(self, exc: BaseException, request: Any) -> bool:
         """Count a failed request; a dead server ends the load instead. True if it was counted."""
@@ -388,7 +404,15 @@ def run_load(
     stuck the run stops (``result.stuck``). Errors are counted, not raised, unless the server died.
     """
     load = Load(
-        server, model, inputs, concurrency=concurrency, requests=requests, duration_s=duration_s,
-        protocol=protocol, outputs=outputs, timeout_s=timeout_s, on_progress=on_progress,
+        server,
+        model,
+        inputs,
+        concurrency=concurrency,
+        requests=requests,
+        duration_s=duration_s,
+        protocol=protocol,
+        outputs=outputs,
+        timeout_s=timeout_s,
+        on_progress=on_progress,
     )
     return load.start().wait()

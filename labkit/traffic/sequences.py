@@ -30,8 +30,18 @@ class SequenceLoad(Load):
     ``first_id``, ``first_id + 1``, ... ``inputs``: one request's tensors, or a function of (sequence id,
     step) returning them. Its concurrency is fixed: a worker stopped mid-sequence would leave it open."""
 
-    def __init__(self, server: TritonServer, model: str, inputs: Inputs | Callable[[int, int], Inputs], *,
-                 sequences: int, length: int, concurrency: int = 1, first_id: int = 1, **options: Any) -> None:
+    def __init__(
+        self,
+        server: TritonServer,
+        model: str,
+        inputs: Inputs | Callable[[int, int], Inputs],
+        *,
+        sequences: int,
+        length: int,
+        concurrency: int = 1,
+        first_id: int = 1,
+        **options: Any,
+    ) -> None:
         if sequences < 1 or length < 1 or first_id < 1:
             raise ValueError("sequences, length and first_id must be at least 1 (sequence id 0 means no sequence)")
         super().__init__(server, model, {} if callable(inputs) else inputs, concurrency=concurrency, **options)
@@ -51,8 +61,14 @@ class SequenceLoad(Load):
             sequence_id, step = next(self._ids), 0
         self._cursor[slot] = (sequence_id, step + 1)
         inputs = self._sequence_inputs(sequence_id, step) if callable(self._sequence_inputs) else self._sequence_inputs
-        return build_request(self.transport, self.server.endpoints.http_url, self.model, inputs, self._outputs,
-                             SequenceStep(sequence_id, step == 0, step == self.length - 1))
+        return build_request(
+            self.transport,
+            self.server.endpoints.http_url,
+            self.model,
+            inputs,
+            self._outputs,
+            SequenceStep(sequence_id, step == 0, step == self.length - 1),
+        )
 
 
 def run_sequences(
@@ -70,6 +86,16 @@ def run_sequences(
 ) -> LoadResult:
     """Send ``sequences`` (default: ``concurrency``) sequences of ``length`` requests each to a stateful
     model, ``concurrency`` at a time; see SequenceLoad. Errors are counted, not raised, unless the server died."""
-    load = SequenceLoad(server, model, inputs, sequences=sequences or concurrency, length=length, concurrency=concurrency,
-                        first_id=first_id, protocol=protocol, outputs=outputs, timeout_s=timeout_s)
+    load = SequenceLoad(
+        server,
+        model,
+        inputs,
+        sequences=sequences or concurrency,
+        length=length,
+        concurrency=concurrency,
+        first_id=first_id,
+        protocol=protocol,
+        outputs=outputs,
+        timeout_s=timeout_s,
+    )
     return load.start().wait()

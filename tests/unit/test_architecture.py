@@ -13,7 +13,7 @@ import labkit
 
 PACKAGE = Path(labkit.__file__).resolve().parent
 ROOT = PACKAGE.parent
-MAX_LINES = 400
+MAX_LINES = 500  # ruff format lays a call out one argument a line: the cap that was 400 before it
 SOURCE_SUFFIXES = {".py", ".cc", ".cpp", ".h", ".hpp"}
 #: Triton r23.12's own C API headers (core's include/triton/core). labkit's declarations of them keep
 #: Triton's file names and scope, so that a build switches to Triton's headers by the -I folder alone; a
@@ -105,8 +105,12 @@ def test_no_import_cycles():
 
 def _sources() -> list[Path]:
     """Every Python and C++ file of labkit and of its tests."""
-    return [p for folder in (PACKAGE, ROOT / "tests") for p in folder.rglob("*")
-            if p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts]
+    return [
+        p
+        for folder in (PACKAGE, ROOT / "tests")
+        for p in folder.rglob("*")
+        if p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts
+    ]
 
 
 def _mirrors_triton(path: Path) -> bool:
@@ -192,21 +196,27 @@ def test_the_top_level_keeps_few_modules_and_no_two_modules_share_a_file_name():
         if path.name != "__init__.py":
             names.setdefault(path.name, []).append(name)
     assert {n: m for n, m in names.items() if len(m) > 1} == {}
-    folders = [p.name for p in PACKAGE.rglob("*") if p.is_dir() and p.name not in ("__pycache__",)
-               and "model_repository" not in p.relative_to(PACKAGE).parts]
+    folders = [
+        p.name
+        for p in PACKAGE.rglob("*")
+        if p.is_dir() and p.name not in ("__pycache__",) and "model_repository" not in p.relative_to(PACKAGE).parts
+    ]
     assert sorted({n for n in folders if folders.count(n) > 1}) == []
 
 
 def _packages() -> list[Path]:
     """Every folder of labkit/ that holds Python code (a package), as a path relative to labkit/."""
-    return sorted(p.parent.relative_to(PACKAGE) for p in PACKAGE.rglob("__init__.py")
-                  if "model_repository" not in p.relative_to(PACKAGE).parts and p.parent != PACKAGE)
+    return sorted(
+        p.parent.relative_to(PACKAGE)
+        for p in PACKAGE.rglob("__init__.py")
+        if "model_repository" not in p.relative_to(PACKAGE).parts and p.parent != PACKAGE
+    )
 
 
 def test_the_readme_and_the_architecture_page_describe_every_package():
     readme = (ROOT / "README.md").read_text()
-    layout = readme[readme.index("## Layout"):]
-    layout = layout[:layout.index("\n## ", 3)] if "\n## " in layout[3:] else layout
+    layout = readme[readme.index("## Layout") :]
+    layout = layout[: layout.index("\n## ", 3)] if "\n## " in layout[3:] else layout
     architecture = (ROOT / "docs" / "architecture.md").read_text()
     missing_readme, missing_doc = [], []
     for package in _packages():
@@ -221,7 +231,10 @@ def test_the_readme_and_the_architecture_page_describe_every_package():
 def test_no_exported_name_shadows_a_submodule():
     """``labkit.perf`` and ``labkit.timeline`` are functions: no module of the same name may hide behind them."""
     submodules = {name.split(".")[1] for name in _modules() if name.count(".") >= 1}
-    shadowed = {name for name in labkit.__all__ if name in submodules
-                and getattr(labkit, name) is not importlib.import_module(f"labkit.{name}")}
+    shadowed = {
+        name
+        for name in labkit.__all__
+        if name in submodules and getattr(labkit, name) is not importlib.import_module(f"labkit.{name}")
+    }
     assert shadowed == set()
     assert callable(labkit.perf) and callable(labkit.timeline)

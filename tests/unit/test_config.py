@@ -11,9 +11,14 @@ from labkit.repository import config as cfgmod
 
 def test_model_config_round_trips_through_text():
     cfg = labkit.model_config(
-        "m", "python", [("X", "BYTES", [-1])], [("Y", "FP32", [2, 2])], max_batch_size=8,
+        "m",
+        "python",
+        [("X", "BYTES", [-1])],
+        [("Y", "FP32", [2, 2])],
+        max_batch_size=8,
         dynamic_batching={"max_queue_delay_microseconds": 500, "preferred_batch_size": [4]},
-        instances=2, parameters={"scale": 3},
+        instances=2,
+        parameters={"scale": 3},
     )
     again = cfgmod.parse(cfgmod.to_text(cfg))
     assert again == cfg

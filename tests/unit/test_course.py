@@ -48,9 +48,14 @@ def test_the_guide_lists_every_lesson_with_its_time_path_and_exercises():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) == 5 and re.fullmatch(r"`\d\d_\w+`", cells[0]):
             rows[cells[0].strip("`")] = (cells[2], cells[3], cells[4])
-    expected = {lesson.name: (f"{lesson.minutes} min", "core" if lesson.core else "optional",
-                              ", ".join(f"`{e}`" for e in lesson.exercises) or "none")
-                for lesson in course.lessons(NOTEBOOKS)}
+    expected = {
+        lesson.name: (
+            f"{lesson.minutes} min",
+            "core" if lesson.core else "optional",
+            ", ".join(f"`{e}`" for e in lesson.exercises) or "none",
+        )
+        for lesson in course.lessons(NOTEBOOKS)
+    }
     assert rows == expected
 
 
@@ -77,14 +82,17 @@ def test_optional_lessons_join_the_day_only_when_asked():
     assert "02 lesson 02 (30 min)" in text.splitlines()[-1]
 
 
-@pytest.mark.parametrize(("meta", "field"), [
-    ({}, "labkit.minutes"),
-    ({"minutes": "45", "core": True}, "labkit.minutes"),
-    ({"minutes": True, "core": True}, "labkit.minutes"),
-    ({"minutes": 0, "core": True}, "labkit.minutes"),
-    ({"minutes": 45}, "labkit.core"),
-    ({"minutes": 45, "core": "yes"}, "labkit.core"),
-])
+@pytest.mark.parametrize(
+    ("meta", "field"),
+    [
+        ({}, "labkit.minutes"),
+        ({"minutes": "45", "core": True}, "labkit.minutes"),
+        ({"minutes": True, "core": True}, "labkit.minutes"),
+        ({"minutes": 0, "core": True}, "labkit.minutes"),
+        ({"minutes": 45}, "labkit.core"),
+        ({"minutes": 45, "core": "yes"}, "labkit.core"),
+    ],
+)
 def test_a_notebook_without_usable_metadata_is_refused_naming_the_field(tmp_path, meta, field):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 01 · A lesson")])
     nb.metadata["labkit"] = meta

@@ -56,32 +56,60 @@ def _short_input():
 
 
 CASES = {
-    "ConfigError": (lambda mp, tmp: _raised(lambda: cfgmod.parse('max_batch_sise: 4\n')),
-                    ["max_batch_sise", "Fix that line"]),
+    "ConfigError": (
+        lambda mp, tmp: _raised(lambda: cfgmod.parse("max_batch_sise: 4\n")),
+        ["max_batch_sise", "Fix that line"],
+    ),
     "InvalidNameError": (lambda mp, tmp: _raised(lambda: names.check_name("")), ["name is empty", "give a name"]),
-    "RepositoryError": (lambda mp, tmp: _raised(lambda: model_source("def execute(requests): pass\n")),
-                        ["no class TritonPythonModel", "looks for it by that name"]),
-    "SetupError": (lambda mp, tmp: _no_engine(mp, tmp), ["No Docker engine is reachable", "dockerd", "docker-engine.sh"]),
-    "BuildError": (lambda mp, tmp: _missing_entry_point(mp),
-                   ["does not export TRITONBACKEND_ModelInstanceExecute, the one entry point Triton requires",
-                    "it was not loaded", "Define it in your source"]),
+    "RepositoryError": (
+        lambda mp, tmp: _raised(lambda: model_source("def execute(requests): pass\n")),
+        ["no class TritonPythonModel", "looks for it by that name"],
+    ),
+    "SetupError": (
+        lambda mp, tmp: _no_engine(mp, tmp),
+        ["No Docker engine is reachable", "dockerd", "docker-engine.sh"],
+    ),
+    "BuildError": (
+        lambda mp, tmp: _missing_entry_point(mp),
+        [
+            "does not export TRITONBACKEND_ModelInstanceExecute, the one entry point Triton requires",
+            "it was not loaded",
+            "Define it in your source",
+        ],
+    ),
     "InputSizeError": (lambda mp, tmp: _short_input(), ["needs 16 bytes", "carries 8 bytes", "nothing was sent"]),
-    "ModelNotFoundError": (lambda mp, tmp: labkit.errors.ModelNotFoundError(model="nosuch", loaded=["add_sub"]),
-                           ["'nosuch' is not loaded", "add_sub", "server.load('nosuch')"]),
-    "RequestTimeoutError": (lambda mp, tmp: report.timeout_error(_NoConfigs(), "hang", 2, stack="model.py:7 in execute"),
-                            ["'hang'", "2 s", "model.py:7 in execute", "lab.unstick('hang')", "timeout_s="]),
-    "ServerNotRunningError": (lambda mp, tmp: labkit.errors.ServerNotRunningError("gone", "last line"),
-                              ["--- last server log lines ---\nlast line"]),
-    "PerfAnalyzerError": (lambda mp, tmp: labkit.errors.PerfAnalyzerError("failed", exit_code=1, output="its words"),
-                          ["--- perf_analyzer said ---\nits words"]),
-    "PortTakenError": (lambda mp, tmp: labkit.errors.PortTakenError(port=8001, service="grpc"),
-                       ["Port 8001 (grpc) on 127.0.0.1 is taken", "--grpc-port", "--any-ports"]),
-    "BackendClashError": (lambda mp, tmp: labkit.errors.BackendClashError(backend="python", directory="/b"),
-                          ["/b/python", "labkit's own Python backend", "Serve a folder without python/"]),
-    "RoomSettingsError": (lambda mp, tmp: _raised(lambda: k8s.check(RoomSettings(memory="2Gi"))),
-                          ["memory='2Gi'", "K, M, G, T", "'Gi' and 'GB' are refused"]),
-    "UnknownExerciseError": (lambda mp, tmp: labkit.errors.UnknownExerciseError(exercise="x", notebook="n.ipynb", known=["a"]),
-                             ["'exercise:x'", "nothing was changed", "Fix the cell's tag", "a"]),
+    "ModelNotFoundError": (
+        lambda mp, tmp: labkit.errors.ModelNotFoundError(model="nosuch", loaded=["add_sub"]),
+        ["'nosuch' is not loaded", "add_sub", "server.load('nosuch')"],
+    ),
+    "RequestTimeoutError": (
+        lambda mp, tmp: report.timeout_error(_NoConfigs(), "hang", 2, stack="model.py:7 in execute"),
+        ["'hang'", "2 s", "model.py:7 in execute", "lab.unstick('hang')", "timeout_s="],
+    ),
+    "ServerNotRunningError": (
+        lambda mp, tmp: labkit.errors.ServerNotRunningError("gone", "last line"),
+        ["--- last server log lines ---\nlast line"],
+    ),
+    "PerfAnalyzerError": (
+        lambda mp, tmp: labkit.errors.PerfAnalyzerError("failed", exit_code=1, output="its words"),
+        ["--- perf_analyzer said ---\nits words"],
+    ),
+    "PortTakenError": (
+        lambda mp, tmp: labkit.errors.PortTakenError(port=8001, service="grpc"),
+        ["Port 8001 (grpc) on 127.0.0.1 is taken", "--grpc-port", "--any-ports"],
+    ),
+    "BackendClashError": (
+        lambda mp, tmp: labkit.errors.BackendClashError(backend="python", directory="/b"),
+        ["/b/python", "labkit's own Python backend", "Serve a folder without python/"],
+    ),
+    "RoomSettingsError": (
+        lambda mp, tmp: _raised(lambda: k8s.check(RoomSettings(memory="2Gi"))),
+        ["memory='2Gi'", "K, M, G, T", "'Gi' and 'GB' are refused"],
+    ),
+    "UnknownExerciseError": (
+        lambda mp, tmp: labkit.errors.UnknownExerciseError(exercise="x", notebook="n.ipynb", known=["a"]),
+        ["'exercise:x'", "nothing was changed", "Fix the cell's tag", "a"],
+    ),
 }
 
 
@@ -99,8 +127,15 @@ def test_a_werror_failure_says_which_flag_and_how_to_pass_an_override():
     from labkit.native.diagnostics import Place
 
     place = Place("src/strict.cc", 26, "-Wmismatched-new-delete", "g++ -Werror -c src/strict.cc")
-    message = _compile_failure(Path("/work/strict"), place, "src/strict.cc:26: error: ... [-Werror=mismatched-new-delete]")
-    for phrase in ["strict did not compile at src/strict.cc:26", "its own -Werror made the warning -Wmismatched-new-delete",
-                   "leaves the project's flags as they are", "--define CMAKE_CXX_FLAGS=-Wno-error=mismatched-new-delete",
-                   "g++ -Werror -c src/strict.cc", "[-Werror=mismatched-new-delete]"]:
+    message = _compile_failure(
+        Path("/work/strict"), place, "src/strict.cc:26: error: ... [-Werror=mismatched-new-delete]"
+    )
+    for phrase in [
+        "strict did not compile at src/strict.cc:26",
+        "its own -Werror made the warning -Wmismatched-new-delete",
+        "leaves the project's flags as they are",
+        "--define CMAKE_CXX_FLAGS=-Wno-error=mismatched-new-delete",
+        "g++ -Werror -c src/strict.cc",
+        "[-Werror=mismatched-new-delete]",
+    ]:
         assert phrase in message, (phrase, message)

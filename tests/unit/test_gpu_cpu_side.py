@@ -15,8 +15,10 @@ from labkit.gpu import detect
 from labkit.repository.config import to_text
 from labkit.server.server_config import ServerConfig, TritonPlace, argv
 
-SMI_TWO = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1b2c3d4e-0000-1111-2222-333344445555)\n"
-           "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-9f8e7d6c-0000-1111-2222-333344445555)\n")
+SMI_TWO = (
+    "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1b2c3d4e-0000-1111-2222-333344445555)\n"
+    "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-9f8e7d6c-0000-1111-2222-333344445555)\n"
+)
 DRIVER = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Tue Sep 30 2025\nGCC version:  gcc 12\n"
 
 
@@ -52,8 +54,9 @@ def test_gpu_metrics_flag_follows_the_machine(gpu, flag):
 
 
 def test_gpu_instance_group_pinned_to_devices():
-    cfg = labkit.model_config("m", "python", [("IN", "FP32", [4])], [("OUT", "FP32", [4])],
-                              kind="GPU", gpus=[0], instances=2)
+    cfg = labkit.model_config(
+        "m", "python", [("IN", "FP32", [4])], [("OUT", "FP32", [4])], kind="GPU", gpus=[0], instances=2
+    )
     group = cfg.instance_group[0]
     assert group.kind == group.KIND_GPU and list(group.gpus) == [0] and group.count == 2
     assert "kind: KIND_GPU" in to_text(cfg) and "gpus: 0" in to_text(cfg)
@@ -86,8 +89,9 @@ def test_pythons_without_a_stub_fail_early_naming_the_version(version):
 def test_require_prints_the_skip_reason_or_says_go(monkeypatch, capsys):
     monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
     assert labkit.gpu.require("KIND_GPU add_sub") is False
-    assert capsys.readouterr().out == ("skipped: KIND_GPU add_sub needs a GPU; no GPU visible "
-                                       "(no /dev/nvidia0 and no nvidia-smi)\n")
+    assert capsys.readouterr().out == (
+        "skipped: KIND_GPU add_sub needs a GPU; no GPU visible (no /dev/nvidia0 and no nvidia-smi)\n"
+    )
     with pytest.raises(labkit.errors.GpuUnavailableError) as info:
         labkit.gpu.need("CUDA shared memory")
     assert info.value.wanted == "CUDA shared memory" and info.value.missing == "GPU"
@@ -137,8 +141,11 @@ def test_cuda_shared_memory_refused_clearly_without_a_gpu(monkeypatch):
 
 
 def _config(max_batch_size=0, outputs=(("OUT", "TYPE_FP32", ["4"]),)):
-    return {"name": "m", "max_batch_size": max_batch_size,
-            "output": [{"name": n, "data_type": t, "dims": d} for n, t, d in outputs]}
+    return {
+        "name": "m",
+        "max_batch_size": max_batch_size,
+        "output": [{"name": n, "data_type": t, "dims": d} for n, t, d in outputs],
+    }
 
 
 def test_cuda_shared_memory_regions_sized_from_the_config():
@@ -181,13 +188,17 @@ def test_doctor_has_an_optional_gpu_line_both_ways(monkeypatch):
     assert not none.ok and not none.required and none.line().startswith("[--  ] GPU: no GPU visible")
     monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], SMI_TWO, DRIVER))
     two = doctor._gpu()
-    assert two.ok and two.line() == "[ok  ] GPU: 2 GPU(s): NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3, driver 580.95.05"
+    assert (
+        two.ok and two.line() == "[ok  ] GPU: 2 GPU(s): NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3, driver 580.95.05"
+    )
 
 
 def test_require_names_a_missing_package_once_a_gpu_is_there(monkeypatch, capsys):
     monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], None))
     assert labkit.gpu.require("the DLPack model", packages=("no_such_package_xyz",)) is False
-    assert capsys.readouterr().out == "skipped: the DLPack model needs no_such_package_xyz (`pip install 'labkit[gpu]'`)\n"
+    assert (
+        capsys.readouterr().out == "skipped: the DLPack model needs no_such_package_xyz (`pip install 'labkit[gpu]'`)\n"
+    )
     assert labkit.gpu.require("numpy math", packages=("numpy",)) is True
     monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
     assert labkit.gpu.require("the DLPack model", packages=("numpy",)) is False

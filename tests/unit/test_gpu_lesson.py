@@ -18,7 +18,9 @@ def _cells() -> list[tuple[str, str]]:
 
 
 def test_the_notebooks_kernel_cell_is_the_example_the_tests_build():
-    kernel = next(text for kind, text in _cells() if kind == "code" and text.startswith("%%triton_cpp cuda_add_sub --cuda"))
+    kernel = next(
+        text for kind, text in _cells() if kind == "code" and text.startswith("%%triton_cpp cuda_add_sub --cuda")
+    )
     assert kernel.split("\n", 1)[1].strip() == examples.CUDA_ADD_SUB.read_text().strip()
 
 
@@ -39,9 +41,12 @@ def test_the_kernel_config_cell_asks_for_kind_gpu_on_gpu_0():
 
 def test_the_backend_keeps_instance_state_and_sets_the_device_before_its_work():
     kernel = examples.CUDA_ADD_SUB.read_text()
-    for entry in ("TRITONBACKEND_ModelInstanceInitialize(", "TRITONBACKEND_ModelInstanceFinalize(",
-                  "TRITONBACKEND_ModelInstanceExecute("):
+    for entry in (
+        "TRITONBACKEND_ModelInstanceInitialize(",
+        "TRITONBACKEND_ModelInstanceFinalize(",
+        "TRITONBACKEND_ModelInstanceExecute(",
+    ):
         assert f"TRITONSERVER_Error* {entry}" in kernel, entry
-    execute = kernel[kernel.index("TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute("):]
+    execute = kernel[kernel.index("TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(") :]
     assert execute.index("cudaSetDevice(mine.device_id)") < execute.index("DeviceBuffer") < execute.index("<<<")
     assert "TRITONSERVER_INSTANCEGROUPKIND_GPU" in kernel and "TRITONSERVER_ERROR_INVALID_ARG" in kernel

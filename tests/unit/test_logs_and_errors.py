@@ -44,4 +44,6 @@ def test_errors_carry_fields_and_say_what_to_do():
     assert timeout.limit_s == 2.0 and isinstance(timeout, labkit.InferenceError)
     server = labkit.errors.ServerNotRunningError("gone", "last line")
     assert server.log_tail == "last line"  # and its message shows it: test_error_messages.py
-    assert issubclass(labkit.errors.InvalidNameError, ValueError) and issubclass(labkit.errors.ConfigError, labkit.errors.RepositoryError)
+    assert issubclass(labkit.errors.InvalidNameError, ValueError) and issubclass(
+        labkit.errors.ConfigError, labkit.errors.RepositoryError
+    )

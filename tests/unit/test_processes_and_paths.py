@@ -60,4 +60,5 @@ def test_compiler_messages_name_the_users_file_not_the_cache():
     cache_path = "/root/.cache/labkit/builds/minimal/0123abcd/minimal.cc"
     messages = f"{cache_path}:7:45: error: expected ';' before '}}' token\n{cache_path}: In function 'f':\n"
     assert _tidy(messages, cache_path, "minimal") == (
-        "minimal.cc:7:45: error: expected ';' before '}' token\nminimal.cc: In function 'f':")
+        "minimal.cc:7:45: error: expected ';' before '}' token\nminimal.cc: In function 'f':"
+    )

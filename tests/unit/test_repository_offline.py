@@ -19,9 +19,14 @@ ADD_SUB = labkit.teach.reference.add_sub_source()
 def test_config_round_trip(tmp_path):
     repo = labkit.repository.ModelRepository(tmp_path)
     cfg = labkit.model_config(
-        "m", "python", [("IN", "FP32", [4]), ("TEXT", "BYTES", [-1])], [("OUT", "INT64", [2, 2])],
-        max_batch_size=8, dynamic_batching={"max_queue_delay_microseconds": 500, "preferred_batch_size": [4]},
-        instances=2, parameters={"k": "v"},
+        "m",
+        "python",
+        [("IN", "FP32", [4]), ("TEXT", "BYTES", [-1])],
+        [("OUT", "INT64", [2, 2])],
+        max_batch_size=8,
+        dynamic_batching={"max_queue_delay_microseconds": 500, "preferred_batch_size": [4]},
+        instances=2,
+        parameters={"k": "v"},
     )
     path = repo.write_config(cfg)
     assert path == tmp_path.resolve() / "m" / "config.pbtxt"
@@ -100,10 +105,7 @@ def test_each_write_moves_the_whole_second_stamp(tmp_path):
 def test_model_source_from_class_defined_in_a_cell():
     # IPython keeps cell sources in linecache under a made-up file name; emulate that.
     cell = (
-        "import math\n\n"
-        "class Doubler:\n"
-        "    def execute(self, requests):\n"
-        "        return [math.pi for _ in requests]\n"
+        "import math\n\nclass Doubler:\n    def execute(self, requests):\n        return [math.pi for _ in requests]\n"
     )
     filename = "<ipython-input-test-cell>"
     linecache.cache[filename] = (len(cell), None, cell.splitlines(True), filename)

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from labkit.client.request_fit import describe_inputs, describe_sent, mismatches
 
-ADD_SUB = {"max_batch_size": 0, "input": [
-    {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": ["4"]},
-    {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": ["4"]},
-]}
-BATCHING = {"max_batch_size": 8, "input": [{"name": "X", "data_type": "TYPE_STRING", "dims": [-1]},
-                                            {"name": "OPT", "data_type": "TYPE_INT32", "dims": [1], "optional": True}]}
+ADD_SUB = {
+    "max_batch_size": 0,
+    "input": [
+        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": ["4"]},
+        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": ["4"]},
+    ],
+}
+BATCHING = {
+    "max_batch_size": 8,
+    "input": [
+        {"name": "X", "data_type": "TYPE_STRING", "dims": [-1]},
+        {"name": "OPT", "data_type": "TYPE_INT32", "dims": [1], "optional": True},
+    ],
+}
 
 
 def test_a_fitting_request_has_no_mismatch():
@@ -19,11 +27,15 @@ def test_a_fitting_request_has_no_mismatch():
 
 def test_each_kind_of_mismatch_is_named():
     assert mismatches(ADD_SUB, [("INPUT0", "INT32", [4]), ("INPUT1", "FP32", [4])]) == [
-        "INPUT0 is INT32, the model takes FP32"]
+        "INPUT0 is INT32, the model takes FP32"
+    ]
     assert mismatches(ADD_SUB, [("INPUT0", "FP32", [3]), ("INPUT1", "FP32", [4])]) == [
-        "INPUT0 has shape [3], the model takes [4]"]
+        "INPUT0 has shape [3], the model takes [4]"
+    ]
     assert mismatches(ADD_SUB, [("INPUT0", "FP32", [4]), ("INPUTX", "FP32", [4])]) == [
-        "the model has no input 'INPUTX'", "input 'INPUT1' is missing"]
+        "the model has no input 'INPUTX'",
+        "input 'INPUT1' is missing",
+    ]
     assert mismatches(BATCHING, [("X", "BYTES", [9, 2])]) == ["X carries a batch of 9, more than max_batch_size 8"]
     assert mismatches(BATCHING, [("X", "BYTES", [])]) == ["X has shape [], the model takes [batch] + [-1]"]
 

@@ -35,9 +35,17 @@ def test_bench_refuses_a_participant_count_that_is_not_a_number():
 
 
 def test_the_report_gives_percentiles_per_check_and_says_what_is_missing():
-    result = RoomBench(participants=3, up_s=12.0, all_ready_s=9.5, ready_s={"p01": 5.0, "p02": 7.0, "p03": 9.5},
-                       lab_memory_idle=150 * 2**20, lab_memory_triton=400 * 2**20, triton_start_s=2.5,
-                       checks={"01_python_backend.ipynb": [10.0, 20.0, 30.0]}, checks_missing=1)
+    result = RoomBench(
+        participants=3,
+        up_s=12.0,
+        all_ready_s=9.5,
+        ready_s={"p01": 5.0, "p02": 7.0, "p03": 9.5},
+        lab_memory_idle=150 * 2**20,
+        lab_memory_triton=400 * 2**20,
+        triton_start_s=2.5,
+        checks={"01_python_backend.ipynb": [10.0, 20.0, 30.0]},
+        checks_missing=1,
+    )
     text = report(result)
     assert "150 MiB" in text and "400 MiB" in text
     assert "check 01_python_backend.ipynb: save -> verdict 20.0 s / 29.0 s (n=3)" in text

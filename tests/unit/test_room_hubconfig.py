@@ -15,8 +15,14 @@ from labkit.room.hubconfig import SECRET_ENV, WORK, Plumbing, render_config
 from labkit.room.lifecycle import read_participants
 from labkit.room.settings import ROOM_LABEL, RoomSettings
 
-PLUMBING = Plumbing(hub_ip="172.30.0.1", hub_port=41001, proxy_api_port=41002, board_port=41003,
-                    proxy_command=("/opt/chp/bin/configurable-http-proxy",), python="/env/bin/python")
+PLUMBING = Plumbing(
+    hub_ip="172.30.0.1",
+    hub_port=41001,
+    proxy_api_port=41002,
+    board_port=41003,
+    proxy_command=("/opt/chp/bin/configurable-http-proxy",),
+    python="/env/bin/python",
+)
 SECRETS = {name: f"secret-{key}-value" for key, name in SECRET_ENV.items()}
 
 
@@ -26,8 +32,10 @@ def _load(text: str, monkeypatch: pytest.MonkeyPatch, site: list[str] | None = N
         monkeypatch.setenv(name, value)
     c = Config()
     loaded = site if site is not None else []
-    exec(compile(text, "jupyterhub_config.py", "exec"),
-         {"get_config": lambda: c, "load_subconfig": loaded.append, "__name__": "__main__"})
+    exec(
+        compile(text, "jupyterhub_config.py", "exec"),
+        {"get_config": lambda: c, "load_subconfig": loaded.append, "__name__": "__main__"},
+    )
     return c
 
 
@@ -42,8 +50,9 @@ def test_same_settings_same_text_and_no_secret_in_it(tmp_path):
 
 
 def test_limits_labels_names_network_volumes(tmp_path, monkeypatch):
-    settings = RoomSettings(directory=tmp_path / "room", participants=("ada", "bob"), cpu=1.5, memory="3G",
-                            shm_size="256M", port=18123)
+    settings = RoomSettings(
+        directory=tmp_path / "room", participants=("ada", "bob"), cpu=1.5, memory="3G", shm_size="256M", port=18123
+    )
     c = _load(render_config(settings, PLUMBING), monkeypatch)
     spawner = c.DockerSpawner
     assert (spawner.cpu_limit, spawner.mem_limit) == (1.5, "3G")
@@ -65,8 +74,13 @@ def test_services_and_roles(tmp_path, monkeypatch):
     settings = RoomSettings(directory=tmp_path / "room", cull_idle_s=900)
     c = _load(render_config(settings, PLUMBING), monkeypatch)
     services = {s["name"]: s for s in c.JupyterHub.services}
-    assert services["board"]["command"] == ["/env/bin/python", "-m", "labkit.room.board", "--room-dir",
-                                            str(settings.directory.absolute())]
+    assert services["board"]["command"] == [
+        "/env/bin/python",
+        "-m",
+        "labkit.room.board",
+        "--room-dir",
+        str(settings.directory.absolute()),
+    ]
     assert services["board"]["url"] == "http://127.0.0.1:41003"
     monkeypatch.setenv("DOCKER_HOST", "unix:///tmp/other.sock")
     again = {s["name"]: s for s in _load(render_config(settings, PLUMBING), monkeypatch).JupyterHub.services}
@@ -117,10 +131,32 @@ def test_participants_file(tmp_path):
 def test_command_line_options():
     parser = argparse.ArgumentParser()
     room_cli.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["room", "up", "--participants", "4", "--cpu", "0.5", "--memory", "1g",
-                              "--cull-idle-s", "60", "--port", "9000", "--dir", "r"])
-    assert (args.participants, args.cpu, args.memory, args.cull_idle_s, args.port, Path(args.dir)) == \
-        (4, 0.5, "1G", 60, 9000, Path("r"))
+    args = parser.parse_args(
+        [
+            "room",
+            "up",
+            "--participants",
+            "4",
+            "--cpu",
+            "0.5",
+            "--memory",
+            "1g",
+            "--cull-idle-s",
+            "60",
+            "--port",
+            "9000",
+            "--dir",
+            "r",
+        ]
+    )
+    assert (args.participants, args.cpu, args.memory, args.cull_idle_s, args.port, Path(args.dir)) == (
+        4,
+        0.5,
+        "1G",
+        60,
+        9000,
+        Path("r"),
+    )
     with pytest.raises(SystemExit):
         parser.parse_args(["room", "up", "--memory", "lots"])
     with pytest.raises(SystemExit):

@@ -42,12 +42,28 @@ def _errors(validator, values: dict) -> list[str]:
     return sorted("/".join(map(str, e.absolute_path)) or "(root)" for e in validator.iter_errors(values))
 
 
-@pytest.mark.parametrize("settings, credentials, site", [
-    (RoomSettings(), CREDS, ""),
-    (RoomSettings(participants=RoomSettings.numbered(120), cpu=2, memory="3.5G", cull_idle_s=0,
-                  image="registry.example.org:5000/labkit/lab:23.12-cpu"), CREDS, ""),
-    (RoomSettings(), None, "c.JupyterHub.authenticator_class = 'github'\nc.GitHubOAuthenticator.allowed_organizations = ['ours']\n"),
-])
+@pytest.mark.parametrize(
+    "settings, credentials, site",
+    [
+        (RoomSettings(), CREDS, ""),
+        (
+            RoomSettings(
+                participants=RoomSettings.numbered(120),
+                cpu=2,
+                memory="3.5G",
+                cull_idle_s=0,
+                image="registry.example.org:5000/labkit/lab:23.12-cpu",
+            ),
+            CREDS,
+            "",
+        ),
+        (
+            RoomSettings(),
+            None,
+            "c.JupyterHub.authenticator_class = 'github'\nc.GitHubOAuthenticator.allowed_organizations = ['ours']\n",
+        ),
+    ],
+)
 def test_rendered_values_pass_the_charts_schema(validator, settings, credentials, site):
     values = k8s.values(settings, credentials, site_config=site)
     assert _errors(validator, values) == []
@@ -62,13 +78,18 @@ def test_the_schema_check_sees_what_the_chart_refuses(validator):
     broken["singleuser"]["memory"]["limt"] = "2G"  # and knows no such key
     broken["cull"]["timeout"] = 3600.5
     broken["singleuser"]["storage"]["extraVolumes"] = "shm"
-    assert _errors(validator, broken) == ["cull/timeout", "singleuser/cpu/limit", "singleuser/memory",
-                                          "singleuser/storage/extraVolumes"]
+    assert _errors(validator, broken) == [
+        "cull/timeout",
+        "singleuser/cpu/limit",
+        "singleuser/memory",
+        "singleuser/storage/extraVolumes",
+    ]
 
 
 def test_values_carry_the_rooms_settings():
-    settings = RoomSettings(participants=("ana", "bo"), cpu=1.5, memory="3G", cull_idle_s=1800, teacher="kim",
-                            shm_size="1G")
+    settings = RoomSettings(
+        participants=("ana", "bo"), cpu=1.5, memory="3G", cull_idle_s=1800, teacher="kim", shm_size="1G"
+    )
     values = k8s.values(settings, CREDS)
     user = values["singleuser"]
     assert user["image"] == {"name": "labkit/lab", "tag": "23.12-cpu-hub5.5", "pullPolicy": "IfNotPresent"}
@@ -80,8 +101,15 @@ def test_values_carry_the_rooms_settings():
     hub = values["hub"]
     assert hub["config"]["Authenticator"] == {"allowed_users": ["ana", "bo", "kim"], "admin_users": ["kim"]}
     # the board's parts (tests/unit/test_room_k8s_board.py), no site config
-    assert set(hub) == {"config", "services", "loadRoles", "service", "networkPolicy", "extraContainers",
-                         "extraConfig"}  # extraConfig: the teacher lands on the board (10-labkit-teacher.py)
+    assert set(hub) == {
+        "config",
+        "services",
+        "loadRoles",
+        "service",
+        "networkPolicy",
+        "extraContainers",
+        "extraConfig",
+    }  # extraConfig: the teacher lands on the board (10-labkit-teacher.py)
     assert k8s.values(settings.with_(cull_idle_s=0), CREDS)["cull"]["enabled"] is False
 
 
@@ -92,22 +120,25 @@ def test_a_site_authenticator_replaces_the_shared_password():
     assert "90-site.py: |" in k8s.dump(values)  # a block scalar, readable in the file
 
 
-@pytest.mark.parametrize("changes, setting", [
-    ({"memory": "2Gi"}, "memory"),  # Kubernetes' spelling: KubeSpawner refuses it at every spawn
-    ({"memory": "2GB"}, "memory"),
-    ({"memory": "G"}, "memory"),
-    ({"memory": "-1G"}, "memory"),
-    ({"memory": 2}, "memory"),
-    ({"shm_size": "512Mi"}, "shm_size"),
-    ({"cpu": 0}, "cpu"),
-    ({"cpu": "2"}, "cpu"),
-    ({"cpu": True}, "cpu"),
-    ({"cull_idle_s": -1}, "cull_idle_s"),
-    ({"cull_idle_s": 60.5}, "cull_idle_s"),
-    ({"participants": ()}, "participants"),
-    ({"participants": ("p01", "teacher")}, "participants"),
-    ({"image": "labkit/lab@sha256:" + "0" * 64}, "image"),
-])
+@pytest.mark.parametrize(
+    "changes, setting",
+    [
+        ({"memory": "2Gi"}, "memory"),  # Kubernetes' spelling: KubeSpawner refuses it at every spawn
+        ({"memory": "2GB"}, "memory"),
+        ({"memory": "G"}, "memory"),
+        ({"memory": "-1G"}, "memory"),
+        ({"memory": 2}, "memory"),
+        ({"shm_size": "512Mi"}, "shm_size"),
+        ({"cpu": 0}, "cpu"),
+        ({"cpu": "2"}, "cpu"),
+        ({"cpu": True}, "cpu"),
+        ({"cull_idle_s": -1}, "cull_idle_s"),
+        ({"cull_idle_s": 60.5}, "cull_idle_s"),
+        ({"participants": ()}, "participants"),
+        ({"participants": ("p01", "teacher")}, "participants"),
+        ({"image": "labkit/lab@sha256:" + "0" * 64}, "image"),
+    ],
+)
 def test_settings_the_chart_would_refuse_are_refused_before_rendering(changes, setting):
     with pytest.raises(labkit.errors.RoomSettingsError) as info:
         k8s.values(RoomSettings().with_(**changes), CREDS)
@@ -143,11 +174,14 @@ def test_generated_passwords_satisfy_jupyterhubs_shared_password_authenticator()
     assert auth.user_password != auth.admin_password
 
 
-@pytest.mark.parametrize("image, expected", [
-    ("labkit/lab:23.12-cpu", ("labkit/lab", "23.12-cpu-hub5.5")),
-    ("labkit/lab:23.12-cpu-hub5.5", ("labkit/lab", "23.12-cpu-hub5.5")),
-    ("registry.example.org:5000/labkit/lab", ("registry.example.org:5000/labkit/lab", "latest-hub5.5")),
-])
+@pytest.mark.parametrize(
+    "image, expected",
+    [
+        ("labkit/lab:23.12-cpu", ("labkit/lab", "23.12-cpu-hub5.5")),
+        ("labkit/lab:23.12-cpu-hub5.5", ("labkit/lab", "23.12-cpu-hub5.5")),
+        ("registry.example.org:5000/labkit/lab", ("registry.example.org:5000/labkit/lab", "latest-hub5.5")),
+    ],
+)
 def test_the_chart_gets_the_lab_image_built_for_its_jupyterhub(image, expected):
     assert k8s.chart_image(image) == expected
 

@@ -40,10 +40,16 @@ def test_the_board_gets_the_charts_token_and_only_its_scopes():
     hub = _hub()
     env = {e["name"]: e for e in hub["extraContainers"][0]["env"]}
     # z2jh's jupyterhub_config.py reads a service's token from its Secret `hub` under this key
-    assert env["JUPYTERHUB_API_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hub", "key": "hub.services.board.apiToken"}
+    assert env["JUPYTERHUB_API_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+        "name": "hub",
+        "key": "hub.services.board.apiToken",
+    }
     assert "api_token" not in hub["services"]["board"] and "apiToken" not in hub["services"]["board"]
-    assert hub["loadRoles"]["board"] == {"description": hub["loadRoles"]["board"]["description"],
-                                         "services": ["board"], "scopes": list(BOARD_SCOPES)}
+    assert hub["loadRoles"]["board"] == {
+        "description": hub["loadRoles"]["board"]["description"],
+        "services": ["board"],
+        "scopes": list(BOARD_SCOPES),
+    }
     assert hub["loadRoles"]["teacher"]["users"] == ["tess"]
     assert hub["loadRoles"]["teacher"]["scopes"] == ["access:services!service=board"]
     assert env["JUPYTERHUB_CLIENT_ID"]["value"] == "service-board"  # JupyterHub's default for a service "board"
@@ -80,8 +86,13 @@ def test_write_puts_the_grader_pods_policy_beside_the_values(tmp_path):
     k8s.write(SETTINGS, tmp_path, CREDS)
     policy = yaml.safe_load((tmp_path / k8s.POLICY_FILE).read_text())
     kubernetes_validate.validate(policy, KUBERNETES, strict=True)
-    pod = pods.pod_manifest(Submission("ann", "01_python_backend.ipynb", {}), room_id=SETTINGS.room_id,
-                            image=k8s.grader_image(SETTINGS), limits=Limits(), name=pods.pod_name("ann"))
+    pod = pods.pod_manifest(
+        Submission("ann", "01_python_backend.ipynb", {}),
+        room_id=SETTINGS.room_id,
+        image=k8s.grader_image(SETTINGS),
+        limits=Limits(),
+        name=pods.pod_name("ann"),
+    )
     selected = policy["spec"]["podSelector"]["matchLabels"]
     assert selected and all(pod["metadata"]["labels"].get(k) == v for k, v in selected.items())
     assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}

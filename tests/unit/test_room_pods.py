@@ -29,8 +29,11 @@ LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 def _label_key_ok(key: str) -> bool:
     prefix, _, name = key.rpartition("/")
-    return (not prefix or (len(prefix) <= 253 and bool(DNS_SUBDOMAIN.match(prefix)))) \
-        and len(name) <= 63 and bool(LABEL_NAME.match(name))
+    return (
+        (not prefix or (len(prefix) <= 253 and bool(DNS_SUBDOMAIN.match(prefix))))
+        and len(name) <= 63
+        and bool(LABEL_NAME.match(name))
+    )
 
 
 def _label_value_ok(value: str) -> bool:
@@ -42,8 +45,13 @@ def _submission(user: str = "p01") -> Submission:
 
 
 def _manifest(**changes) -> dict:
-    args = {"room_id": "3fa2c9d1", "image": "registry.example/labkit/grader:23.12-cpu",
-            "limits": Limits(cpu=1.5, memory="2g", timeout_s=300.5), "name": pods.pod_name("p01"), **changes}
+    args = {
+        "room_id": "3fa2c9d1",
+        "image": "registry.example/labkit/grader:23.12-cpu",
+        "limits": Limits(cpu=1.5, memory="2g", timeout_s=300.5),
+        "name": pods.pod_name("p01"),
+        **changes,
+    }
     return pods.pod_manifest(_submission(), **args)
 
 
@@ -122,9 +130,19 @@ def test_pod_names_are_dns_labels_for_any_login(user):
     assert kubernetes_validate.validate(_manifest(name=name), K8S, strict=True) == K8S
 
 
-@pytest.mark.parametrize("docker,quantity", [("2g", "2Gi"), ("512m", "512Mi"), ("2G", "2Gi"), ("1024k", "1024Ki"),
-                                             ("1.5g", "1.5Gi"), ("1t", "1Ti"), ("1073741824", "1073741824"),
-                                             ("4096b", "4096")])
+@pytest.mark.parametrize(
+    "docker,quantity",
+    [
+        ("2g", "2Gi"),
+        ("512m", "512Mi"),
+        ("2G", "2Gi"),
+        ("1024k", "1024Ki"),
+        ("1.5g", "1.5Gi"),
+        ("1t", "1Ti"),
+        ("1073741824", "1073741824"),
+        ("4096b", "4096"),
+    ],
+)
 def test_memory_sizes_become_kubernetes_quantities(docker, quantity):
     assert sandbox.memory_quantity(docker) == quantity
 
@@ -145,6 +163,7 @@ def test_a_cpu_that_is_not_a_positive_number_is_refused(bad):
 
 # A grader pod's status, as the API answers it (`kubectl get pod -o json`), read into a verdict.
 
+
 def _pod(phase: str, state: dict | None = None, **status) -> dict:
     containers = [{"name": "grader", "ready": False, "restartCount": 0, "state": state}] if state else []
     return {"kind": "Pod", "status": {"phase": phase, "containerStatuses": containers, **status}}
@@ -152,8 +171,12 @@ def _pod(phase: str, state: dict | None = None, **status) -> dict:
 
 LIMITS = Limits(memory="2g", timeout_s=60)
 IMAGE = "registry.example/labkit/grader:23.12-cpu"
-RESULT = {"notebook": "01_python_backend.ipynb", "network": ["lo", "eth0"], "error": "",
-          "results": [{"exercise": "01-output2", "passed": True, "problem": "", "hint": "h", "started": True}]}
+RESULT = {
+    "notebook": "01_python_backend.ipynb",
+    "network": ["lo", "eth0"],
+    "error": "",
+    "results": [{"exercise": "01-output2", "passed": True, "problem": "", "hint": "h", "started": True}],
+}
 
 
 def test_a_finished_pods_message_is_the_result():
@@ -161,39 +184,81 @@ def test_a_finished_pods_message_is_the_result():
     assert pods.read_pod(done, LIMITS, IMAGE) == RESULT
 
 
-@pytest.mark.parametrize("pod,kind", [
-    (_pod("Failed", {"terminated": {"exitCode": 137, "reason": "OOMKilled", "message": ""}}), "out-of-memory"),
-    (_pod("Failed", {"terminated": {"exitCode": 137, "reason": "Error", "message": "Running cell 4"}},
-          reason="DeadlineExceeded"), "timeout"),
-    (_pod("Failed", reason="DeadlineExceeded", message="Pod was active on the node longer than the specified "
-          "deadline"), "timeout"),
-    (_pod("Failed", {"terminated": {"exitCode": 1, "reason": "Error", "message": "Traceback (most recent call "
-          "last):\nlabkit.errors.tools.SubmissionError: not a submission"}}), "no-result"),
-    (_pod("Succeeded", {"terminated": {"exitCode": 0, "reason": "Completed", "message": '{"results": [{"exer'}}),
-     "no-result"),
-    (_pod("Succeeded", {"terminated": {"exitCode": 0, "reason": "Completed", "message": "[]"}}), "no-result"),
-    (_pod("Pending", {"waiting": {"reason": "ErrImagePull", "message": "pull access denied"}}), "image"),
-    (_pod("Pending", {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}), "image"),
-    (_pod("Pending", {"waiting": {"reason": "InvalidImageName", "message": "invalid reference format"}}), "image"),
-    (_pod("Failed", reason="Evicted", message="The node was low on resource: memory."), "pod-failed"),
-])
+@pytest.mark.parametrize(
+    "pod,kind",
+    [
+        (_pod("Failed", {"terminated": {"exitCode": 137, "reason": "OOMKilled", "message": ""}}), "out-of-memory"),
+        (
+            _pod(
+                "Failed",
+                {"terminated": {"exitCode": 137, "reason": "Error", "message": "Running cell 4"}},
+                reason="DeadlineExceeded",
+            ),
+            "timeout",
+        ),
+        (
+            _pod(
+                "Failed",
+                reason="DeadlineExceeded",
+                message="Pod was active on the node longer than the specified deadline",
+            ),
+            "timeout",
+        ),
+        (
+            _pod(
+                "Failed",
+                {
+                    "terminated": {
+                        "exitCode": 1,
+                        "reason": "Error",
+                        "message": "Traceback (most recent call "
+                        "last):\nlabkit.errors.tools.SubmissionError: not a submission",
+                    }
+                },
+            ),
+            "no-result",
+        ),
+        (
+            _pod("Succeeded", {"terminated": {"exitCode": 0, "reason": "Completed", "message": '{"results": [{"exer'}}),
+            "no-result",
+        ),
+        (_pod("Succeeded", {"terminated": {"exitCode": 0, "reason": "Completed", "message": "[]"}}), "no-result"),
+        (_pod("Pending", {"waiting": {"reason": "ErrImagePull", "message": "pull access denied"}}), "image"),
+        (_pod("Pending", {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}), "image"),
+        (_pod("Pending", {"waiting": {"reason": "InvalidImageName", "message": "invalid reference format"}}), "image"),
+        (_pod("Failed", reason="Evicted", message="The node was low on resource: memory."), "pod-failed"),
+    ],
+)
 def test_a_pod_that_gives_no_result_says_why(pod, kind):
     stopped = pods.read_pod(pod, LIMITS, IMAGE)
     assert isinstance(stopped, pods.Stopped) and stopped.kind == kind and stopped.why
 
 
-@pytest.mark.parametrize("pod", [
-    {"kind": "Pod", "status": {"phase": "Pending"}},  # just created: no status yet
-    _pod("Pending", conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                 "message": "0/3 nodes are available: 3 Insufficient memory."}]),
-    _pod("Pending", {"waiting": {"reason": "ContainerCreating"}}),
-    _pod("Running", {"running": {"startedAt": "2026-11-25T17:00:00Z"}}),
-])
+@pytest.mark.parametrize(
+    "pod",
+    [
+        {"kind": "Pod", "status": {"phase": "Pending"}},  # just created: no status yet
+        _pod(
+            "Pending",
+            conditions=[
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/3 nodes are available: 3 Insufficient memory.",
+                }
+            ],
+        ),
+        _pod("Pending", {"waiting": {"reason": "ContainerCreating"}}),
+        _pod("Running", {"running": {"startedAt": "2026-11-25T17:00:00Z"}}),
+    ],
+)
 def test_a_pod_on_its_way_is_waited_for(pod):
     assert pods.read_pod(pod, LIMITS, IMAGE) is None
 
 
 # PodGrader where no cluster is: an error verdict the board can show, never a raw exception.
+
 
 @pytest.fixture
 def no_cluster(monkeypatch):
@@ -249,17 +314,27 @@ def test_a_submission_too_large_for_a_pod_is_an_error_verdict(no_cluster):
 
 # The inside half's --result-file: what a termination message can hold.
 
+
 def test_fit_keeps_a_long_result_within_a_termination_message():
     notebook = max({x.notebook for x in REGISTRY.values()}, key=lambda n: len(exercises_of(n)))
-    results = [{"exercise": e, "passed": False, "problem": "Zeile ü " * 2000, "hint": "h" * 9000, "started": True}
-               for e in exercises_of(notebook)]
-    result = {"notebook": notebook + ".ipynb", "network": ["lo"], "error": "é" * 5000, "results": results,
-              "stopped": "cell 3", "skipped": 2}
+    results = [
+        {"exercise": e, "passed": False, "problem": "Zeile ü " * 2000, "hint": "h" * 9000, "started": True}
+        for e in exercises_of(notebook)
+    ]
+    result = {
+        "notebook": notebook + ".ipynb",
+        "network": ["lo"],
+        "error": "é" * 5000,
+        "results": results,
+        "stopped": "cell 3",
+        "skipped": 2,
+    }
     text = fit(result, pods.RESULT_LIMIT)
     assert len(text.encode()) <= pods.RESULT_LIMIT
     back = json.loads(text)
-    assert [(r["exercise"], r["passed"], r["started"]) for r in back["results"]] == \
-        [(r["exercise"], r["passed"], r["started"]) for r in results]
+    assert [(r["exercise"], r["passed"], r["started"]) for r in back["results"]] == [
+        (r["exercise"], r["passed"], r["started"]) for r in results
+    ]
     assert back["notebook"] == result["notebook"] and back["network"] == ["lo"]
     assert back["results"][0]["problem"] and result["results"][0]["problem"].startswith(back["results"][0]["problem"])
 

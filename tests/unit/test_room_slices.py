@@ -19,21 +19,23 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 def _notebook() -> nbformat.NotebookNode:
     code, md = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
-    return nbformat.v4.new_notebook(cells=[
-        md("# Title"),
-        code("lab = start()", metadata={"tags": ["grader-setup"]}),         # 1
-        md("## 1. A lesson"),
-        code("measure(lab)"),                                              # 3
-        code("model_a()", metadata={"tags": ["grader-setup:ex-b"]}),       # 4
-        md("## 2. Your turn"),
-        code("write_config()"),                                            # 6
-        code("cell a", metadata={"tags": ["exercise:ex-a"]}),              # 7
-        code("check('ex-a')"),                                             # 8
-        md("### Another"),
-        code("cell b", metadata={"tags": ["exercise:ex-b"]}),              # 10
-        code("check('ex-b')"),                                             # 11
-        code("plot()"),                                                    # 12
-    ])
+    return nbformat.v4.new_notebook(
+        cells=[
+            md("# Title"),
+            code("lab = start()", metadata={"tags": ["grader-setup"]}),  # 1
+            md("## 1. A lesson"),
+            code("measure(lab)"),  # 3
+            code("model_a()", metadata={"tags": ["grader-setup:ex-b"]}),  # 4
+            md("## 2. Your turn"),
+            code("write_config()"),  # 6
+            code("cell a", metadata={"tags": ["exercise:ex-a"]}),  # 7
+            code("check('ex-a')"),  # 8
+            md("### Another"),
+            code("cell b", metadata={"tags": ["exercise:ex-b"]}),  # 10
+            code("check('ex-b')"),  # 11
+            code("plot()"),  # 12
+        ]
+    )
 
 
 def test_a_slice_holds_the_setup_the_section_before_the_exercise_its_cell_and_its_check():
@@ -41,8 +43,12 @@ def test_a_slice_holds_the_setup_the_section_before_the_exercise_its_cell_and_it
     assert slices.cells_for(nb.cells, ["ex-a"]) == [1, 6, 7, 8]
     assert slices.cells_for(nb.cells, ["ex-b"]) == [1, 4, 10, 11]  # its own setup tag; no lesson cell
     assert slices.cells_for(nb.cells, ["ex-b", "ex-a", "unknown"]) == [1, 4, 6, 7, 8, 10, 11]
-    assert [c.source for c in slices.sliced(nb, ["ex-a"]).cells] == ["lab = start()", "write_config()", "cell a",
-                                                                     "check('ex-a')"]
+    assert [c.source for c in slices.sliced(nb, ["ex-a"]).cells] == [
+        "lab = start()",
+        "write_config()",
+        "cell a",
+        "check('ex-a')",
+    ]
     assert len(nb.cells) == 13  # the notebook itself is not changed
 
 
@@ -59,8 +65,9 @@ def test_every_exercise_of_the_workshop_has_its_check_and_the_setup_in_its_slice
 
 
 def _save(path: Path, cells: dict[str, str]) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s, metadata={"tags": [f"exercise:{e}"]})
-                                         for e, s in cells.items()])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(s, metadata={"tags": [f"exercise:{e}"]}) for e, s in cells.items()]
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
 
@@ -76,8 +83,10 @@ def test_the_scanner_finds_each_saved_notebook_and_reads_only_the_changed_ones(t
     known: dict = {}
     found = scanner.scan(tmp_path, known)
     assert {u: {p: same for p, (_, same) in row.items()} for u, row in found.items()} == {
-        "p01": {"01_python_backend.ipynb": True}, "p02": {"copy/01_python_backend.ipynb": False},
-        "p03": {"02_cpp_backends.ipynb": False}}  # unreadable: judged (and again at its next save)
+        "p01": {"01_python_backend.ipynb": True},
+        "p02": {"copy/01_python_backend.ipynb": False},
+        "p03": {"02_cpp_backends.ipynb": False},
+    }  # unreadable: judged (and again at its next save)
     assert len(known) == 3
     assert scanner.scan(tmp_path, known) == found and len(known) == 3  # nothing changed: nothing read again
 
@@ -88,8 +97,9 @@ def test_the_board_judges_again_only_the_cells_that_changed_since_their_verdict(
     cells = {"01-output2": solved, "01-bad-request": REGISTRY["01-bad-request"].starter()}
     changed = table.changed("p01", cells)
     assert list(changed) == ["01-output2"]  # a starter is never judged
-    table.record("p01", "01_python_backend.ipynb", 1.0,
-                 [RoomVerdict("01-output2", passed=True, digest=changed["01-output2"])])
+    table.record(
+        "p01", "01_python_backend.ipynb", 1.0, [RoomVerdict("01-output2", passed=True, digest=changed["01-output2"])]
+    )
     assert table.changed("p01", cells) == {}
     assert table.changed("p01", {**cells, "01-output2": solved + "\n\n"}) == {}  # the same code, saved again
     assert list(table.changed("p01", {**cells, "01-output2": solved + "# edited"})) == ["01-output2"]

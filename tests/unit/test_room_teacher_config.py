@@ -29,7 +29,10 @@ def test_kubernetes_values_say_the_same():
     compile(extra, "10-labkit-teacher.py", "exec")
     assert "c.JupyterHub.default_url = labkit_landing" in extra
     assert "c.KubeSpawner.pre_spawn_hook = labkit_no_teacher_lab" in extra
-    assert "pre_spawn_hook" not in k8s.values(RoomSettings(teacher_lab=True), creds)["hub"]["extraConfig"]["10-labkit-teacher.py"]
+    assert (
+        "pre_spawn_hook"
+        not in k8s.values(RoomSettings(teacher_lab=True), creds)["hub"]["extraConfig"]["10-labkit-teacher.py"]
+    )
 
 
 def test_room_up_takes_teacher_lab():

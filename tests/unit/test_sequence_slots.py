@@ -9,7 +9,9 @@ from labkit.observe.timelines import Execution, TracedRequest
 
 
 def _execution(start: int, *sequences: str) -> Execution:
-    requests = tuple(TracedRequest(start * 10 + k, 1, start, start, start + 1, start + 1, seq) for k, seq in enumerate(sequences))
+    requests = tuple(
+        TracedRequest(start * 10 + k, 1, start, start, start + 1, start + 1, seq) for k, seq in enumerate(sequences)
+    )
     return Execution(0, start, start + 1, requests)
 
 

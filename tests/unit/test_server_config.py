@@ -26,13 +26,24 @@ def test_triton_command_line_from_one_options_object():
     config = ServerConfig(shm_prefix="labkit_1_1_")
     line = argv(config, TritonPlace("/repo", "/backends", "127.0.0.1", 1, 2, 3), "/bin/tritonserver")
     assert line[0] == "/bin/tritonserver"
-    for option in ("--model-repository=/repo", "--backend-directory=/backends", "--model-control-mode=explicit",
-                   "--disable-auto-complete-config", "--http-address=127.0.0.1", "--grpc-port=2",
-                   "--metrics-port=3", "--backend-config=python,shm-region-prefix-name=labkit_1_1_",
-                   "--allow-gpu-metrics=false", "--exit-timeout-secs=5", "--strict-readiness=true"):
+    for option in (
+        "--model-repository=/repo",
+        "--backend-directory=/backends",
+        "--model-control-mode=explicit",
+        "--disable-auto-complete-config",
+        "--http-address=127.0.0.1",
+        "--grpc-port=2",
+        "--metrics-port=3",
+        "--backend-config=python,shm-region-prefix-name=labkit_1_1_",
+        "--allow-gpu-metrics=false",
+        "--exit-timeout-secs=5",
+        "--strict-readiness=true",
+    ):
         assert option in line
-    full = argv(ServerConfig(shm_prefix="p_", auto_complete=True, log_verbose=2, extra_args=["--x=1"]),
-                TritonPlace("/r", "/b", "0.0.0.0", 8000, 8001, 8002, gpu_metrics=True))
+    full = argv(
+        ServerConfig(shm_prefix="p_", auto_complete=True, log_verbose=2, extra_args=["--x=1"]),
+        TritonPlace("/r", "/b", "0.0.0.0", 8000, 8001, 8002, gpu_metrics=True),
+    )
     assert "--disable-auto-complete-config" not in full and "--allow-gpu-metrics=true" in full
     assert full[-1] == "--x=1" and "--log-verbose=2" in full and full[0] == "tritonserver"
 
@@ -62,9 +73,15 @@ def test_options_split_between_config_and_runtime():
 def test_endpoints():
     where = Endpoints("127.0.0.1", 8000, 8001, 8002)
     assert (where.http_url, where.grpc_url, where.metrics_url) == (
-        "127.0.0.1:8000", "127.0.0.1:8001", "http://127.0.0.1:8002/metrics")
-    assert where.urls() == {"http": "http://127.0.0.1:8000", "grpc": "grpc://127.0.0.1:8001",
-                            "metrics": "http://127.0.0.1:8002/metrics"}
+        "127.0.0.1:8000",
+        "127.0.0.1:8001",
+        "http://127.0.0.1:8002/metrics",
+    )
+    assert where.urls() == {
+        "http": "http://127.0.0.1:8000",
+        "grpc": "grpc://127.0.0.1:8001",
+        "metrics": "http://127.0.0.1:8002/metrics",
+    }
 
 
 def test_wait_until_returns_the_first_true_value_or_names_what_it_waited_for():
@@ -110,19 +127,29 @@ def test_ports_claimed_fixed_ones_kept_free_ones_picked_and_a_taken_one_refused(
 
 def test_serve_asks_for_tritons_ports_unless_any_ports():
     def options(*argv):
-        args = argparse.Namespace(http_port=None, grpc_port=None, metrics_port=None, any_ports=False,
-                                  backend_directory=None)
+        args = argparse.Namespace(
+            http_port=None, grpc_port=None, metrics_port=None, any_ports=False, backend_directory=None
+        )
         for key, value in zip(argv[::2], argv[1::2]):
             setattr(args, key, value)
         return cli._serve_options(args, [])
 
-    assert options() == {"http_port": 8000, "grpc_port": 8001, "metrics_port": 8002, "auto_complete": False,
-                         "backend_directory": None}
+    assert options() == {
+        "http_port": 8000,
+        "grpc_port": 8001,
+        "metrics_port": 8002,
+        "auto_complete": False,
+        "backend_directory": None,
+    }
     assert [options("any_ports", True)[k] for k in ("http_port", "grpc_port", "metrics_port")] == [0, 0, 0]
     chosen = options("any_ports", True, "grpc_port", 9001, "backend_directory", "/b")
     assert (chosen["http_port"], chosen["grpc_port"], chosen["backend_directory"]) == (0, 9001, "/b")
-    assert cli._serve_options(argparse.Namespace(http_port=1, grpc_port=2, metrics_port=3, any_ports=False,
-                                                 backend_directory=None), ["m"])["auto_complete"] is True
+    assert (
+        cli._serve_options(
+            argparse.Namespace(http_port=1, grpc_port=2, metrics_port=3, any_ports=False, backend_directory=None), ["m"]
+        )["auto_complete"]
+        is True
+    )
     with pytest.raises(labkit.LabkitError):
         options("http_port", 8001)  # the same as the grpc default
 

@@ -8,12 +8,26 @@ from labkit.observe.stats import ModelStats, _add, metric, parse_metrics
 
 
 def _payload(model: str, inference: int, execution: int, success: int, queue_ns: int, batches: dict[int, int]) -> dict:
-    return {"model_stats": [{
-        "name": model, "version": "1", "inference_count": inference, "execution_count": execution,
-        "inference_stats": {"success": {"count": success}, "fail": {"count": 0}, "queue": {"ns": queue_ns},
-                            "compute_input": {"ns": 0}, "compute_infer": {"ns": 2 * queue_ns}, "compute_output": {"ns": 0}},
-        "batch_stats": [{"batch_size": s, "compute_infer": {"count": n}} for s, n in batches.items()],
-    }, {"name": "other", "inference_count": 99, "execution_count": 99}]}
+    return {
+        "model_stats": [
+            {
+                "name": model,
+                "version": "1",
+                "inference_count": inference,
+                "execution_count": execution,
+                "inference_stats": {
+                    "success": {"count": success},
+                    "fail": {"count": 0},
+                    "queue": {"ns": queue_ns},
+                    "compute_input": {"ns": 0},
+                    "compute_infer": {"ns": 2 * queue_ns},
+                    "compute_output": {"ns": 0},
+                },
+                "batch_stats": [{"batch_size": s, "compute_infer": {"count": n}} for s, n in batches.items()],
+            },
+            {"name": "other", "inference_count": 99, "execution_count": 99},
+        ]
+    }
 
 
 def test_from_triton_reads_only_its_model():

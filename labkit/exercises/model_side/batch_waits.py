@@ -26,7 +26,9 @@ class TritonPythonModel:
             a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
             b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
             waited.append(started - (float(a[0, 0]) + float(a[0, 1])))
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
+            responses.append(
+                pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)])
+            )
         self.report.write(json.dumps({"requests": len(requests), "waited_ms": max(waited) * 1e3}) + "\n")
         return responses
 

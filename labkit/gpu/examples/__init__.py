@@ -15,8 +15,10 @@ DLPACK_ADD_SUB = FOLDER / "dlpack_add_sub.py"  # a Python model computing with c
 #: The config parameter that lets a Python model on KIND_GPU get its inputs where Triton holds them.
 GPU_INPUTS = {"FORCE_CPU_ONLY_INPUT_TENSORS": "no"}
 #: add_sub's tensors: two FP32 [4] inputs, their sum and difference.
-SPECS = dict(inputs=[("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])],
-             outputs=[("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4])])
+SPECS = dict(
+    inputs=[("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])],
+    outputs=[("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4])],
+)
 
 
 def cuda_add_sub_config(name: str = "cuda_add_sub", gpus: Sequence[int] = (0,)) -> ModelConfig:

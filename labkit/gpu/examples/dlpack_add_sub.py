@@ -17,8 +17,12 @@ class TritonPythonModel:
         for request in requests:
             a = _on_gpu(pb_utils.get_input_tensor_by_name(request, "INPUT0"))
             b = _on_gpu(pb_utils.get_input_tensor_by_name(request, "INPUT1"))
-            responses.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor.from_dlpack("OUTPUT0", (a + b).toDlpack()),
-                pb_utils.Tensor.from_dlpack("OUTPUT1", (a - b).toDlpack()),
-            ]))
+            responses.append(
+                pb_utils.InferenceResponse(
+                    output_tensors=[
+                        pb_utils.Tensor.from_dlpack("OUTPUT0", (a + b).toDlpack()),
+                        pb_utils.Tensor.from_dlpack("OUTPUT1", (a - b).toDlpack()),
+                    ]
+                )
+            )
         return responses

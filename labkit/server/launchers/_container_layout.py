@@ -77,13 +77,17 @@ class ContainerLayout:
 
     def shared_folders(self) -> list[tuple[Path, str]]:
         """The host folders Triton reads and writes, each with its path in the container."""
-        return [(self.workspace.repository.root, self.container_repository),
-                (self.workspace.backend_dir, self.container_backends), (self.build_root, container_path(self.build_root, BUILDS)), self.trace_folder()]
+        return [
+            (self.workspace.repository.root, self.container_repository),
+            (self.workspace.backend_dir, self.container_backends),
+            (self.build_root, container_path(self.build_root, BUILDS)),
+            self.trace_folder(),
+        ]
 
     def host_path(self, path: str) -> str:
         for host, inside in self.shared_folders():
             if path == inside or path.startswith(inside + "/"):
-                return str(host) + path[len(inside):]
+                return str(host) + path[len(inside) :]
         return path
 
     def mounts(self, volumes: dict[Path, str]) -> list[Mount]:
@@ -102,7 +106,8 @@ class ContainerLayout:
                 raise SetupError(
                     f"Cannot mount {host} into the container: it does not exist. Create it (or fix the path) "
                     f"first; labkit does not let Docker create it as an empty folder.",
-                    missing=str(host), reason="mount source does not exist",
+                    missing=str(host),
+                    reason="mount source does not exist",
                 )
             mounts.append(Mount(target=target, source=str(host), type="bind", read_only=read_only))
         return mounts
@@ -117,8 +122,10 @@ class ContainerLayout:
         if python.is_dir():  # what an earlier run (embedded, or another image) put there is replaced
             known = stubs.OWN_NAMES | {"libtriton_python.so", "__pycache__"}
             if {p.name for p in python.iterdir()} - known:
-                raise SetupError(f"{python} holds files other than Triton's Python backend and labkit's; move "
-                                 f"them, the container links the image's Python backend there.")
+                raise SetupError(
+                    f"{python} holds files other than Triton's Python backend and labkit's; move "
+                    f"them, the container links the image's Python backend there."
+                )
             for entry in python.iterdir():
                 if entry.name not in stubs.OWN_NAMES or entry.name == stubs.TRITON_DIR:
                     shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()

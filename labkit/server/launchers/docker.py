@@ -56,21 +56,20 @@ CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
 _DOCKER_ERRORS = (docker.errors.APIError, requests.exceptions.RequestException)
 
 
-
 class DockerRuntime(RuntimeDefaults):
     """Triton 23.12 in a container. Options:
 
-        image: any Triton 23.12 image; default NGC's ``nvcr.io/nvidia/tritonserver:23.12-py3``. Offline,
-            use ``labkit/tritonserver:23.12-cpu`` (``labkit image build`` builds it).
-        gpus: ``"auto"`` requests all GPUs when the engine has a GPU runtime (nvidia), ``True`` requires
-            them (SetupError if the engine has none), ``False`` never requests them.
-        pull: pull a missing image (with a progress line); False raises SetupError instead.
-        shm_size, memlock, stack: ``--shm-size`` and ``--ulimit`` values as NVIDIA recommends for Triton.
-        volumes: extra bind mounts ``{host_path: container_path}`` (append ``:ro`` to the container path
-            for read-only). A host path that does not exist raises SetupError; nothing is created.
-        environment: extra environment variables for Triton (and the Python stubs).
-        user: ``uid:gid`` to run as; default the host user when not root, so files written into the
-            mounted folders stay yours.
+    image: any Triton 23.12 image; default NGC's ``nvcr.io/nvidia/tritonserver:23.12-py3``. Offline,
+        use ``labkit/tritonserver:23.12-cpu`` (``labkit image build`` builds it).
+    gpus: ``"auto"`` requests all GPUs when the engine has a GPU runtime (nvidia), ``True`` requires
+        them (SetupError if the engine has none), ``False`` never requests them.
+    pull: pull a missing image (with a progress line); False raises SetupError instead.
+    shm_size, memlock, stack: ``--shm-size`` and ``--ulimit`` values as NVIDIA recommends for Triton.
+    volumes: extra bind mounts ``{host_path: container_path}`` (append ``:ro`` to the container path
+        for read-only). A host path that does not exist raises SetupError; nothing is created.
+    environment: extra environment variables for Triton (and the Python stubs).
+    user: ``uid:gid`` to run as; default the host user when not root, so files written into the
+        mounted folders stay yours.
     """
 
     kind = "docker"
@@ -126,9 +125,12 @@ class DockerRuntime(RuntimeDefaults):
 
     def _argv(self) -> list[str]:
         place = TritonPlace(
-            self.layout.container_repository, self.layout.container_backends,
+            self.layout.container_repository,
+            self.layout.container_backends,
             # Inside the container Triton listens on all interfaces; the host publishes on 127.0.0.1 only.
-            "0.0.0.0", *CONTAINER_PORTS.values(), gpu_metrics=self.uses_gpus,
+            "0.0.0.0",
+            *CONTAINER_PORTS.values(),
+            gpu_metrics=self.uses_gpus,
         )
         return self.layout.command(argv(self._config, place))
 
@@ -146,7 +148,8 @@ class DockerRuntime(RuntimeDefaults):
                 raise SetupError(
                     "gpus=True, but the Docker engine lists no GPU runtime (no 'nvidia' in `docker info` Runtimes). "
                     "Install the NVIDIA Container Toolkit and restart the engine, or use gpus='auto'/False for CPU only.",
-                    missing="GPU runtime", reason="gpus=True",
+                    missing="GPU runtime",
+                    reason="gpus=True",
                 )
             return []
         return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
@@ -199,8 +202,10 @@ class DockerRuntime(RuntimeDefaults):
             except docker.errors.APIError as exc2:
                 raise self._start_error(exc2) from None
             engine.engine_note(engine_id, "memlock_refused", True)
-            self._note("the engine may not raise the memlock limit (no CAP_SYS_RESOURCE); "
-                       "started with its default memlock limit instead of unlimited")
+            self._note(
+                "the engine may not raise the memlock limit (no CAP_SYS_RESOURCE); "
+                "started with its default memlock limit instead of unlimited"
+            )
         endpoints = self._read_ports(config.host)
         self._log_thread = threading.Thread(target=self._pump_logs, name=f"{self._container.name}-logs", daemon=True)
         self._log_thread.start()
@@ -210,8 +215,14 @@ class DockerRuntime(RuntimeDefaults):
         with open(self.workspace.logs.path, "ab") as log:
             log.write(f"labkit: {text}\n".encode())
 
-    def _create_and_start(self, client: docker.DockerClient, mounts: list[Mount], devices: list[DeviceRequest],
-                          labels: dict[str, str], ulimits: dict[str, int]) -> None:
+    def _create_and_start(
+        self,
+        client: docker.DockerClient,
+        mounts: list[Mount],
+        devices: list[DeviceRequest],
+        labels: dict[str, str],
+        ulimits: dict[str, int],
+    ) -> None:
         """Create and start the container; APIError from ``start`` propagates (the container stays for its logs)."""
         name = f"labkit-triton-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         try:
@@ -220,8 +231,10 @@ class DockerRuntime(RuntimeDefaults):
                 command=self._argv(),
                 name=name,
                 labels=labels,
-                ports={f"{port}/tcp": ("127.0.0.1", self._config.ports[key]) if self._config.ports[key] else ("127.0.0.1",)
-                       for key, port in CONTAINER_PORTS.items()},
+                ports={
+                    f"{port}/tcp": ("127.0.0.1", self._config.ports[key]) if self._config.ports[key] else ("127.0.0.1",)
+                    for key, port in CONTAINER_PORTS.items()
+                },
                 mounts=mounts,
                 shm_size=self.shm_size,
                 ulimits=[Ulimit(name=key, soft=value, hard=value) for key, value in ulimits.items()],
@@ -232,8 +245,9 @@ class DockerRuntime(RuntimeDefaults):
                 auto_remove=False,  # a container that fails keeps its logs until labkit has read them
             )
         except docker.errors.APIError as exc:
-            raise ServerStartError(f"Docker could not create the Triton container from {self.image}: "
-                                   f"{exc.explanation or exc}") from None
+            raise ServerStartError(
+                f"Docker could not create the Triton container from {self.image}: {exc.explanation or exc}"
+            ) from None
         self._note(f"container {name} from {self.image}")
         self._container.start()
 
@@ -264,8 +278,11 @@ class DockerRuntime(RuntimeDefaults):
         return Endpoints(host, *(int(ports[key]["HostPort"]) for key in CONTAINER_PORTS))
 
     def _unpublished(self) -> ServerStartError:
-        return ServerStartError(f"The Triton container {self._container.name} exited before its ports were "
-                                f"published (status {self._container.status}).", self._container_logs())
+        return ServerStartError(
+            f"The Triton container {self._container.name} exited before its ports were "
+            f"published (status {self._container.status}).",
+            self._container_logs(),
+        )
 
     def _pump_logs(self) -> None:
         """Copy the container's output into the log file as it comes (ends when the container does)."""
@@ -373,13 +390,18 @@ class DockerRuntime(RuntimeDefaults):
 
     def _exec(self, argv: list[str], workdir: str | None, environment: dict[str, str]) -> tuple[int, str, str]:
         if not self.running():
-            raise ServerNotRunningError("The Triton container is not running; start a server first.", self.workspace.logs.tail(25))
+            raise ServerNotRunningError(
+                "The Triton container is not running; start a server first.", self.workspace.logs.tail(25)
+            )
         try:
-            code, (out, err) = self._container.exec_run(argv, workdir=workdir, demux=True, user=self.user or "",
-                                                        environment=environment)
+            code, (out, err) = self._container.exec_run(
+                argv, workdir=workdir, demux=True, user=self.user or "", environment=environment
+            )
         except _DOCKER_ERRORS as exc:
-            raise EngineError(f"Docker could not run {argv[0]} in the container: {exc}",
-                              status_code=getattr(exc, "status_code", 0) or 0) from None
+            raise EngineError(
+                f"Docker could not run {argv[0]} in the container: {exc}",
+                status_code=getattr(exc, "status_code", 0) or 0,
+            ) from None
         return code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace")
 
     def toolchain(self) -> ContainerToolchain:  # type: ignore[override]
@@ -387,7 +409,11 @@ class DockerRuntime(RuntimeDefaults):
         ``headers="image"`` in a build takes Triton's headers from the image (NGC's /opt/tritonserver/include)."""
         if self._toolchain is None or self._toolchain_run != self.run_id:
             self._toolchain = ContainerToolchain(
-                self._exec, self.build_root, self._container.image.id, self.image, self.environment.get("CXX", "g++"),
+                self._exec,
+                self.build_root,
+                self._container.image.id,
+                self.image,
+                self.environment.get("CXX", "g++"),
             )
             self._toolchain_run = self.run_id
         return self._toolchain

@@ -102,10 +102,18 @@ class EmbeddedRuntime(RuntimeDefaults):
         env = self._environment()
         self._ports = http, grpc, metrics = tuple(claim_ports(config.ports, config.host).values())
         self._shm_prefix, self._host = config.shm_prefix, config.host
-        place = TritonPlace(str(self.workspace.repository.root), str(self.workspace.backend_dir), config.host,
-                            http, grpc, metrics, gpu_metrics=gpu.visible())
-        self._proc = _process.spawn(argv(config, place, str(self.dist.binary)), env, self.workspace.logs.path,
-                                    self.workspace.workdir)
+        place = TritonPlace(
+            str(self.workspace.repository.root),
+            str(self.workspace.backend_dir),
+            config.host,
+            http,
+            grpc,
+            metrics,
+            gpu_metrics=gpu.visible(),
+        )
+        self._proc = _process.spawn(
+            argv(config, place, str(self.dist.binary)), env, self.workspace.logs.path, self.workspace.workdir
+        )
         (self.workspace.workdir / SERVER_FILE).write_text(str(self._proc.pid))
         return Endpoints(config.host, http, grpc, metrics)
 
