@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TRITON_WHEEL := nvidia-pytriton==0.5.0
 
-.PHONY: demo test unit bench serve lab doctor image docker-engine clean
+.PHONY: demo test lint unit bench serve lab doctor image docker-engine clean
 
 # The lab itself: labkit, JupyterLab and the real Triton 23.12.
 $(BIN)/.lab: pyproject.toml
@@ -27,8 +27,13 @@ $(BIN)/.installed: $(BIN)/.lab
 demo: $(BIN)/.lab
 	$(BIN)/labkit demo --json demo.json
 
-test: $(BIN)/.installed
+test: $(BIN)/.installed lint
 	$(BIN)/python -m pytest --nbval
+
+lint: $(BIN)/.installed  # ruff (lint and format) on labkit/ and tests/, mypy on labkit/ (pyproject.toml says how)
+	$(BIN)/ruff check labkit tests
+	$(BIN)/ruff format --check labkit tests
+	$(BIN)/mypy
 
 unit: $(BIN)/.installed  # the millisecond tests of pure functions (tests/unit), no server
 	$(BIN)/python -m pytest tests/unit
