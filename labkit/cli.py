@@ -22,7 +22,7 @@ from .client.transport import Transport
 from .docker import cpu_image
 from .docker.orphans import cleanup
 from .errors import ConfigError, LabkitError, SetupError
-from .native import build_backend, cmake_build, deploy, export_backend
+from .native import Build, build_backend, cmake_build, deploy, export_backend
 from .observe import _perf_dist, benchmark as bench
 from .observe.perf_analyzer import check_steps, perf as sweep_with_perf_analyzer
 from .repository import ModelRepository
@@ -208,6 +208,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _build_backend(args: argparse.Namespace) -> int:
     sources = [Path(p) for p in args.source]
+    build: Build
     if any(cmake_build.is_project(p) for p in sources):  # the repository's own CMake project, as it builds
         if len(sources) > 1 or args.headers:
             raise ConfigError(

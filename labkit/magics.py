@@ -80,7 +80,7 @@ def triton_cpp(line: str, cell: str) -> None:
     models = args.models.split(",") if args.models else None
     # The cell body starts on the editor's line 2 (line 1 is the magic); files keep their own lines.
     paths = [Path(p) for p in args.sources or []]
-    source = [*paths, *([cell] if cell.strip() else [])] if paths else cell
+    source: str | list[str | Path] = [*paths, *([cell] if cell.strip() else [])] if paths else cell
     served = server.cpp_backend(
         args.backend,
         source,

@@ -57,7 +57,7 @@ def test_a_started_cell_that_fails_is_not_yet_and_an_untouched_one_not_started(t
     assert mark.state == progress.NOT_STARTED and mark.hint  # the exercise's own hint, shown on the board
     table.record("p01", "01_python_backend.ipynb", 2.0, [WRONG])
     assert table.mark("p01", "01-bad-request") == progress.Mark(
-        "not yet", WRONG["problem"], WRONG["hint"], table.mark("p01", "01-bad-request").checked
+        "not yet", WRONG.problem, WRONG.hint, table.mark("p01", "01-bad-request").checked
     )
     # a second mistake replaces the first; a later pass clears problem and hint
     table.record("p01", "01_python_backend.ipynb", 3.0, [replace(WRONG, problem="OUTPUT1 is wrong.")])

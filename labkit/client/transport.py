@@ -39,7 +39,7 @@ class HttpClient(httpclient.InferenceServerClient):
         _made_here().add(self)
 
     def close(self) -> None:
-        if vars(self).pop("_open", False):  # one step: two threads closing at once close it once
+        if self.__dict__.pop("_open", False):  # one step: two threads closing at once close it once
             super().close()
 
 

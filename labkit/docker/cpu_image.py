@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker.client
 import docker.errors
 
 import docker
@@ -155,7 +156,7 @@ def recipe_hash(dist: _triton_dist.TritonDist | None = None) -> str:
 # -- the Docker side ------------------------------------------------------------------------------
 
 
-def image_recipe(tag: str = IMAGE, client: docker.DockerClient | None = None) -> str | None:
+def image_recipe(tag: str = IMAGE, client: docker.client.DockerClient | None = None) -> str | None:
     """The ``labkit.recipe`` label of the local image ``tag``, or None when there is no such image."""
     client = client or connect(timeout=900)
     try:
@@ -217,8 +218,8 @@ def _trim(rootfs: Path) -> None:
                     path.unlink()
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
-    for path in _DROP + ("etc/hostname", "etc/resolv.conf"):  # Docker provides the last two at run time
-        (rootfs / path).unlink(missing_ok=True)
+    for name in _DROP + ("etc/hostname", "etc/resolv.conf"):  # Docker provides the last two at run time
+        (rootfs / name).unlink(missing_ok=True)
 
 
 def base_rootfs(progress: bool = True, force: bool = False) -> Path:
@@ -295,13 +296,14 @@ def _tar_stream(rootfs: Path) -> Iterator[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    assert proc.stdout is not None
+    stdout, stderr = proc.stdout, proc.stderr
+    assert stdout is not None and stderr is not None  # both are pipes
     try:
-        yield from iter(lambda: proc.stdout.read(1 << 20), b"")
+        yield from iter(lambda: stdout.read(1 << 20), b"")
     finally:
-        proc.stdout.close()
+        stdout.close()
         if proc.wait() != 0:
-            raise SetupError(f"tar of {rootfs} failed: {proc.stderr.read().decode(errors='replace')[-800:]}")
+            raise SetupError(f"tar of {rootfs} failed: {stderr.read().decode(errors='replace')[-800:]}")
 
 
 def _changes(recipe: str, dist: _triton_dist.TritonDist) -> list[str]:

@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Iterator
 
+import docker.client
 import docker.errors
 import requests.exceptions
 
@@ -26,7 +27,7 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and everything behind it: causes, contexts, and exceptions carried as arguments
     (urllib3 wraps the OSError that says what really happened)."""
     seen: set[int] = set()
-    todo = [exc]
+    todo: list[BaseException | None] = [exc]  # a cause or context may be None
     while todo:
         item = todo.pop()
         if item is None or id(item) in seen:
@@ -44,14 +45,14 @@ def _why(exc: BaseException) -> type[OSError] | None:
     return None
 
 
-def connect(timeout: int | None = 60) -> docker.DockerClient:
+def connect(timeout: int | None = 60) -> docker.client.DockerClient:
     """A docker-py client for the engine in the environment (DOCKER_HOST or the default socket).
 
     Raises SetupError, saying how to start an engine, when none answers.
     """
     where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
-        client = docker.from_env(timeout=timeout)
+        client = docker.client.from_env(timeout=timeout)
         client.ping()
         return client
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
@@ -63,7 +64,11 @@ def connect(timeout: int | None = 60) -> docker.DockerClient:
                 missing="Docker engine",
                 reason="permission denied",
             ) from None
-        reason = {FileNotFoundError: "no socket there", ConnectionRefusedError: "connection refused"}.get(why, str(exc))
+        reasons: dict[type[OSError] | None, str] = {
+            FileNotFoundError: "no socket there",
+            ConnectionRefusedError: "connection refused",
+        }
+        reason = reasons.get(why, str(exc))
         raise SetupError(
             f"No Docker engine is reachable at {where} ({reason}). {HOW_TO_START}",
             missing="Docker engine",
@@ -83,7 +88,7 @@ def engine_status() -> tuple[bool, str]:
         client.close()
 
 
-def gpu_runtime(client: docker.DockerClient) -> str | None:
+def gpu_runtime(client: docker.client.DockerClient) -> str | None:
     """The engine's GPU-capable runtime (e.g. ``nvidia``), or None when it lists none."""
     runtimes = client.info().get("Runtimes") or {}
     return next((name for name in runtimes if "nvidia" in name.lower()), None)

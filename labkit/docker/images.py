@@ -6,7 +6,9 @@ import sys
 import time
 from typing import Any
 
+import docker.client
 import docker.errors
+import docker.utils
 
 import docker
 
@@ -59,7 +61,7 @@ class _PullProgress:
             print(f"\rpulling {self.image}: {'done' if ok else 'failed'}{' ' * 40}", file=sys.stderr, flush=True)
 
 
-def pull_image(image: str, client: docker.DockerClient, progress: bool = True) -> None:
+def pull_image(image: str, client: docker.client.DockerClient, progress: bool = True) -> None:
     """Pull ``image`` with a progress line; a failure raises SetupError saying why and what else to do."""
     repository, tag = docker.utils.parse_repository_tag(image)
     bar = _PullProgress(image, progress)
@@ -85,7 +87,7 @@ def pull_image(image: str, client: docker.DockerClient, progress: bool = True) -
     bar.finish(True)
 
 
-def local_image(image: str, client: docker.DockerClient, *, pull: bool = True, progress: bool = True) -> Any:
+def local_image(image: str, client: docker.client.DockerClient, *, pull: bool = True, progress: bool = True) -> Any:
     """The engine's copy of ``image``, pulled first if it is missing (when ``pull``)."""
     try:
         return client.images.get(image)

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import docker.client
 import docker.errors
 
 import docker
@@ -40,14 +41,14 @@ def owner_dead(labels: dict[str, str]) -> bool:
     return Owner(host, int(pid_text), labels.get(LABEL_OWNER_START, UNKNOWN)).dead()
 
 
-def leftovers(all: bool = False, client: docker.DockerClient | None = None) -> list[Any]:
+def leftovers(all: bool = False, client: docker.client.DockerClient | None = None) -> list[Any]:
     """labkit's containers whose owner process is dead (with ``all``: every labkit container)."""
     client = client or connect()
     found = client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"})
     return [c for c in found if all or owner_dead(c.labels)]
 
 
-def cleanup(all: bool = False, *, client: docker.DockerClient | None = None) -> list[str]:
+def cleanup(all: bool = False, *, client: docker.client.DockerClient | None = None) -> list[str]:
     """Remove labkit's leftover containers; returns their names.
 
     By default only containers whose owner process (a kernel, a script) is dead on this host; with

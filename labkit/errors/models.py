@@ -48,7 +48,7 @@ class ConfigError(RepositoryError):
         message: str,
         *,
         field: str = "",
-        value: str = "",
+        value: object = "",
         valid: Sequence[str] = (),
         lacks: Sequence[str] = (),
         source: str = "",

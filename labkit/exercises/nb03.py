@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import SupportsInt, cast
 
 import numpy as np
 
@@ -79,9 +80,11 @@ def _whole_microseconds(value: object) -> int:
         raise NotYet(f"delay_us is {value!r}, a truth value; give a number of microseconds, e.g. 2000.")
     if not isinstance(value, numbers.Real):
         raise NotYet(f"delay_us must be a number of microseconds, not {type(value).__name__} {value!r}.")
-    if not math.isfinite(float(value)) or float(value) != int(value):
+    # typeshed's numbers.Real lacks __int__; every concrete Real (int, float, Fraction, numpy scalars) has it
+    number = cast(SupportsInt, value)
+    if not math.isfinite(float(value)) or float(value) != int(number):
         raise NotYet(f"delay_us is {value!r}; Triton takes a whole number of microseconds.")
-    whole = int(value)
+    whole = int(number)
     if whole < 0:
         raise NotYet(f"delay_us is {whole}; a delay cannot be negative.")
     return whole

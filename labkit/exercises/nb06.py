@@ -20,7 +20,7 @@ BACKEND = "scaler"
 #: Scales a model may have (as written in its config), and the parameters of models that must not load,
 #: with the value the error should name (None: there is none).
 VALID = ("2.5", "-4", "1e-3")
-INVALID = (
+INVALID: tuple[tuple[dict[str, str], str | None], ...] = (
     ({"scale": "three"}, "three"),
     ({}, None),
     ({"scale": "nan"}, "nan"),
@@ -41,7 +41,7 @@ def _raised(reason: str) -> str:
     return text.split("\n\nAt:", 1)[0].strip()
 
 
-def _load(server: TritonServer, name: str, params: dict) -> str | None:
+def _load(server: TritonServer, name: str, params: dict[str, str]) -> str | None:
     """Write a model of the shared backend with ``params`` and load it; None when it loads, else what its
     initialize() raised."""
     server.repository.write_config(model_config(name, BACKEND, **_tensors(), parameters=params))
@@ -121,7 +121,9 @@ def offset(server: TritonServer) -> None:
     answers = {}
     for name, params in (("offset_check_a", {"scale": 2.5, "offset": -4}), ("offset_check_b", {"scale": 4})):
         with owned_model(server, name):
-            server.repository.write_config(model_config(name, BACKEND, **_tensors(), parameters=params))
+            # a config holds parameters as strings (model_config writes str(value))
+            text = {key: str(value) for key, value in params.items()}
+            server.repository.write_config(model_config(name, BACKEND, **_tensors(), parameters=text))
             try:
                 server.load(name)
             except ModelLoadError as exc:

@@ -106,7 +106,8 @@ def dynamic_symbols(library: Path, toolchain: Toolchain | None = None) -> tuple[
     code, out = toolchain.run(["nm", "-D", toolchain.path(library)], library.parent)
     if code != 0:
         raise BuildError(f"Could not read the symbols of {library}: {out.strip()}", backend=library.parent.parent.name)
-    defined, undefined = set(), set()
+    defined: set[str] = set()
+    undefined: set[str] = set()
     for line in out.splitlines():
         fields = line.split()
         if len(fields) >= 2:
@@ -253,7 +254,7 @@ def build_backend(
             # an extern "C" definition inside a namespace); the version script still exports only
             # TRITONBACKEND_*.
             own = flags if LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
-            if cuda_build.by_nvcc(kit, src, folder):
+            if kit is not None and cuda_build.by_nvcc(kit, src, folder):
                 return toolchain.run(
                     cuda_build.nvcc_argv(kit, debug, includes, toolchain.path(src), toolchain.path(obj)), folder
                 )

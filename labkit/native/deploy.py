@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 from collections import defaultdict
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import ConfigError, ModelLoadError
 from ..repository import ModelRepository
@@ -28,18 +28,24 @@ BATCH_STRATEGY_PARAMETER = "TRITON_BATCH_STRATEGY_PATH"
 
 
 class _Runtime(Protocol):
-    run_id: str  # changes with every Triton process
+    @property
+    def run_id(self) -> str: ...  # changes with every Triton process
 
 
 class Target(Protocol):
-    """What deploying needs of a server: its models component (``server.models``) has it all."""
+    """What deploying needs of a server: its models component (``server.models``) has it all.
 
-    repository: ModelRepository
-    runtime: _Runtime
+    Read-only members: deploying only reads them, and a server's ``models`` exposes them as properties."""
+
+    @property
+    def repository(self) -> ModelRepository: ...
+
+    @property
+    def runtime(self) -> _Runtime: ...
 
     def load(self, name: str) -> None: ...
 
-    def build(self, backend: str, source: object, **options: object) -> Build: ...
+    def build(self, backend: str, source: str | Path | list[str | Path], **options: Any) -> Build: ...
 
 
 # Library paths each Triton process (by run_id) has dlopened: it never closes them.

@@ -49,7 +49,8 @@ class Renderer:
         self._proc = ctx.Process(target=_serve, args=(child, os.getpid()), daemon=True, name="labkit-render")
         self._proc.start()
         # SCHED_IDLE: it runs only on CPU time nothing else wants (nice 19 measurably slowed a load).
-        os.sched_setscheduler(self._proc.pid, os.SCHED_IDLE, os.sched_param(0))
+        if self._proc.pid is not None:  # always set once start() returns
+            os.sched_setscheduler(self._proc.pid, os.SCHED_IDLE, os.sched_param(0))
         child.close()
         self._lock = threading.Lock()
 

@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from ..client.inference import infer
-from ..errors import LoadTimeoutError, RequestTimeoutError, UnstableMeasurementError
+from ..errors import LoadTimeoutError, RequestTimeoutError, ServerNotRunningError, UnstableMeasurementError
 from ..native import deploy, reference_source
 from ..repository import model_config
 from ..server import EmbeddedServer
 from ..server.base import TritonServer
+from ..server.launchers.embedded import EmbeddedRuntime
 from ..teach import reference
 from ..teach.checks import check_add_sub
 from ..traffic.generator import run_load
@@ -135,7 +136,10 @@ def crash_and_restart(factory: Factory) -> dict[str, float]:
     try:
         for _ in range(3):
             t0 = time.perf_counter()
-            os.kill(server.runtime.triton_pid, signal.SIGKILL)  # what a crashing backend does to the server
+            pid = server.runtime.triton_pid
+            if pid is None:  # started (or restarted) above, so Triton has a process unless it already ended
+                raise ServerNotRunningError("crash_and_restart: the server has no Triton process to kill.")
+            os.kill(pid, signal.SIGKILL)  # what a crashing backend does to the server
             while server.health.died is None:
                 time.sleep(0.005)
             detect.append(time.perf_counter() - t0)
@@ -231,9 +235,10 @@ def memory(factory: Factory) -> dict[str, float]:
     soak_rss_growth: resident memory after 20,000 more requests across them, over before."""
     server = _server_with(factory, *REFERENCE_MODELS)
     try:
-        if not isinstance(server, EmbeddedServer):
+        if not isinstance(server, EmbeddedServer) or not isinstance(server.runtime, EmbeddedRuntime):
             print("memory: measured on the embedded server only (it reads the processes' memory)")
             return {}
+        runtime = server.runtime
 
         def spread(total: int) -> None:
             for model in REFERENCE_MODELS:
@@ -247,9 +252,9 @@ def memory(factory: Factory) -> dict[str, float]:
                 )
 
         spread(3000)  # warm-up: allocators and caches reach their working size
-        before = server.runtime.rss_bytes()
+        before = runtime.rss_bytes()
         spread(20_000)
-        after = server.runtime.rss_bytes()
+        after = runtime.rss_bytes()
     finally:
         server.stop()
     return {"server_rss_mb": before / 2**20, "soak_rss_growth": after / before}

@@ -59,7 +59,8 @@ class _Latencies:
             self._open = self._open[~inside]
             if lat.size:
                 self._t.append(offset + end - self.window_s / 2)
-                self._p.append(tuple(float(np.percentile(lat, q) * 1e3) for q in (50, 90, 99)))
+                q50, q90, q99 = (float(np.percentile(lat, q) * 1e3) for q in (50, 90, 99))
+                self._p.append((q50, q90, q99))
             self._closed += 1
         p50, p90, p99 = (tuple(p[i] for p in self._p) for i in range(3))
         return plots.LatencyBins(tuple(self._t), p50, p90, p99)

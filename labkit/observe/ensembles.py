@@ -26,7 +26,6 @@ from ..repository import ModelConfig
 from ..repository.ensemble_config import check_steps, is_ensemble, step_models
 from ..server.base import TritonServer
 from .plots import Picture
-from .stats import model_stats
 from .timelines import _SETTINGS, Timeline, trace_records
 
 _STEP_COLORS = ("#4c72b0", "#55a868", "#c44e52", "#8172b3", "#937860")
@@ -130,7 +129,7 @@ class EnsembleTimeline(Timeline):
         self.server.models.trace_settings(self.model, dict.fromkeys(_SETTINGS))
         if exc_type is not None:
             return
-        self.stats = model_stats(self.server, self.model, settle=True).since(self._before)
+        self.stats = self._stats_since_enter()
         fragments = self._read() if self.stats.success_count or self.stats.fail_count else []
         self.ensemble_requests = _requests(fragments, self.model)
         self._path.unlink(missing_ok=True)

@@ -211,7 +211,7 @@ def _failure(server: TritonServer, model: str, code: int, output: str, what: str
 def check_steps(concurrency: Sequence[int] | None = None, request_rate: Sequence[float] | None = None) -> None:
     """PerfAnalyzerError (exit_code None: nothing was started) for a step perf_analyzer would refuse
     with only its usage text: a concurrency below 1 or not whole, a request rate not above 0."""
-    bad = [c for c in concurrency or [] if c < 1 or int(c) != c]
+    bad: list[float] = [c for c in concurrency or [] if c < 1 or int(c) != c]
     if bad:
         raise PerfAnalyzerError(
             f"A concurrency is a whole number of requests in flight, at least 1, not "
@@ -231,7 +231,26 @@ def _read_step(report: Path, mode: str) -> PerfStep:
     with open(report, newline="") as f:
         row = next(csv.DictReader(f))
     value = float(row[_MODES[mode][1]])
-    return PerfStep(mode, value, **{field: float(row[column]) for field, column in _COLUMNS.items()})
+
+    def measured(field: str) -> float:
+        return float(row[_COLUMNS[field]])
+
+    return PerfStep(
+        mode,
+        value,
+        throughput=measured("throughput"),
+        p50_us=measured("p50_us"),
+        p90_us=measured("p90_us"),
+        p95_us=measured("p95_us"),
+        p99_us=measured("p99_us"),
+        client_send_us=measured("client_send_us"),
+        network_us=measured("network_us"),
+        queue_us=measured("queue_us"),
+        compute_input_us=measured("compute_input_us"),
+        compute_infer_us=measured("compute_infer_us"),
+        compute_output_us=measured("compute_output_us"),
+        client_recv_us=measured("client_recv_us"),
+    )
 
 
 def perf(

@@ -110,6 +110,7 @@ class Window:
     @classmethod
     def of(cls, t: float, seconds: float, stats: ModelStats) -> Window:
         total = sum(stats.phase_ns.get(p, 0) for p in _PHASE_LABELS) or 1
+        queue, compute_input, infer, output = (stats.phase_ns.get(p, 0) / total for p in _PHASE_LABELS)
         return cls(
             t,
             seconds,
@@ -117,7 +118,7 @@ class Window:
             stats.execution_count,
             min(stats.batch_counts, default=0),
             max(stats.batch_counts, default=0),
-            tuple(stats.phase_ns.get(p, 0) / total for p in _PHASE_LABELS),
+            (queue, compute_input, infer, output),
         )
 
     @property
@@ -191,8 +192,8 @@ def _marks(ax, data: DashboardData) -> None:
 def throughput_panel(data: DashboardData, ax) -> None:
     """Inferences per second in each window; changes of clients and config marked where they happened."""
     if data.throughput:
-        t, v = zip(*data.throughput)
-        ax.plot(t, v, color="#4c72b0")
+        times, values = zip(*data.throughput)
+        ax.plot(times, values, color="#4c72b0")
     ax.set_ylim(bottom=0)
     ax.set_ylabel("inferences / s")
     clients = f", {data.concurrency[-1][1]} clients" if data.concurrency else ""

@@ -91,19 +91,19 @@ def trace_records(fragments: list[dict], fields: tuple[str, ...]) -> dict[int, d
     return traces
 
 
+def _traced(i: int, trace: dict[str, Any]) -> TracedRequest:
+    queue_start, compute_start, compute_end, request_end = (trace[k] for k in _NEEDED)
+    sequence = _sequence_ids.sequence_of(str(trace.get("request_id", "")))
+    return TracedRequest(i, trace.get("rows", 1), queue_start, compute_start, compute_end, request_end, sequence)
+
+
 def _merge(fragments: list[dict], model: str, batching: bool) -> list[TracedRequest]:
     traces = trace_records(fragments, ("model_name", "request_id"))
     for fragment in fragments if batching else ():
         if fragment.get("activity") == "TENSOR_QUEUE_INPUT":
             traces[fragment["id"]]["rows"] = int(str(fragment["tensor"]["shape"]).split(",")[0])
     return sorted(
-        (
-            TracedRequest(
-                i, t.get("rows", 1), *(t[k] for k in _NEEDED), _sequence_ids.sequence_of(str(t.get("request_id", "")))
-            )
-            for i, t in traces.items()
-            if t.get("model_name") == model and all(k in t for k in _NEEDED)
-        ),
+        (_traced(i, t) for i, t in traces.items() if t.get("model_name") == model and all(k in t for k in _NEEDED)),
         key=lambda r: r.queue_start,
     )
 
@@ -184,13 +184,19 @@ class Timeline:
         self.server.models.trace_settings(self.model, dict.fromkeys(_SETTINGS))
         if exc_type is not None:
             return
-        self.stats = model_stats(self.server, self.model, settle=True).since(self._before)
+        self.stats = self._stats_since_enter()
         fragments = self._read() if self.stats.execution_count else []
         self.requests = _merge(fragments, self.model, self._batching)
         if self._batching and "TENSORS" not in self._levels:
             self.requests = _uniform_rows(self.requests, self.stats.inference_count)
         self.executions = _executions(self.requests)
         self._path.unlink(missing_ok=True)
+
+    def _stats_since_enter(self) -> ModelStats:
+        """The model's statistics since ``__enter__`` took them."""
+        if self._before is None:  # __exit__ called by hand, without __enter__
+            raise TraceError(f"{type(self).__name__} records only inside its with block; use it as one.")
+        return model_stats(self.server, self.model, settle=True).since(self._before)
 
     def _read(self, timeout_s: float = 10.0) -> list[dict]:
         def parsed() -> list[Any] | None:  # a list: an empty trace file is an answer too

@@ -5,13 +5,51 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2 as pb
 
 from ..errors import ConfigError
 
-ModelConfig = pb.ModelConfig
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
+    class ModelConfig(Message):
+        """What mypy knows of Triton's ModelConfig message: tritonclient's generated model_config_pb2
+        has no type stubs (its classes are built at import), so this names the message's fields.
+        Nested messages and repeated fields are Any, as protobuf itself ships no types here."""
+
+        name: str
+        platform: str
+        backend: str
+        default_model_filename: str
+        max_batch_size: int
+        version_policy: Any
+        input: Any
+        output: Any
+        batch_input: Any
+        batch_output: Any
+        optimization: Any
+        dynamic_batching: Any
+        sequence_batching: Any
+        ensemble_scheduling: Any
+        instance_group: Any
+        cc_model_filenames: Any
+        metric_tags: Any
+        parameters: Any
+        model_warmup: Any
+        model_operations: Any
+        model_transaction_policy: Any
+        model_repository_agents: Any
+        response_cache: Any
+
+        def __init__(self, **fields: Any) -> None: ...
+        def ClearField(self, field_name: str) -> None: ...
+        def HasField(self, field_name: str) -> bool: ...
+
+else:
+    ModelConfig = pb.ModelConfig
 
 #: A tensor spec: (name, datatype, dims), e.g. ("INPUT0", "FP32", [4]).
 TensorSpec = tuple[str, str, Sequence[int]]
@@ -42,7 +80,7 @@ def model_config(
     instances: int = 1,
     kind: str = "CPU",
     gpus: Sequence[int] | None = None,
-    parameters: Mapping[str, str] | None = None,
+    parameters: Mapping[str, object] | None = None,
 ) -> ModelConfig:
     """Build a complete ModelConfig (labkit runs Triton with auto-complete off, so configs must be whole).
 

@@ -37,6 +37,7 @@ def _class_source(cls: type) -> tuple[list[str], str]:
         if (
             isinstance(node, ast.ClassDef)
             and node.name == cls.__name__
+            and node.end_lineno is not None  # always set by ast.parse; None only for hand-built nodes
             and node.lineno <= code.co_firstlineno <= node.end_lineno
         ):
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
@@ -54,7 +55,9 @@ def _class_source(cls: type) -> tuple[list[str], str]:
             ]
             # __future__ imports must stay first in the generated file
             imports.sort(key=lambda n: not (isinstance(n, ast.ImportFrom) and n.module == "__future__"))
-            return [ast.get_source_segment(text, n) for n in imports], body
+            # get_source_segment is None only for nodes without positions, which ast.parse never makes
+            segments = [ast.get_source_segment(text, n) for n in imports]
+            return [seg for seg in segments if seg is not None], body
     raise RepositoryError(f"Could not find the definition of class {cls.__name__} in {code.co_filename}.")
 
 

@@ -11,7 +11,7 @@ from google.protobuf import json_format
 from .config import ModelConfig, _data_type, pb
 
 #: The control inputs ``sequence_batching(controls=True)`` declares: name -> (kind, how it is sent).
-CONTROLS = {
+CONTROLS: dict[str, tuple[str, Mapping[str, object]]] = {
     "START": ("CONTROL_SEQUENCE_START", {"int32_false_true": [0, 1]}),
     "END": ("CONTROL_SEQUENCE_END", {"int32_false_true": [0, 1]}),
     "READY": ("CONTROL_SEQUENCE_READY", {"int32_false_true": [0, 1]}),

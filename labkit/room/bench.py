@@ -133,9 +133,10 @@ def run_in_lab(room: HubClient, user: str, code: str, timeout_s: float = 300) ->
         },
     )
     msg["channel"] = "shell"
-    socket = websocket.create_connection(
-        ws_url, header=[f"Authorization: {room.session.headers['Authorization']}"], timeout=timeout_s
-    )
+    authorization = room.session.headers["Authorization"]  # HubClient sets a str; requests' type allows bytes
+    if isinstance(authorization, bytes):
+        authorization = authorization.decode()
+    socket = websocket.create_connection(ws_url, header=[f"Authorization: {authorization}"], timeout=timeout_s)
     try:
         t0 = time.monotonic()
         socket.send(json.dumps(msg, default=json_default))

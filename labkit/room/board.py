@@ -243,14 +243,14 @@ def render_page(board: Board, xsrf_form: str = "", sort: str = "name", user: str
     columns = "".join(
         f"<th title='{html.escape(e)}: {html.escape(REGISTRY[e].title)}'>{html.escape(e)}</th>" for e in ids
     )
-    rows = []
+    grid_rows: list[str] = []
     for u in order:
         cells = "".join(
             f"<td class='{m.state.replace(' ', '-')}' title='{html.escape(f'{u} · {e}: {m.state}. {_note(m)}'.strip())}'>"
             f"{MARKS[m.state]}</td>"
             for e, m in marks[u].items()
         )
-        rows.append(
+        grid_rows.append(
             f"<tr><th><a href='?user={html.escape(u)}'>{html.escape(u)}</a></th>{cells}"
             f"<td class='n'>{solved[u]}</td></tr>"
         )
@@ -272,7 +272,7 @@ def render_page(board: Board, xsrf_form: str = "", sort: str = "name", user: str
         f"<form method='post' action='api/refresh'>{xsrf_form}<button>look for saved notebooks now</button></form>"
         f"<span class='legend'>{legend}</span></div>{error}"
         f"<table id='grid'><thead><tr><th class='who'>{by_name}</th>{columns}<th class='n'>{by_solved}</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody><tfoot><tr><th>passed</th>{summary}<td>{sum(passed)}</td></tr></tfoot>"
+        f"<tbody>{''.join(grid_rows)}</tbody><tfoot><tr><th>passed</th>{summary}<td>{sum(passed)}</td></tr></tfoot>"
         "</table></body></html>"
     )
 

@@ -225,7 +225,12 @@ class Grader:
         try:
             container = self._take()
             container.put_archive("/tmp", _inbox_archive(submission))
-            timer = threading.Timer(self.limits.timeout_s, lambda: (late.set(), _remove(container)))
+
+            def stop_late() -> None:
+                late.set()
+                _remove(container)
+
+            timer = threading.Timer(self.limits.timeout_s, stop_late)
             timer.start()
             try:
                 logs = _until_result(container.logs(stream=True, follow=True))

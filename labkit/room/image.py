@@ -33,7 +33,9 @@ import time
 import zipfile
 from pathlib import Path
 
+import docker.client
 import docker.errors
+import docker.models.containers
 
 import docker
 
@@ -278,12 +280,14 @@ def _wheelhouse(wheel: Path, extra: tuple[str, ...] = EXTRA) -> Path:
     return house
 
 
-def image_state(tag: str = PARTICIPANT_IMAGE, client: docker.DockerClient | None = None) -> str | None:
+def image_state(tag: str = PARTICIPANT_IMAGE, client: docker.client.DockerClient | None = None) -> str | None:
     """The ``labkit.recipe`` label of the local image ``tag``, or None when it is missing."""
     return cpu_image.image_recipe(tag, client)
 
 
-def _run_setup(client: docker.DockerClient, base: str, house: Path, build: Path) -> docker.models.containers.Container:
+def _run_setup(
+    client: docker.client.DockerClient, base: str, house: Path, build: Path
+) -> docker.models.containers.Container:
     container = client.containers.create(
         base,
         ["sh", "/build/setup.sh"],
@@ -368,7 +372,7 @@ def build_image(
         client.close()
 
 
-def _labels(client: docker.DockerClient, tag: str) -> dict[str, str] | None:
+def _labels(client: docker.client.DockerClient, tag: str) -> dict[str, str] | None:
     """The labels of the local image ``tag``; None when it is missing."""
     try:
         return dict(client.images.get(tag).labels or {})
@@ -377,7 +381,7 @@ def _labels(client: docker.DockerClient, tag: str) -> dict[str, str] | None:
 
 
 def _commit(
-    client: docker.DockerClient,
+    client: docker.client.DockerClient,
     container: docker.models.containers.Container,
     tag: str,
     parts: dict[str, str],

@@ -69,7 +69,9 @@ def board_command(settings: RoomSettings, grader_image: str) -> list[str]:
 
 def hub_values(settings: RoomSettings, grader_image: str) -> dict[str, Any]:
     """The chart's ``hub`` values that serve the board (merged into the room's)."""
-    env = [{"name": k, "value": v} for k, v in service_environment(HUB_API, f"http://0.0.0.0:{BOARD_PORT}").items()]
+    env: list[dict[str, Any]] = [
+        {"name": k, "value": v} for k, v in service_environment(HUB_API, f"http://0.0.0.0:{BOARD_PORT}").items()
+    ]
     env.append({"name": "JUPYTERHUB_API_TOKEN", "valueFrom": {"secretKeyRef": TOKEN_SECRET}})
     board = {
         "name": "board",

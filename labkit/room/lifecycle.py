@@ -21,7 +21,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import docker.client
 import docker.errors
+import docker.models.volumes
 
 import docker
 
@@ -105,7 +107,7 @@ def _write_private(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def _network(client: docker.DockerClient, settings: RoomSettings) -> str:
+def _network(client: docker.client.DockerClient, settings: RoomSettings) -> str:
     """The room's bridge network (created if missing); its gateway, where the labs reach the hub."""
     found = client.networks.list(names=[settings.network])
     network = (
@@ -124,7 +126,7 @@ def _network(client: docker.DockerClient, settings: RoomSettings) -> str:
     return gateway
 
 
-def _volumes(client: docker.DockerClient, settings: RoomSettings) -> None:
+def _volumes(client: docker.client.DockerClient, settings: RoomSettings) -> None:
     """One work volume per participant (and the teacher, with a lab of their own), created up front so that
     it carries the room's work label: a volume DockerSpawner made itself would carry none."""
     have = {v.name for v in _room_volumes(client, settings.room_id)}  # an unlabelled older one is kept as it is
@@ -135,7 +137,7 @@ def _volumes(client: docker.DockerClient, settings: RoomSettings) -> None:
             client.volumes.create(name, labels={WORK_LABEL: settings.room_id, f"{ROOM_LABEL}.user": login})
 
 
-def _room_volumes(client: docker.DockerClient, room_id: str) -> list[docker.models.volumes.Volume]:
+def _room_volumes(client: docker.client.DockerClient, room_id: str) -> list[docker.models.volumes.Volume]:
     """Every volume of the room: by its labels, and by its name (``labkit-room-<id>-<login>``), which also
     finds one DockerSpawner made itself (a user the teacher added on the hub's admin page, an older teacher's lab)."""
     found = {}
@@ -150,7 +152,7 @@ def _room_volumes(client: docker.DockerClient, room_id: str) -> list[docker.mode
     return [found[name] for name in sorted(found)]
 
 
-def _ensure_image(client: docker.DockerClient, settings: RoomSettings) -> None:
+def _ensure_image(client: docker.client.DockerClient, settings: RoomSettings) -> None:
     """The labs' image: labkit's own is built when missing, and rebuilt (saying why) when labkit's package
     files, the notebooks or the recipe differ from the ones it was built from; a site's own must exist."""
     exists = image_state(settings.image, client) is not None
@@ -241,7 +243,7 @@ def status_rows(directory: Path) -> list[dict[str, str]]:
     finally:
         client.close()
     rows = []
-    for user in sorted(users, key=lambda u: u["name"]):  # type: ignore[union-attr]
+    for user in sorted(users, key=lambda u: u["name"]):
         if user["name"] == room.teacher:
             continue
         server = (user.get("servers") or {}).get("") or {}
@@ -262,7 +264,7 @@ def status_text(directory: Path) -> str:
     return "\n".join(lines)
 
 
-def _remove(client: docker.DockerClient, thing: object, *, kind: str, wait_s: float = 300) -> bool:
+def _remove(client: docker.client.DockerClient, thing: object, *, kind: str, wait_s: float = 300) -> bool:
     """Remove a container, network or volume; a container the engine is already removing (409: another
     `room down`, or a vfs engine still deleting its copy of the image) is waited for. False when it was gone."""
     try:

@@ -128,7 +128,8 @@ class VolumeSource:
             stream, _ = self._scanner[0].get_archive(path)
             with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
                 member = tar.next()
-                data = tar.extractfile(member).read() if member is not None and member.isfile() else b""
+                extracted = tar.extractfile(member) if member is not None and member.isfile() else None
+                data = extracted.read() if extracted is not None else b""
             return Submission(user, notebook, exercise_cells(json.loads(data)))
         except (*_ENGINE_ERRORS, tarfile.TarError, AttributeError, ValueError) as exc:
             raise SubmissionError(

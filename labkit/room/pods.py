@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import RoomSettingsError, SetupError, SubmissionError, WaitTimeoutError
 from ..server.polling import wait_until
@@ -352,7 +352,10 @@ class PodGrader:
 
         limit_s = self.limits.timeout_s + START_MARGIN_S
         try:
-            return wait_until(outcome, limit_s, f"the grader pod {name}", interval_s=POLL_S)
+            # mypy solves wait_until's T as the whole union; it returns only a true value, never None
+            return cast(
+                "dict[str, Any] | Stopped", wait_until(outcome, limit_s, f"the grader pod {name}", interval_s=POLL_S)
+            )
         except WaitTimeoutError:
             return _pending(last[0], limit_s)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from . import launchers
 from .base import TritonServer, current
@@ -20,6 +20,14 @@ from .logs import LogView
 from .server_config import ServerConfig
 
 __all__ = ["EmbeddedServer", "LogView", "ServerConfig", "TritonServer", "create", "current", "kinds", "launcher"]
+
+
+class _LauncherClass(Protocol):
+    """How a launcher's TritonServer subclass is built (not the base's ``(runtime, config)``)."""
+
+    def __call__(
+        self, repository: str | Path | None = None, workdir: str | Path | None = None, **options: Any
+    ) -> TritonServer: ...
 
 
 def kinds() -> list[str]:
@@ -45,4 +53,6 @@ def launcher(kind: str) -> type[TritonServer]:
 def create(kind: str = "embedded", repository: str | Path | None = None, **options: Any) -> TritonServer:
     """A server of the given kind, not yet started. Each kind takes ServerConfig's options and its
     runtime's own (``kind="docker"``: ``image=``, ``gpus=``, ...)."""
-    return launcher(kind)(repository, **options)
+    # Each launchers/ subclass (EmbeddedServer, DockerServer) defines __init__(repository, workdir, **options).
+    server_class = cast(_LauncherClass, launcher(kind))
+    return server_class(repository, **options)

@@ -20,6 +20,7 @@ from tritonclient.utils import InferenceServerException
 
 from ..client import waiting
 from ..errors import (
+    LabkitError,
     ModelLoadError,
     RepositoryError,
     ServerNotRunningError,
@@ -80,7 +81,12 @@ class Models:
         """The models labkit loaded (and did not unload): what a restart loads again."""
         return sorted(self._loaded)
 
-    def _call(self, what: str, fn: Callable[[Any], Any], refused: Callable[..., Exception] | None = None) -> Any:
+    def _call(
+        self,
+        what: str,
+        fn: Callable[[Any], Any],
+        refused: Callable[[InferenceServerException], LabkitError] | None = None,
+    ) -> Any:
         return self.control.call(what, fn, refused)
 
     def _let_backend_threads_settle(self) -> None:

@@ -12,7 +12,7 @@ from ..errors import WaitTimeoutError
 T = TypeVar("T")
 
 
-def wait_until(predicate: Callable[[], T], timeout_s: float, what: str, *, interval_s: float = 0.02) -> T:
+def wait_until(predicate: Callable[[], T | None], timeout_s: float, what: str, *, interval_s: float = 0.02) -> T:
     """Return ``predicate()``'s first true value, asking every ``interval_s``. Past ``timeout_s`` raise
     WaitTimeoutError naming ``what`` was awaited (callers with a better error catch it). Whatever the
     predicate raises (e.g. "the process exited") ends the wait at once."""

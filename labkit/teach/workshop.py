@@ -260,8 +260,9 @@ def reset(names: list[str], folder: Path) -> int:
         raise LabkitError("Name the notebook(s) to reset, e.g. `labkit workshop reset 01`; nothing was changed.")
     for path in find_notebooks(names, folder):
         nb = nbformat.read(path, as_version=4)
-        cells = [c for c in nb.cells if exercise_of(c) is not None]
-        starters = [_registered(exercise_of(c), path).starter() for c in cells]  # all known before a write
+        tagged = [(c, exercise_id) for c in nb.cells if (exercise_id := exercise_of(c)) is not None]
+        cells = [c for c, _ in tagged]
+        starters = [_registered(exercise_id, path).starter() for _, exercise_id in tagged]  # all known before a write
         backup = path.parent / BACKUP_FOLDER / f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}.bak.ipynb"
         backup.parent.mkdir(exist_ok=True)
         shutil.copy2(path, backup)

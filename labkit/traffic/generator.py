@@ -331,7 +331,8 @@ class Load:
                     await conn.send(request)
                 except RequestExpired:
                     self._stuck_slots.add(slot)
-                    await conn.aclose()
+                    if conn is not None:  # always open here: only send() raises RequestExpired
+                        await conn.aclose()
                     conn = None
                     error = RequestTimeoutError(
                         f"The request to {self.model!r} got no answer within {self.timeout_s:g} s (timeout_s).",
@@ -365,9 +366,10 @@ class Load:
         if index >= self._requests:
             self._exhausted = True
             return None
-        return fixed or build_request(
-            self.transport, self.server.endpoints.http_url, self.model, self._inputs(index), self._outputs
-        )
+        inputs = self._inputs
+        if fixed or not callable(inputs):  # fixed is the request built once from inputs that are no function
+            return fixed
+        return build_request(self.transport, self.server.endpoints.http_url, self.model, inputs(index), self._outputs)
 
     def _count_error(self, exc: BaseException, request: Any) -> bool:
         """Count a failed request; a dead server ends the load instead. True if it was counted."""

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
+import docker.client
 import docker.errors
 import requests.exceptions
 from docker.types import DeviceRequest, Mount, Ulimit
@@ -73,6 +74,7 @@ class DockerRuntime(RuntimeDefaults):
     """
 
     kind = "docker"
+    _toolchain: ContainerToolchain | None  # toolchain() only ever stores the container's own
 
     def __init__(
         self,
@@ -106,7 +108,7 @@ class DockerRuntime(RuntimeDefaults):
         self.layout = ContainerLayout(workspace, self.build_root)
         #: True when the container got a GPU device request.
         self.uses_gpus = False
-        self._client: docker.DockerClient | None = None
+        self._client: docker.client.DockerClient | None = None
         self._container: Any = None
         self._exited = False
         self._log_thread: threading.Thread | None = None
@@ -129,7 +131,9 @@ class DockerRuntime(RuntimeDefaults):
             self.layout.container_backends,
             # Inside the container Triton listens on all interfaces; the host publishes on 127.0.0.1 only.
             "0.0.0.0",
-            *CONTAINER_PORTS.values(),
+            CONTAINER_PORTS["http"],
+            CONTAINER_PORTS["grpc"],
+            CONTAINER_PORTS["metrics"],
             gpu_metrics=self.uses_gpus,
         )
         return self.layout.command(argv(self._config, place))
@@ -140,7 +144,7 @@ class DockerRuntime(RuntimeDefaults):
     def host_path(self, path: str) -> str:
         return self.layout.host_path(path)
 
-    def _device_requests(self, client: docker.DockerClient) -> list[DeviceRequest]:
+    def _device_requests(self, client: docker.client.DockerClient) -> list[DeviceRequest]:
         if self.gpus is False:
             return []
         if engine.gpu_runtime(client) is None:
@@ -217,7 +221,7 @@ class DockerRuntime(RuntimeDefaults):
 
     def _create_and_start(
         self,
-        client: docker.DockerClient,
+        client: docker.client.DockerClient,
         mounts: list[Mount],
         devices: list[DeviceRequest],
         labels: dict[str, str],
@@ -288,7 +292,7 @@ class DockerRuntime(RuntimeDefaults):
         """Copy the container's output into the log file as it comes (ends when the container does)."""
         container_id = self._container.id
         try:
-            client = docker.from_env(timeout=None)  # no read timeout: Triton may be quiet for hours
+            client = docker.client.from_env(timeout=None)  # no read timeout: Triton may be quiet for hours
             try:
                 stream = client.api.logs(container_id, stdout=True, stderr=True, stream=True, follow=True)
                 with open(self.workspace.logs.path, "ab") as log:
@@ -315,6 +319,8 @@ class DockerRuntime(RuntimeDefaults):
         return self.workspace.logs.tail(25) or self._container_logs()
 
     def exit_summary(self) -> str:
+        if self._client is None:  # never launched
+            return "the container is gone"
         try:
             state = self._client.api.inspect_container(self._container.id)["State"]
         except (*_DOCKER_ERRORS, AttributeError):
@@ -352,7 +358,7 @@ class DockerRuntime(RuntimeDefaults):
             self._client.close()
 
     def running(self) -> bool:
-        if self._container is None or self._exited:
+        if self._container is None or self._client is None or self._exited:  # the client comes first
             return False
         try:
             state = self._client.api.inspect_container(self._container.id)["State"]
@@ -404,7 +410,7 @@ class DockerRuntime(RuntimeDefaults):
             ) from None
         return code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace")
 
-    def toolchain(self) -> ContainerToolchain:  # type: ignore[override]
+    def toolchain(self) -> ContainerToolchain:
         """The container's own g++ (so the C++ runtime matches the one the backend runs with).
         ``headers="image"`` in a build takes Triton's headers from the image (NGC's /opt/tritonserver/include)."""
         if self._toolchain is None or self._toolchain_run != self.run_id:

@@ -100,7 +100,8 @@ class EmbeddedRuntime(RuntimeDefaults):
         self._assemble_backends()
         user_backends.link(self.workspace.backend_dir, config.backend_directory)
         env = self._environment()
-        self._ports = http, grpc, metrics = tuple(claim_ports(config.ports, config.host).values())
+        ports = claim_ports(config.ports, config.host)
+        self._ports = http, grpc, metrics = ports["http"], ports["grpc"], ports["metrics"]
         self._shm_prefix, self._host = config.shm_prefix, config.host
         place = TritonPlace(
             str(self.workspace.repository.root),
