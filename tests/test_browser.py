@@ -13,14 +13,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from ci_rules import in_ci
+from browser_support import ARTIFACTS, launch, require_chromium
 from waiting_support import within
 
 from labkit.server._ports import free_ports
 
-CHROMIUM = "/usr/bin/chromium"
 NOTEBOOK = "03_dynamic_batching.ipynb"
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
 def _answers(url: str) -> bool:
@@ -33,10 +31,7 @@ def _answers(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        if in_ci():
-            pytest.fail(f"{CHROMIUM} is missing; .ci/run installs Debian's chromium")
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
+    require_chromium()
     root = tmp_path_factory.mktemp("lab")
     shutil.copy(Path(__file__).resolve().parent.parent / "notebooks" / NOTEBOOK, root / NOTEBOOK)
     # Render every cell: JupyterLab 4 leaves cells out of view out of the page by default, and the test
@@ -90,20 +85,8 @@ def test_dashboard_notebook_runs_in_chromium(jupyterlab):
     from playwright.sync_api import sync_playwright
 
     url, token = jupyterlab
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+        browser = launch(pw)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             page.goto(f"{url}/lab/tree/{NOTEBOOK}?token={token}", timeout=60_000)

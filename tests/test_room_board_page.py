@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from ci_rules import in_ci
+from browser_support import ARTIFACTS, launch, require_chromium
 from room_board_support import board_hub, room_engine
 
 from labkit.exercises import REGISTRY
@@ -18,8 +18,6 @@ from labkit.room import progress as progress_store
 from labkit.room.verdicts import RoomVerdict
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 PARTICIPANTS = [f"p{i:02d}" for i in range(1, 51)]
 TOKENS = {"teacher": "teacher-token-" + os.urandom(8).hex()}
 SCREEN = {"width": 1600, "height": 900}
@@ -56,10 +54,7 @@ def _store_grades(room_dir: Path) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        if in_ci():
-            pytest.fail(f"{CHROMIUM} is missing; .ci/run installs Debian's chromium")
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
+    require_chromium()
     room_engine().close()  # the board lists the room's volumes: an engine must answer
     folder = tmp_path_factory.mktemp("board50")
     solved = _store_grades(folder / "room")  # before the board starts: it loads them at its start
@@ -83,20 +78,8 @@ def test_fifty_participants_and_every_exercise_fit_one_screen(board):
 
     url, solved = board
     ids = progress_store.exercise_ids()
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+        browser = launch(pw)
         context = browser.new_context(
             viewport=SCREEN, extra_http_headers={"Authorization": f"token {TOKENS['teacher']}"}
         )

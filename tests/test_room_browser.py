@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 import requests
-from ci_rules import in_ci
+from browser_support import ARTIFACTS, launch, require_chromium
 from room_board_support import leftovers
 
 from labkit.errors import WaitTimeoutError
@@ -24,8 +23,6 @@ from labkit.server._ports import free_ports
 from labkit.server.polling import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 NOTEBOOK = "01_python_backend.ipynb"
 EXERCISE = "01-output2"
 # the cells the exercise needs, by a line of each: the lab's start, the magics, add_sub3's config, the answer, its check
@@ -40,10 +37,7 @@ NEEDED = (
 
 @pytest.fixture(scope="module")
 def room(lab_image, grader_image, engine, tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        if in_ci():
-            pytest.fail(f"{CHROMIUM} is missing; .ci/run installs Debian's chromium")
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
+    require_chromium()
     directory = tmp_path_factory.mktemp("browser-room") / "room"
     settings = RoomSettings(
         participants=RoomSettings.numbered(2),
@@ -83,20 +77,8 @@ def test_a_participant_solves_an_exercise_in_chromium_and_the_teacher_sees_it_pa
 
     settings, record = room
     url = record["url"].rstrip("/")
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+        browser = launch(pw)
         try:
             # participant 1: the hub's form, then their own lab (JupyterHub starts it)
             p01 = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
