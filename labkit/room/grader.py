@@ -17,13 +17,11 @@ cells' outputs, which only the kernel writes.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import logging
 import os
 import shutil
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -38,7 +36,7 @@ from ..errors import SubmissionError
 from ..exercises import REGISTRY
 from ..server.polling import wait_until
 from . import slices
-from .grader_image import HOME_IN_IMAGE, build_grader_image
+from .grader_image import HOME_IN_IMAGE, build_grader_image, tar_of
 from .sandbox import GraderRun, Limits
 from .settings import GRADER_IMAGE, ROOM_LABEL
 from .submission import ENV, Submission, is_started
@@ -269,13 +267,8 @@ def _until_result(stream: Any) -> str:
 
 def _inbox_archive(submission: str) -> bytes:
     """A tar of INBOX holding the submission, then the file that says it is whole."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in ((SUBMISSION_FILE, submission.encode()), (READY_FILE, b"")):
-            info = tarfile.TarInfo(f"{Path(INBOX).name}/{name}")
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+    folder = Path(INBOX).name
+    return tar_of({f"{folder}/{SUBMISSION_FILE}": submission.encode(), f"{folder}/{READY_FILE}": b""})
 
 
 def _remove(container: Any) -> None:

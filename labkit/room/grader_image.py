@@ -45,6 +45,18 @@ def _context_files() -> dict[str, bytes]:
     return files
 
 
+def tar_of(files: dict[str, bytes]) -> bytes:
+    """An uncompressed tar of ``files`` (path in the archive: content), readable by anyone, in their order
+    (the engine unpacks a build context or a put_archive in that order)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
 def build_grader_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GRADER_IMAGE) -> str:
     """Build the grader image FROM the participant image ``base``, unless one of this recipe exists. Returns its id."""
     try:
@@ -77,16 +89,9 @@ def build_grader_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GR
     for same in client.images.list(filters={"label": f"{RECIPE_LABEL}={recipe}"}):
         same.tag(tag)  # built before under another name: the same image
         return same.id
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    buffer.seek(0)
     try:
         image, _ = client.images.build(
-            fileobj=buffer, custom_context=True, tag=tag, rm=True, labels={RECIPE_LABEL: recipe}
+            fileobj=io.BytesIO(tar_of(files)), custom_context=True, tag=tag, rm=True, labels={RECIPE_LABEL: recipe}
         )
     except (docker.errors.BuildError, docker.errors.APIError) as exc:
         raise EngineError(
