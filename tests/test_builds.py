@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import shutil
 import subprocess
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +87,19 @@ def test_debug_build_keeps_local_variables_for_gdb(tmp_path):
     debug = build_backend("minimal", MINIMAL, cache=tmp_path, progress=False, debug=True)
     assert debug.digest != optimized.digest
     assert locals_in(debug.library) and not locals_in(optimized.library)
+
+
+def _build_in_another_process(cache: str) -> tuple[str, bool]:
+    built = build_backend("minimal", MINIMAL, cache=Path(cache), progress=False)
+    return str(built.library), built.cached
+
+
+def test_two_processes_building_the_same_source_share_one_build(tmp_path):
+    # Parallel test workers and two notebooks build the same source into one cache: one compiles, the
+    # other waits for it and takes its library (they once wrote the same object files at once).
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(_build_in_another_process, [str(tmp_path)] * 2))
+    assert results[0][0] == results[1][0]
+    assert sorted(cached for _, cached in results) == [False, True]
+    exported, _ = dynamic_symbols(Path(results[0][0]))
+    assert "TRITONBACKEND_ModelInstanceExecute" in exported

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import docker.client
 import docker.errors
+from filelock import FileLock
 
 import docker
 
@@ -334,6 +335,25 @@ def build_image(force: bool = False, progress: bool = True, *, tag: str = IMAGE)
     if not force and image_recipe(tag, client) == recipe:
         image = client.images.get(tag)
         return ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6, time.perf_counter() - t0, True)
+    # Two processes building at once (two notebooks, parallel test workers) share the cached root file
+    # system: the second waits, then finds the first one's image.
+    _work_dir().mkdir(parents=True, exist_ok=True)
+    with FileLock(_work_dir() / ".build.lock"):
+        if not force and image_recipe(tag, client) == recipe:
+            image = client.images.get(tag)
+            return ImageBuild(tag, image.id, recipe, image.attrs["Size"] / 1e6, time.perf_counter() - t0, True)
+        return _build(client, dist, recipe, tag, force, progress, t0)
+
+
+def _build(
+    client: docker.client.DockerClient,
+    dist: _triton_dist.TritonDist,
+    recipe: str,
+    tag: str,
+    force: bool,
+    progress: bool,
+    t0: float,
+) -> ImageBuild:
     rootfs = base_rootfs(progress, force=force)
     _say(progress, f"adding Triton {_triton_dist.SERVER_VERSION} from {_triton_dist.WHEEL}")
     _install_triton(rootfs, dist)

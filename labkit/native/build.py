@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
+
 from ..errors import BuildError, SetupError
 from ..gpu import cuda_build
 from ..repository.files import write_atomic
@@ -224,87 +226,93 @@ def build_backend(
     library = folder / f"libtriton_{backend}.so"
     if progress:  # the same line whether or not the cache answers, so notebook outputs stay stable
         print(f"building backend {backend!r}{toolchain.label} ...", end="", flush=True)
-    if library.exists():
-        os.utime(library)  # the most recently used build is the one latest_build() (and export) take
+    # Two processes building the same source at once (parallel test workers, two notebooks) would write
+    # the same files: the second waits and then finds the first one's library.
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(folder.parent / f".{folder.name}.lock"):
+        if library.exists():
+            os.utime(library)  # the most recently used build is the one latest_build() (and export) take
+            if progress:
+                print(" done", flush=True)
+            return Build(backend, library, key, 0.0, True)
+        t0 = time.perf_counter()
+        try:
+            objects = helper_objects(toolchain, flags, host_includes, extra_includes) if helpers_too else []
+            if official_mode:
+                objects.append(official.utilities(toolchain, flags, extra_includes))
+            folder.mkdir(parents=True, exist_ok=True)
+            units = [write_atomic(folder / f"{backend}.cc", sources.cell)] if sources.cell else []
+            units += stage(sources, folder)
+            exports = write_atomic(folder / "exports.map", VERSION_SCRIPT)
+            partial = folder / f".libtriton_{backend}.so.partial"
+            include = "-isystem" if official_mode else "-I"
+            staged = [f"-I{toolchain.path(folder / STAGED)}"] if sources.files else []
+            includes = [
+                *(f"-I{p}" for p in extra_includes),
+                *staged,
+                *(f"{include}{toolchain.include(p)}" for p in host_includes),
+            ]
+            compiled = [src.with_name(f"{backend}.o" if src.parent == folder else f"{src.name}.o") for src in units]
+
+            def compile_unit(src: Path, obj: Path) -> tuple[int, str]:
+                # A file written against Triton's C API alone (no labkit/ header marks its entry points) is
+                # compiled as Triton's CMake does, default visibility (g++ drops the header's visibility from
+                # an extern "C" definition inside a namespace); the version script still exports only
+                # TRITONBACKEND_*.
+                own = flags if LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
+                if kit is not None and cuda_build.by_nvcc(kit, src, folder):
+                    return toolchain.run(
+                        cuda_build.nvcc_argv(kit, debug, includes, toolchain.path(src), toolchain.path(obj)), folder
+                    )
+                return toolchain.run(
+                    ["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder
+                )
+
+            with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
+                results = list(pool.map(compile_unit, units, compiled))
+            code, messages = next(((c, m) for c, m in results if c != 0), (0, ""))
+            if code == 0:  # linked without the server library: its symbols resolve from the running server
+                linking = [
+                    *(toolchain.path(o) for o in compiled),
+                    *(toolchain.path(o) for o in objects),
+                    *(kit.link_args() if kit else []),
+                ]
+                argv = [
+                    "c++",
+                    *flags,
+                    "-shared",
+                    f"-Wl,--version-script={toolchain.path(exports)}",
+                    *linking,
+                    "-o",
+                    toolchain.path(partial),
+                ]
+                code, messages = toolchain.run(argv, folder)
+            src = toolchain.path(folder / f"{backend}.cc")
+            if code != 0:
+                output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder / STAGED)}/", "")
+                place = compile_error(output, folder)
+                raise BuildError(
+                    f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
+                    f"(line numbers are those of your source):\n{output}",
+                    backend=backend,
+                    compiler_output=output,
+                    file=place.file,
+                    line=place.line,
+                    flag=place.flag,
+                )
+            _check_symbols(backend, partial, toolchain, required)
+            _check_defined(backend, toolchain, flags, linking, folder, src)
+        except BuildError:
+            if progress:
+                print(" failed")
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        partial.rename(library)
+        seconds = time.perf_counter() - t0
         if progress:
             print(" done", flush=True)
-        return Build(backend, library, key, 0.0, True)
-    t0 = time.perf_counter()
-    try:
-        objects = helper_objects(toolchain, flags, host_includes, extra_includes) if helpers_too else []
-        if official_mode:
-            objects.append(official.utilities(toolchain, flags, extra_includes))
-        folder.mkdir(parents=True, exist_ok=True)
-        units = [write_atomic(folder / f"{backend}.cc", sources.cell)] if sources.cell else []
-        units += stage(sources, folder)
-        exports = write_atomic(folder / "exports.map", VERSION_SCRIPT)
-        partial = folder / f".libtriton_{backend}.so.partial"
-        include = "-isystem" if official_mode else "-I"
-        staged = [f"-I{toolchain.path(folder / STAGED)}"] if sources.files else []
-        includes = [
-            *(f"-I{p}" for p in extra_includes),
-            *staged,
-            *(f"{include}{toolchain.include(p)}" for p in host_includes),
-        ]
-        compiled = [src.with_name(f"{backend}.o" if src.parent == folder else f"{src.name}.o") for src in units]
-
-        def compile_unit(src: Path, obj: Path) -> tuple[int, str]:
-            # A file written against Triton's C API alone (no labkit/ header marks its entry points) is
-            # compiled as Triton's CMake does, default visibility (g++ drops the header's visibility from
-            # an extern "C" definition inside a namespace); the version script still exports only
-            # TRITONBACKEND_*.
-            own = flags if LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
-            if kit is not None and cuda_build.by_nvcc(kit, src, folder):
-                return toolchain.run(
-                    cuda_build.nvcc_argv(kit, debug, includes, toolchain.path(src), toolchain.path(obj)), folder
-                )
-            return toolchain.run(["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder)
-
-        with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
-            results = list(pool.map(compile_unit, units, compiled))
-        code, messages = next(((c, m) for c, m in results if c != 0), (0, ""))
-        if code == 0:  # linked without the server library: its symbols resolve from the running server
-            linking = [
-                *(toolchain.path(o) for o in compiled),
-                *(toolchain.path(o) for o in objects),
-                *(kit.link_args() if kit else []),
-            ]
-            argv = [
-                "c++",
-                *flags,
-                "-shared",
-                f"-Wl,--version-script={toolchain.path(exports)}",
-                *linking,
-                "-o",
-                toolchain.path(partial),
-            ]
-            code, messages = toolchain.run(argv, folder)
-        src = toolchain.path(folder / f"{backend}.cc")
-        if code != 0:
-            output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder / STAGED)}/", "")
-            place = compile_error(output, folder)
-            raise BuildError(
-                f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
-                f"(line numbers are those of your source):\n{output}",
-                backend=backend,
-                compiler_output=output,
-                file=place.file,
-                line=place.line,
-                flag=place.flag,
-            )
-        _check_symbols(backend, partial, toolchain, required)
-        _check_defined(backend, toolchain, flags, linking, folder, src)
-    except BuildError:
-        if progress:
-            print(" failed")
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    partial.rename(library)
-    seconds = time.perf_counter() - t0
-    if progress:
-        print(" done", flush=True)
-    prune(folder, _KEEP_BUILDS)
-    return Build(backend, library, key, seconds, False)
+        prune(folder, _KEEP_BUILDS)
+        return Build(backend, library, key, seconds, False)
 
 
 def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: tuple[str, ...] | None) -> None:

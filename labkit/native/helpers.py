@@ -14,6 +14,8 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from filelock import FileLock
+
 from ..errors import BuildError
 from .toolchain import Toolchain
 
@@ -90,43 +92,53 @@ def compiled(
     folder = toolchain.cache_root / f".{label}" / key[:16]
     objects = [folder / f"{src.stem}.o" for src in sources]
     outputs = [folder / archive] if archive else objects
-    if all(o.exists() for o in outputs):
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(folder.parent / f".{folder.name}.lock"):  # one compile of a key at a time, across processes
+        if all(o.exists() for o in outputs):
+            return outputs
+        folder.mkdir(parents=True, exist_ok=True)
+        include_args = [f"-I{p}" for p in [*extra_includes, *(toolchain.include(f) for f in includes)]]
+        # folders as the compiler sees them, once (a container toolchain copies each: not from several threads)
+        src_dirs = {folder: toolchain.include(folder) for folder in {src.parent for src in sources}}
+
+        def compile_one(src: Path, obj: Path) -> tuple[int, str]:
+            partial = obj.with_suffix(".o.partial")
+            argv = [
+                "c++",
+                *flags,
+                "-c",
+                *include_args,
+                f"{src_dirs[src.parent]}/{src.name}",
+                "-o",
+                toolchain.path(partial),
+            ]
+            code, messages = toolchain.run(argv, folder)
+            if code == 0:
+                partial.rename(obj)
+            return code, messages
+
+        with ThreadPoolExecutor(max_workers=min(len(sources), 8)) as pool:  # the TUs are independent
+            results = list(pool.map(compile_one, sources, objects))
+        failed = [(src.name, messages) for src, (code, messages) in zip(sources, results) if code != 0]
+        if not failed and archive:
+            partial = folder / f".{archive}.partial"
+            code, messages = toolchain.run(
+                ["ar", "rcs", toolchain.path(partial), *(toolchain.path(o) for o in objects)], folder
+            )
+            failed = [] if code == 0 else [(archive, messages)]
+            if code == 0:
+                partial.rename(folder / archive)
+        if failed:
+            shutil.rmtree(folder, ignore_errors=True)
+            name, messages = failed[0]
+            raise BuildError(
+                f"{what} ({name}) did not compile{toolchain.label} with these flags and headers; "
+                f"nothing was loaded. Compiler messages:\n{messages.strip()}",
+                backend=owner,
+                compiler_output=messages,
+            )
+        prune(folder, _KEEP)
         return outputs
-    folder.mkdir(parents=True, exist_ok=True)
-    include_args = [f"-I{p}" for p in [*extra_includes, *(toolchain.include(f) for f in includes)]]
-    # folders as the compiler sees them, once (a container toolchain copies each: not from several threads)
-    src_dirs = {folder: toolchain.include(folder) for folder in {src.parent for src in sources}}
-
-    def compile_one(src: Path, obj: Path) -> tuple[int, str]:
-        partial = obj.with_suffix(".o.partial")
-        argv = ["c++", *flags, "-c", *include_args, f"{src_dirs[src.parent]}/{src.name}", "-o", toolchain.path(partial)]
-        code, messages = toolchain.run(argv, folder)
-        if code == 0:
-            partial.rename(obj)
-        return code, messages
-
-    with ThreadPoolExecutor(max_workers=min(len(sources), 8)) as pool:  # the TUs are independent
-        results = list(pool.map(compile_one, sources, objects))
-    failed = [(src.name, messages) for src, (code, messages) in zip(sources, results) if code != 0]
-    if not failed and archive:
-        partial = folder / f".{archive}.partial"
-        code, messages = toolchain.run(
-            ["ar", "rcs", toolchain.path(partial), *(toolchain.path(o) for o in objects)], folder
-        )
-        failed = [] if code == 0 else [(archive, messages)]
-        if code == 0:
-            partial.rename(folder / archive)
-    if failed:
-        shutil.rmtree(folder, ignore_errors=True)
-        name, messages = failed[0]
-        raise BuildError(
-            f"{what} ({name}) did not compile{toolchain.label} with these flags and headers; "
-            f"nothing was loaded. Compiler messages:\n{messages.strip()}",
-            backend=owner,
-            compiler_output=messages,
-        )
-    prune(folder, _KEEP)
-    return outputs
 
 
 def prune(keep: Path, count: int) -> None:
