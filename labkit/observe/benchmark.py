@@ -28,6 +28,7 @@ from .perf_analyzer import perf
 _RELOAD_ROUNDS = 5
 _COLD_ROUNDS = 3
 _RATIO_ROUNDS = 3
+_OVERHEAD_ROUNDS = 5
 _RATIO_SECONDS = 3.0
 _ADD_SUB_INPUTS = {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}
 
@@ -296,7 +297,8 @@ def perf_analyzer_ratio(factory: Factory) -> dict[str, float]:
 def dashboard_overhead(factory: Factory) -> dict[str, float]:
     """throughput_ratio: add_sub_batching throughput at c=8 with the live dashboard polling and
     redrawing at its defaults, over throughput without; redraws_per_s: frames it drew meanwhile.
-    Runs of a few seconds, median of 3 interleaved pairs, after a warm-up with a dashboard (its drawing
+    Runs of a few seconds, median of 5 interleaved pairs whose order alternates (a machine that speeds up
+    or slows down during the rounds favours neither side), after a warm-up with a dashboard (its drawing
     process starts once per kernel; that start is not what each dashboard costs)."""
     batch = {k: v[None, :] for k, v in _ADD_SUB_INPUTS.items()}
     with _server_with(factory, "add_sub_batching") as server:
@@ -306,11 +308,17 @@ def dashboard_overhead(factory: Factory) -> dict[str, float]:
 
         with Dashboard(server, "add_sub_batching"):
             load()  # warm-up
-        ratios, rates = [], []
-        for _ in range(3):
-            without = load().throughput
+
+        def watched() -> tuple[Any, Dashboard]:
             with Dashboard(server, "add_sub_batching") as dash:
-                with_dash = load()
+                return load(), dash
+
+        ratios, rates = [], []
+        for round_ in range(_OVERHEAD_ROUNDS):
+            if round_ % 2:
+                (with_dash, dash), without = watched(), load().throughput
+            else:
+                without, (with_dash, dash) = load().throughput, watched()
             ratios.append(with_dash.throughput / without)
             rates.append(dash.frames / with_dash.duration_s)
     return {"throughput_ratio": statistics.median(ratios), "redraws_per_s": statistics.median(rates)}

