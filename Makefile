@@ -27,8 +27,11 @@ $(BIN)/.installed: $(BIN)/.lab
 demo: $(BIN)/.lab
 	$(BIN)/labkit demo --json demo.json
 
+# The suite on parallel workers (pytest-xdist): a file's tests (a notebook's cells) stay together in one worker.
+# Most of its time is spent waiting for servers, containers, hubs and kernels, which overlap well on 2 cores.
+TEST_WORKERS ?= 2
 test: $(BIN)/.installed lint
-	$(BIN)/python -m pytest --nbval
+	$(BIN)/python -m pytest --nbval -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(BIN)/.installed  # ruff (lint and format) on labkit/ and tests/, mypy on labkit/ (pyproject.toml says how)
 	$(BIN)/ruff check labkit tests

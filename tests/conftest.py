@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
 from ci_rules import in_ci, skip_or_fail
+from filelock import FileLock
 
 import labkit
 import labkit.errors
@@ -39,6 +41,14 @@ def server():
             srv.repository.copy_model_from(labkit.reference_repository(), name)
             srv.load(name)
         yield srv
+
+
+@pytest.fixture()
+def triton_default_ports():
+    """Triton's own ports (8000-8002), which `labkit serve` and the official clients use: held by one test at a
+    time across the suite's parallel workers (`make test` runs pytest-xdist)."""
+    with FileLock(Path(tempfile.gettempdir()) / "labkit-tests-triton-default-ports.lock"):
+        yield
 
 
 @pytest.fixture()

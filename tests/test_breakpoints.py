@@ -196,7 +196,7 @@ def _plain_request(url: str, request_id: str = "") -> list[float]:
         client.close()
 
 
-def test_labkit_serve_opens_the_session_in_its_terminal(tmp_path):
+def test_labkit_serve_opens_the_session_in_its_terminal(tmp_path, triton_default_ports):
     repo = tmp_path / "repo"
     labkit.repository.ModelRepository(repo).write_config(CONFIG)
     labkit.repository.ModelRepository(repo).write_python_model("dbg", MODEL)

@@ -100,7 +100,7 @@ def _repository(examples: Path, example: Example, root: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
-def test_official_python_example_passes_its_client(python_backend_examples, name, tmp_path):
+def test_official_python_example_passes_its_client(python_backend_examples, name, tmp_path, triton_default_ports):
     examples = python_backend_examples
     example = CASES[name]
     repository = _repository(examples, example, tmp_path / "models")
