@@ -20,9 +20,9 @@ def _serve(conn: Connection, parent_pid: int) -> None:
 
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a kernel interrupt is for the kernel, not for drawing
-    from . import plots
+    from .dashboard_canvas import DashboardCanvas
 
-    canvas = plots.DashboardCanvas()
+    canvas = DashboardCanvas()
     while True:
         try:
             data = conn.recv()

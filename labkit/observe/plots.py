@@ -143,6 +143,7 @@ class DashboardData:
     events: tuple[tuple[float, str], ...] = ()  # (time, what changed), drawn as marks on every panel
     elapsed_s: float = 0.0
     metrics: tuple[MetricSeries, ...] = ()  # families from /metrics, when the dashboard was given some
+    ended: bool = False  # the load is over: this is the last frame
 
     @classmethod
     def collect(
@@ -177,6 +178,7 @@ class DashboardData:
             tuple(events),
             elapsed_s or (samples[-1].t if samples else 0.0),
             MetricSeries.from_samples(samples, end),
+            until is not None,
         )
 
 
@@ -284,48 +286,30 @@ def _gauges(data: DashboardData, ax) -> None:
 _PANELS = (throughput_panel, latency_panel, batch_panel, share_panel, _counters, _gauges)
 
 
-def _rows(data: DashboardData) -> int:
+def dashboard_rows(data: DashboardData) -> int:
     return 3 if data.metrics else 2  # a third row for metric families, when there are some
 
 
-def _dashboard_axes(rows: int = 2) -> tuple[Figure, list]:
+def dashboard_axes(rows: int = 2) -> tuple[Figure, list]:
     height = 3.25 * rows
-    fig = Figure(figsize=(10, height))
+    fig = Figure(figsize=(10, height), dpi=80)
     # fixed: constrained layout costs ~0.2 s a draw
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.52 / height, top=1 - 0.33 / height, wspace=0.22, hspace=0.4)
     return fig, list(fig.subplots(rows, 2).flat)
 
 
-def dashboard_figure(data: DashboardData) -> Figure:
-    """The panels together: throughput, latency, batch sizes, queue vs compute over time; below them
-    the metric families' counters and gauges, when the data holds some."""
-    fig, axes = _dashboard_axes(_rows(data))
+def draw_dashboard(data: DashboardData, axes: Sequence) -> None:
+    """The panels on their axes: throughput, latency, batch sizes, queue vs compute; below them the metric
+    families' counters and gauges, when the data holds some."""
     for panel, ax in zip(_PANELS, axes):
         panel(data, ax)
+
+
+def dashboard_figure(data: DashboardData) -> Figure:
+    """The dashboard as one figure (labkit.observe.dashboard_canvas keeps one from frame to frame)."""
+    fig, axes = dashboard_axes(dashboard_rows(data))
+    draw_dashboard(data, axes)
     return fig
-
-
-class DashboardCanvas:
-    """The dashboard's figure kept from frame to frame: only its data artists are replaced (making
-    the figure and its axes anew costs about as much as drawing them)."""
-
-    def __init__(self) -> None:
-        self.figure, self._axes = _dashboard_axes()
-
-    def render(self, data: DashboardData, dpi: int = 80) -> bytes:
-        if len(self._axes) != 2 * _rows(data):
-            self.figure, self._axes = _dashboard_axes(_rows(data))
-        for ax in self._axes:
-            for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
-                artist.remove()
-            if ax.get_legend() is not None:
-                ax.get_legend().remove()
-            ax.relim()
-            ax.set_autoscale_on(True)  # set_ylim in the last frame switched it off
-        for panel, ax in zip(_PANELS, self._axes):
-            panel(data, ax)
-        # zlib's fastest level: a third of the frame's cost at the default level, for a PNG 7% larger
-        return png(self.figure, dpi, compress_level=1)
 
 
 class Picture:
