@@ -20,7 +20,9 @@ reads its fields, never its text.
     ├── ModelLoadError              .model .reason .serving
     │   ├── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
     │   ├── EnsembleStepError       .step .step_model .problem .tensor .available .refused_by
-    │   └── MetricKindError         .metric .kind .registered_kind .registered_by
+    │   ├── MetricKindError         .metric .kind .registered_kind .registered_by
+    │   ├── ExecutionEnvError       .environment .problem .found .needed: a model's environment refused before Triton
+    │   └── MissingModuleError      .module .python .environment: model.py imports what its stub's Python lacks
     ├── InferenceError              .model .reason .stack
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent .differs
@@ -31,6 +33,7 @@ reads its fields, never its text.
     │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
     ├── BuildError                  .backend .compiler_output .missing_exports .unavailable .file .line .command .flag
+    ├── PythonEnvError              .problem .wanted .available .runtime .path .output: an environment not made
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
     │   └── UnstableMeasurementError
     ├── TraceError                  Triton's request traces could not be recorded or read
@@ -47,9 +50,11 @@ from .models import (
     BuildError,
     ConfigError,
     EnsembleStepError,
+    ExecutionEnvError,
     InvalidNameError,
     LoadTimeoutError,
     MetricKindError,
+    MissingModuleError,
     ModelLoadError,
     RepositoryError,
     RepositoryWriteError,
@@ -79,6 +84,7 @@ from .tools import (
     CourseError,
     HubError,
     PerfAnalyzerError,
+    PythonEnvError,
     RoomSettingsError,
     SubmissionError,
     TraceError,
@@ -105,6 +111,8 @@ __all__ = [
     "LoadTimeoutError",
     "EnsembleStepError",
     "MetricKindError",
+    "ExecutionEnvError",
+    "MissingModuleError",
     "InferenceError",
     "ModelNotFoundError",
     "RequestError",
@@ -115,6 +123,7 @@ __all__ = [
     "SequenceError",
     "AnswerMismatchError",
     "BuildError",
+    "PythonEnvError",
     "PerfAnalyzerError",
     "UnstableMeasurementError",
     "TraceError",
