@@ -6,6 +6,7 @@ for another Python; `labkit python-env` and `labkit serve` of a person's reposit
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -194,3 +195,68 @@ def test_a_backend_folders_own_stub_serves_another_python(lab, tmp_path):
     lab.load("py310")
     assert labkit.infer(lab, "py310", {"X": X})["Y"].tolist() == (X * 2).tolist()
     assert _stub_line(lab).split()[2].startswith("3.10.") and _stub_line(lab).split()[-1] == str(env.path)
+
+
+def test_cli_builds_an_environment_and_serve_gives_it_to_a_persons_model(tmp_path):
+    repo = labkit.repository.ModelRepository(tmp_path / "repo")
+    for name, env in (("cow", "$$TRITON_MODEL_DIRECTORY/env"), ("bare", "")):
+        repo.write_python_model(name, COW)
+        repo.write_config(_config(name, env))
+    labkit_cli = [sys.executable, "-m", "labkit.cli"]
+    built = subprocess.run(
+        [*labkit_cli, "python-env", str(repo.root / "cow" / "env"), "--package", "cowsay==6.1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr
+    assert (
+        'config      parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env" } }'
+        in (built.stdout.splitlines())
+    )
+    again = subprocess.run(
+        [*labkit_cli, "python-env", str(repo.root / "cow" / "env"), "--package", "cowsay==6.1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 3 and "exists already" in again.stderr
+    before = {p for p in repo.root.rglob("*") if "__pycache__" not in p.parts}
+    serve = subprocess.Popen(
+        [*labkit_cli, "serve", str(repo.root), "--any-ports"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert serve.stdout is not None
+        lines = {}
+        for line in serve.stdout:
+            key, _, value = line.strip().partition(" ")
+            lines[key] = value.strip()
+            if key == "log":
+                break
+        assert lines["serving"] == "cow"
+    finally:
+        serve.send_signal(signal.SIGINT)
+        _, err = serve.communicate(timeout=60)
+    assert serve.returncode == 0
+    not_loaded = [line for line in err.splitlines() if line.startswith("NOT LOADED bare: ")]
+    assert not_loaded and "imports 'cowsay'" in not_loaded[0]
+    assert any("labkit python-env" in line for line in err.splitlines())
+    assert {p for p in repo.root.rglob("*") if "__pycache__" not in p.parts} == before  # nothing written into it
+
+
+def test_the_docker_runtime_gets_an_environment_for_its_own_python(dserver):
+    with pytest.raises(MissingModuleError) as caught:  # the container's python3 was asked
+        dserver.python_model("bare", COW, _config("bare"))
+    assert (caught.value.module, caught.value.python) == ("cowsay", "3.11")
+    model_dir = dserver.repository.model_dir("cow")
+    env = labkit.python_env(model_dir / "env", ["cowsay==6.1"], runtime="docker", progress=None)
+    assert (model_dir / "env/bin/python3.11").readlink() == Path("/usr/bin/python3.11")  # the image's interpreter
+    dserver.python_model("cow", COW, _config("cow", "$$TRITON_MODEL_DIRECTORY/env"))
+    assert labkit.infer(dserver, "cow", {"X": X})["Y"].tolist() == (X * 2).tolist()
+    words = _stub_line(dserver).split()
+    assert words[2].startswith("3.11.") and words[-1] == str(env.path)  # the repository is mounted at its own path
+    labkit.python_env(model_dir / "env", ["cowsay==6.1"], runtime="docker", pack=True, progress=None)
+    dserver.repository.write_config(_config("cow", "$$TRITON_MODEL_DIRECTORY/env.tar.gz"))
+    dserver.load("cow")
+    assert labkit.infer(dserver, "cow", {"X": X})["Y"].tolist() == (X * 2).tolist()
+    assert "/python_env_" in _stub_line(dserver).split()[-1]
