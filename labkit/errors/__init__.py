@@ -29,6 +29,7 @@ reads its fields, never its text.
     │   │   └── InputSizeError      .input .needed .carried .unit: refused before sending
     │   ├── OutputNameError         .missing .outputs .produced
     │   ├── SequenceError           .sequence_id .problem: a stateful model's request without a sequence, or of several rows
+    │   ├── SharedMemoryError       .needed_bytes .free_bytes .shm_size: /dev/shm cannot hold the request
     │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
     │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
@@ -69,6 +70,7 @@ from .requests import (
     RequestInterruptedError,
     RequestTimeoutError,
     SequenceError,
+    SharedMemoryError,
 )
 from .root import EngineError, GpuUnavailableError, LabkitError, SetupError
 from .server import (
@@ -121,6 +123,7 @@ __all__ = [
     "RequestTimeoutError",
     "RequestInterruptedError",
     "SequenceError",
+    "SharedMemoryError",
     "AnswerMismatchError",
     "BuildError",
     "PythonEnvError",
