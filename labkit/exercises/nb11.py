@@ -36,6 +36,15 @@ def own_package(server: TritonServer) -> None:
             rule="not-loaded",
         )
     given = server.model_config(MODEL).get("parameters", {}).get(ENV_KEY, {}).get("string_value", "")
+    on_disk = server.repository.read_config(MODEL)
+    written = on_disk.parameters[ENV_KEY].string_value if ENV_KEY in on_disk.parameters else ""
+    if written != given:  # a failed load keeps the version before serving: judge the latest config, not it
+        raise NotYet(
+            f"your latest config of {MODEL!r} did not load (it names {ENV_KEY} {written or 'none'}; Triton still "
+            f"serves the one before, with {given or 'none'}).",
+            f"moo's model.py imports {PACKAGE}: build an environment with it in moo's folder and name it in moo's config.",
+            rule="not-loaded",
+        )
     if not given:
         raise NotYet(
             f"{MODEL!r} serves without an {ENV_KEY}: it runs on the server's own Python, which the check does not judge.",
