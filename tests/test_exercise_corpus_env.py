@@ -51,7 +51,9 @@ CASES = [
     (
         "another folder name",
         _edit(
-            SOLUTION, ('"$$TRITON_MODEL_DIRECTORY/env"', '"$$TRITON_MODEL_DIRECTORY/pyenv"'), ('/ "env"', '/ "pyenv"')
+            SOLUTION,
+            ('"$$TRITON_MODEL_DIRECTORY/env"', '"$$TRITON_MODEL_DIRECTORY/pyenv"'),
+            ('moo_dir / "env"', 'moo_dir / "pyenv"'),
         ),
         None,
     ),
@@ -67,8 +69,9 @@ CASES = [
             SOLUTION,
             (
                 'parameters = {"EXECUTION_ENV_PATH": "$$TRITON_MODEL_DIRECTORY/env"}',
-                'parameters = {"EXECUTION_ENV_PATH": str(lab.repository.model_dir("moo") / "env")}',
+                'parameters = {"EXECUTION_ENV_PATH": "/tmp/labkit-envs/moo"}',
             ),
+            ('moo_dir / "env"', '"/tmp/labkit-envs/moo"'),
         ),
         "absolute-path",
     ),
@@ -79,6 +82,9 @@ CASES = [
 def lab():
     with labkit.start() as server:
         server.repository.write_python_model("moo", MOO)
+        exec(STARTER, {"lab": server, "labkit": labkit})
+        with pytest.raises(labkit.errors.MissingModuleError):
+            server.load("moo")  # the stub's __pycache__ appears now, not during the first check
         yield server
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..client.inference import infer
+from ..errors import ModelLoadError
 from ..python_envs.env_contents import read_env
 from ..python_envs.stub_pythons import version_text
 from ..server.base import TritonServer
@@ -29,22 +30,30 @@ PACKAGE = "cowsay"
     "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#creating-custom-execution-environments).",
 )
 def own_package(server: TritonServer) -> None:
-    if MODEL not in server.loaded_models():
+    before = server.loaded_models()
+    try:
+        _judge(server)
+    finally:
+        if MODEL not in before and MODEL in server.loaded_models():
+            server.unload(MODEL)  # the check loaded it: leave the server as it found it
+
+
+def _judge(server: TritonServer) -> None:
+    try:
+        server.load(MODEL)  # the config the cell wrote last
+    except ModelLoadError as exc:
+        missing = getattr(exc, "module", "")
         raise NotYet(
-            f"model {MODEL!r} is not loaded: its model.py imports {PACKAGE!r}, which the server's Python lacks.",
+            f"model {MODEL!r} does not load"
+            + (
+                f": its model.py imports {missing!r}, which its stub's Python lacks."
+                if missing
+                else f": {exc.reason[:200]}"
+            ),
             f"build an environment with {PACKAGE} in moo's folder and name it in moo's config.",
             rule="not-loaded",
-        )
+        ) from None
     given = server.model_config(MODEL).get("parameters", {}).get(ENV_KEY, {}).get("string_value", "")
-    on_disk = server.repository.read_config(MODEL)
-    written = on_disk.parameters[ENV_KEY].string_value if ENV_KEY in on_disk.parameters else ""
-    if written != given:  # a failed load keeps the version before serving: judge the latest config, not it
-        raise NotYet(
-            f"your latest config of {MODEL!r} did not load (it names {ENV_KEY} {written or 'none'}; Triton still "
-            f"serves the one before, with {given or 'none'}).",
-            f"moo's model.py imports {PACKAGE}: build an environment with it in moo's folder and name it in moo's config.",
-            rule="not-loaded",
-        )
     if not given:
         raise NotYet(
             f"{MODEL!r} serves without an {ENV_KEY}: it runs on the server's own Python, which the check does not judge.",
