@@ -36,6 +36,7 @@ from .errors import (
 )
 from .native import export_backend
 from .observe.stats import StatsCollector, model_stats
+from .python_envs import python_env
 from .repository import model_config, sequence_batching
 from .repository.ensemble_config import Step, ensemble_config
 from .server import current
@@ -112,6 +113,7 @@ __all__ = [
     "plot_sequence_slots",
     "plot_timelines",
     "plots",
+    "python_env",
     "reference",
     "reference_repository",
     "run_load",

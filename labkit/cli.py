@@ -25,6 +25,7 @@ from .errors import ConfigError, LabkitError, SetupError
 from .native import Build, build_backend, cmake_build, deploy, export_backend
 from .observe import _perf_dist, benchmark as bench
 from .observe.perf_analyzer import check_steps, perf as sweep_with_perf_analyzer
+from .python_envs import command as python_env_cli
 from .repository import ModelRepository
 from .room import commands as room_cli
 from .server import ServerConfig, create, kinds
@@ -480,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     image.set_defaults(func=_image)
 
     room_cli.register(sub)
+    python_env_cli.register(sub)
 
     args = parser.parse_args(argv)
     if getattr(args, "server", None) == "docker" and not args.image:

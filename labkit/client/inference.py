@@ -35,7 +35,7 @@ from ..errors import (
     RequestError,
     SequenceError,
 )
-from ..server import stubs
+from ..server import shm_regions, stubs
 from ..server.base import TritonServer
 from ..server.connection import CONNECTION_ERRORS
 from . import _sequence_ids, request_fit, waiting
@@ -136,6 +136,21 @@ def refused_config(server: TritonServer, model: str, text: str, since: float | N
     return ModelNotFoundError(model=model, loaded=loaded) if config is None else config
 
 
+def _python_model(server: TritonServer, config: dict) -> bool:
+    """Whether a Python stub serves the model (the python backend, or a Python-based one)."""
+    backend = config.get("backend", "")
+    return backend == "python" or (server.workspace.backend_dir / backend / "model.py").is_file()
+
+
+def _input_bytes(tensors: list) -> int:
+    total = 0
+    for tensor in tensors:
+        getter = getattr(tensor, "_get_binary_data", None) or getattr(tensor, "_get_content", None)
+        raw = getter() if getter is not None else None
+        total += len(raw) if raw is not None else 0
+    return total
+
+
 def translate(
     exc: BaseException,
     server: TritonServer,
@@ -185,6 +200,10 @@ def translate(
             problem="rows",
             reason=text,
         )
+    if not problems and _python_model(server, config):
+        short = shm_regions.refusal(server, model, _input_bytes(tensors), text)
+        if short is not None:
+            return short
     if not problems:  # the request fits: the backend (or the model's kind) refused it
         return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
     expected, sent_text = request_fit.describe_inputs(config), request_fit.describe_sent(sent)

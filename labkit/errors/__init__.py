@@ -20,17 +20,21 @@ reads its fields, never its text.
     ├── ModelLoadError              .model .reason .serving
     │   ├── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
     │   ├── EnsembleStepError       .step .step_model .problem .tensor .available .refused_by
-    │   └── MetricKindError         .metric .kind .registered_kind .registered_by
+    │   ├── MetricKindError         .metric .kind .registered_kind .registered_by
+    │   ├── ExecutionEnvError       .environment .problem .found .needed: a model's environment refused before Triton
+    │   └── MissingModuleError      .module .python .environment: model.py imports what its stub's Python lacks
     ├── InferenceError              .model .reason .stack
     │   ├── ModelNotFoundError      .loaded
     │   ├── RequestError            .expected .sent .differs
     │   │   └── InputSizeError      .input .needed .carried .unit: refused before sending
     │   ├── OutputNameError         .missing .outputs .produced
     │   ├── SequenceError           .sequence_id .problem: a stateful model's request without a sequence, or of several rows
+    │   ├── SharedMemoryError       .needed_bytes .free_bytes .shm_size: /dev/shm cannot hold the request
     │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
     │   │   └── RequestInterruptedError   .waited_s
     │   └── AnswerMismatchError
     ├── BuildError                  .backend .compiler_output .missing_exports .unavailable .file .line .command .flag
+    ├── PythonEnvError              .problem .wanted .available .runtime .path .output: an environment not made
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
     │   └── UnstableMeasurementError
     ├── TraceError                  Triton's request traces could not be recorded or read
@@ -47,9 +51,11 @@ from .models import (
     BuildError,
     ConfigError,
     EnsembleStepError,
+    ExecutionEnvError,
     InvalidNameError,
     LoadTimeoutError,
     MetricKindError,
+    MissingModuleError,
     ModelLoadError,
     RepositoryError,
     RepositoryWriteError,
@@ -64,6 +70,7 @@ from .requests import (
     RequestInterruptedError,
     RequestTimeoutError,
     SequenceError,
+    SharedMemoryError,
 )
 from .root import EngineError, GpuUnavailableError, LabkitError, SetupError
 from .server import (
@@ -79,6 +86,7 @@ from .tools import (
     CourseError,
     HubError,
     PerfAnalyzerError,
+    PythonEnvError,
     RoomSettingsError,
     SubmissionError,
     TraceError,
@@ -105,6 +113,8 @@ __all__ = [
     "LoadTimeoutError",
     "EnsembleStepError",
     "MetricKindError",
+    "ExecutionEnvError",
+    "MissingModuleError",
     "InferenceError",
     "ModelNotFoundError",
     "RequestError",
@@ -113,8 +123,10 @@ __all__ = [
     "RequestTimeoutError",
     "RequestInterruptedError",
     "SequenceError",
+    "SharedMemoryError",
     "AnswerMismatchError",
     "BuildError",
+    "PythonEnvError",
     "PerfAnalyzerError",
     "UnstableMeasurementError",
     "TraceError",

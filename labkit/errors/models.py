@@ -136,6 +136,34 @@ class MetricKindError(ModelLoadError):
         super().__init__(message, model=model)
 
 
+class ExecutionEnvError(ModelLoadError):
+    """labkit refused to load ``model`` before Triton saw it: the execution environment its config names
+    (``EXECUTION_ENV_PATH``, resolved to ``environment``) cannot serve it. ``problem`` says why: "python"
+    (the environment's Python ``found`` is not the ``needed`` Python of the stub that would run it),
+    "numpy" (numpy ``found`` in the environment; the 23.12 stub needs ``needed``: numpy 1.x, else every
+    output comes back empty), "missing" (nothing at that path), "no activate" (a folder without
+    ``bin/activate``, which the stub sources)."""
+
+    def __init__(
+        self, message: str, *, model: str, environment: str, problem: str, found: str = "", needed: str = ""
+    ) -> None:
+        self.environment, self.problem, self.found, self.needed = environment, problem, found, needed
+        super().__init__(message, model=model)
+
+
+class MissingModuleError(ModelLoadError):
+    """Triton could not load ``model``: its model.py imports ``module``, which the Python that runs its
+    stub (version ``python``, e.g. "3.11") does not have. ``environment``: the model's execution
+    environment (its ``EXECUTION_ENV_PATH`` as given), or "" when it has none and the stub runs the
+    server's own Python."""
+
+    def __init__(
+        self, message: str, *, model: str, module: str, python: str, environment: str = "", reason: str = ""
+    ) -> None:
+        self.module, self.python, self.environment = module, python, environment
+        super().__init__(message, model=model, reason=reason)
+
+
 class BuildError(LabkitError):
     """A C++ backend did not compile, or the library lacks what Triton requires; nothing was loaded.
 

@@ -136,3 +136,22 @@ class SequenceError(InferenceError):
 
 class AnswerMismatchError(InferenceError):
     """A model answered, but not with the expected values."""
+
+
+class SharedMemoryError(InferenceError):
+    """A request to a Python model needs more shared memory than ``/dev/shm`` has left where Triton runs:
+    ``needed_bytes`` (its inputs), ``free_bytes`` (left), ``shm_size`` (the Docker server's ``shm_size=``
+    option, "" for the embedded server)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        needed_bytes: int,
+        free_bytes: int,
+        shm_size: str = "",
+        model: str = "",
+        reason: str = "",
+    ) -> None:
+        self.needed_bytes, self.free_bytes, self.shm_size = needed_bytes, free_bytes, shm_size
+        super().__init__(message, model=model, reason=reason)

@@ -96,3 +96,26 @@ class HubError(LabkitError):
 class BoardError(HubError):
     """The teacher's board at ``url`` did not give its table: ``status_code`` 401/403 (the token is not the
     teacher's), another status, or 0 (no answer)."""
+
+
+class PythonEnvError(LabkitError):
+    """An execution environment for Python models could not be made. ``problem``: "python" (``wanted`` is
+    a Python that no stub of ``runtime`` has; those it has are ``available``), "interpreter" (no Python
+    ``wanted`` on this machine), "pip" (pip could not install the packages; ``output`` is its last
+    lines), "exists" (``path`` is there already and replacing it was not asked), "requirements" (the
+    requirements file ``path`` cannot be read)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        problem: str,
+        wanted: str = "",
+        available: Sequence[str] = (),
+        runtime: str = "",
+        path: str = "",
+        output: str = "",
+    ) -> None:
+        self.problem, self.wanted, self.available, self.runtime = problem, wanted, list(available), runtime
+        self.path, self.output = path, output
+        super().__init__(message)

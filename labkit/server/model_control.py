@@ -36,7 +36,7 @@ from ..repository.files import write_atomic
 from ..repository.python_source import model_source
 from ..stuck import unstick as _unstick
 from ..stuck.stuck_load import load_timeout
-from . import idle, refusals, stubs
+from . import env_checks, idle, refusals, stubs
 from .attempts import Attempt, digest, recording
 from .connection import CONNECTION_ERRORS
 from .control import ControlPlane
@@ -122,6 +122,7 @@ class Models:
                 missing="config.pbtxt",
             )
         refusals.check_metric_kinds(self, name)  # before Triton: its refusal can crash 23.12
+        env_checks.check_environment(self, name)  # a wrong Python or numpy 2 would load and then fail
         for listener in list(self.before_load):
             listener(name)
         limit = self.config.load_timeout_s if timeout_s is None else timeout_s
@@ -190,7 +191,8 @@ class Models:
                 "labkit.start(backend_directory=DIR))."
             )
         text += f"\nFix the model and load it again. Models still serving: {still}."
-        return refusals.explain(self, name, ModelLoadError(text, model=name, reason=reason, serving=serving))
+        error = refusals.explain(self, name, ModelLoadError(text, model=name, reason=reason, serving=serving))
+        return env_checks.missing_module(self, name, error) or error
 
     def unload(self, name: str, timeout_s: float = 30.0) -> None:
         """Unload and wait until Triton has finished (its unload call returns before that)."""

@@ -10,6 +10,7 @@ stubs). It knows nothing of models or clients: those are ``Models`` and the cont
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -133,6 +134,10 @@ class Runtime(Beside, Protocol):
         """Where C++ backends for this Triton are compiled."""
         ...
 
+    def stub_python(self) -> tuple[int, int] | None:
+        """The Python (major, minor) that the stub of Triton's python backend embeds here (None: unknown)."""
+        ...
+
     def signal_beside(self, pid: int, sig: int) -> None:
         """Send a signal to a process beside Triton (a stub); one that already ended is fine."""
         ...
@@ -173,6 +178,9 @@ class RuntimeDefaults:
 
     def trace_folder(self) -> tuple[Path, str]:
         return self.workspace.traces, str(self.workspace.traces)
+
+    def stub_python(self) -> tuple[int, int] | None:
+        return (sys.version_info[0], sys.version_info[1])  # labkit installs the wheel's stub for its own Python
 
     def toolchain(self) -> Toolchain:
         if self._toolchain is None:

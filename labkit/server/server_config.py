@@ -37,6 +37,12 @@ class ServerConfig:
     http_port, grpc_port, metrics_port: where Triton listens (on ``host``); 0 (the default) lets labkit
         pick a free port. A port given that another process holds fails the start at once with
         PortTakenError (no retry on other ports). ``labkit serve`` asks for Triton's 8000/8001/8002.
+    shm_prefix: the Python backend's ``shm-region-prefix-name``: labkit gives each server its own
+        (``labkit_<pid>_<n>_``), as python_backend's README asks of servers that share ``/dev/shm``.
+    shm_default_byte_size, shm_growth_byte_size, stub_timeout_s: the Python backend's
+        ``shm-default-byte-size`` (each instance's region to begin with; Triton's default 1 MiB),
+        ``shm-growth-byte-size`` (the step it grows by; 1 MiB) and ``stub-timeout-seconds`` (how long Triton
+        waits for a stub to answer; 30 s). None: Triton's default. All go to Triton as ``--backend-config=python,KEY=VALUE``.
     backend_directory: a folder of backends built outside labkit (``<dir>/<name>/libtriton_<name>.so``).
         Triton's ``--backend-directory`` stays labkit's own folder (it holds labkit's Python backend):
         each ``<dir>/<name>/`` appears in it at launch as a folder of links (labkit.server.user_backends);
@@ -51,6 +57,9 @@ class ServerConfig:
     load_timeout_s: float = 120.0
     exit_timeout_s: int = 5
     shm_prefix: str = field(default_factory=_shm_prefix)
+    shm_default_byte_size: int | None = None
+    shm_growth_byte_size: int | None = None
+    stub_timeout_s: int | None = None
     http_port: int = 0
     grpc_port: int = 0
     metrics_port: int = 0
@@ -63,6 +72,11 @@ class ServerConfig:
         for name, port in self.ports.items():
             if not isinstance(port, int) or not 0 <= port <= 65535:
                 raise ValueError(f"{name}_port must be a port number from 1 to 65535 (0: a free one), not {port!r}")
+        for name, value in self.python_backend_config.items():
+            if name != "shm-region-prefix-name" and (
+                not isinstance(value, int) or isinstance(value, bool) or value <= 0
+            ):
+                raise ValueError(f"{name} must be a whole number above 0 (or None for Triton's default), not {value!r}")
         fixed = [port for port in self.ports.values() if port]
         if len(set(fixed)) != len(fixed):
             raise ValueError(f"http_port, grpc_port and metrics_port must differ, not {self.ports}")
@@ -71,6 +85,17 @@ class ServerConfig:
     def ports(self) -> dict[str, int]:
         """The ports asked for, by service (``http``, ``grpc``, ``metrics``); 0: any free one."""
         return {"http": self.http_port, "grpc": self.grpc_port, "metrics": self.metrics_port}
+
+    @property
+    def python_backend_config(self) -> dict[str, int | str]:
+        """What goes to Triton as ``--backend-config=python,KEY=VALUE``, by python_backend's key names."""
+        values = {
+            "shm-region-prefix-name": self.shm_prefix,
+            "shm-default-byte-size": self.shm_default_byte_size,
+            "shm-growth-byte-size": self.shm_growth_byte_size,
+            "stub-timeout-seconds": self.stub_timeout_s,
+        }
+        return {key: value for key, value in values.items() if value is not None}
 
     @classmethod
     def split(cls, options: dict[str, Any]) -> tuple[ServerConfig, dict[str, Any]]:
@@ -116,7 +141,7 @@ def argv(config: ServerConfig, place: TritonPlace, binary: str = "tritonserver")
         f"--grpc-port={place.grpc_port}",
         f"--metrics-port={place.metrics_port}",
         f"--allow-gpu-metrics={'true' if place.gpu_metrics else 'false'}",
-        f"--backend-config=python,shm-region-prefix-name={config.shm_prefix}",
+        *(f"--backend-config=python,{key}={value}" for key, value in config.python_backend_config.items()),
         f"--log-verbose={config.log_verbose}",
         f"--exit-timeout-secs={config.exit_timeout_s}",
         *config.extra_args,

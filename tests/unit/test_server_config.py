@@ -48,6 +48,23 @@ def test_triton_command_line_from_one_options_object():
     assert full[-1] == "--x=1" and "--log-verbose=2" in full and full[0] == "tritonserver"
 
 
+def test_the_python_backends_shared_memory_options_go_to_backend_config():
+    config = ServerConfig(
+        shm_prefix="p_", shm_default_byte_size=4 << 20, shm_growth_byte_size=2 << 20, stub_timeout_s=45
+    )
+    line = argv(config, TritonPlace("/r", "/b", "127.0.0.1", 1, 2, 3))
+    assert [a for a in line if a.startswith("--backend-config=python,")] == [
+        "--backend-config=python,shm-region-prefix-name=p_",
+        "--backend-config=python,shm-default-byte-size=4194304",
+        "--backend-config=python,shm-growth-byte-size=2097152",
+        "--backend-config=python,stub-timeout-seconds=45",
+    ]
+    assert ServerConfig(shm_prefix="p_").python_backend_config == {"shm-region-prefix-name": "p_"}  # Triton's defaults
+    for bad in (0, -1, 1.5, True, "1m"):
+        with pytest.raises(ValueError, match="shm-default-byte-size"):
+            ServerConfig(shm_default_byte_size=bad)  # type: ignore[arg-type]
+
+
 def test_rendering_is_pure_and_the_config_frozen():
     config = ServerConfig(extra_args=["--a=1"])
     place = TritonPlace("/r", "/b", "127.0.0.1", 1, 2, 3)

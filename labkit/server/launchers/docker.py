@@ -43,6 +43,7 @@ from ...errors import (
     SetupError,
     WaitTimeoutError,
 )
+from ...python_envs.stub_pythons import KNOWN_IMAGES
 from ...stuck.debuggers import PY_SPY as PY_SPY_NAME, host_tool
 from .. import user_backends
 from .._ports import check_free
@@ -388,6 +389,14 @@ class DockerRuntime(RuntimeDefaults):
             return PY_SPY if host_tool(PY_SPY_NAME) is not None else None
         code, out, _ = self._exec(["sh", "-c", f"command -v {name}"], None, {})
         return (out.strip() or None) if code == 0 else None
+
+    def stub_python(self) -> tuple[int, int] | None:
+        known = KNOWN_IMAGES.get(self.image)
+        if known is not None:
+            return known[0]
+        code, out, _ = self.run_beside(["python", "-c", "import sys; print(*sys.version_info[:2])"])
+        words = out.split()
+        return (int(words[0]), int(words[1])) if code == 0 and len(words) == 2 else None
 
     def signal_beside(self, pid: int, sig: int) -> None:
         self._exec(["sh", "-c", f"kill -{int(sig)} {int(pid)} 2>/dev/null || true"], None, {})
