@@ -74,7 +74,8 @@ def build_grader_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GR
     files["Dockerfile"] = (
         f"FROM {base}\nCOPY labkit {HOME_IN_IMAGE}/labkit\nCOPY notebooks {HOME_IN_IMAGE}/notebooks\n"
         f"USER root\nRUN python3 -m compileall -q {HOME_IN_IMAGE}/labkit\nUSER 1000\n"
-        f"ENV PYTHONPATH={HOME_IN_IMAGE} PYTHONDONTWRITEBYTECODE=1\n"
+        # no network in a grader: pip (labkit.python_env) takes the lesson wheels the lab image carries
+        f"ENV PYTHONPATH={HOME_IN_IMAGE} PYTHONDONTWRITEBYTECODE=1 PIP_NO_INDEX=1\n"
     ).encode()
     digest = hashlib.sha256(base_id.encode())
     for name, data in files.items():

@@ -43,6 +43,7 @@ from .._downloads import cache_dir, say
 from ..docker import cpu_image
 from ..docker.engine import connect
 from ..errors import EngineError, SetupError
+from ..exercises.nb11 import ENVIRONMENT_PACKAGES
 from .hubconfig import HOME, START_COMMAND, WORK
 from .settings import PARTICIPANT_IMAGE
 
@@ -61,6 +62,9 @@ EXTRA = (f"jupyterhub=={HUB_JUPYTERHUB}.*", "ipykernel", "pip")  # the hub's maj
 KUBERNETES_CLIENT = "kubernetes==37.*"  # in the images for Kubernetes: the board there starts grader Pods
 TRITON_WHEEL = "nvidia-pytriton==0.5.0"  # installed without its requirements (they pin JupyterLab 3)
 EXCLUDED = ("*.solution", "__pycache__", "*.pyc")  # never in the image: reference solutions, byte code
+# Wheels for the execution environments the lessons build (labkit.python_env): in the image, not installed,
+# found by pip through PIP_FIND_LINKS (the grader has no network; a room's labs may have none either).
+LESSON_WHEELS = "/opt/labkit/wheels"
 # JupyterLab's settings for every lab: no "Would you like to get notified about official Jupyter news?"
 # prompt, no update check (a participant's lab has no business with either, and may have no internet).
 LAB_OVERRIDES = json.dumps(
@@ -96,6 +100,8 @@ useradd --create-home --uid 1000 --shell /bin/bash jovyan
 mkdir -p {WORK} /opt/labkit/notebooks
 cp /build/notebooks/*.ipynb /opt/labkit/notebooks/
 cp /build/labkit-lab-start {START_COMMAND}
+mkdir -p {LESSON_WHEELS}
+for package in {" ".join(p.split("==")[0] for p in ENVIRONMENT_PACKAGES)} numpy; do cp /wheels/"$package"-*.whl {LESSON_WHEELS}/; done
 chmod 755 {START_COMMAND}
 chown -R jovyan:jovyan {HOME}
 rm -rf /root/.cache
@@ -237,7 +243,9 @@ def _requirements(wheel: Path) -> list[str]:
 def _wheelhouse(wheel: Path, extra: tuple[str, ...] = EXTRA) -> Path:
     """Every other wheel the image installs, downloaded once per set of requirements into labkit's cache
     (a change to labkit's code alone reuses it); one per hub version (``extra``'s jupyterhub)."""
-    key = hashlib.sha256(json.dumps([_requirements(wheel), extra, TRITON_WHEEL, IMAGE_PYTHON]).encode()).hexdigest()
+    key = hashlib.sha256(
+        json.dumps([_requirements(wheel), extra, TRITON_WHEEL, IMAGE_PYTHON, ENVIRONMENT_PACKAGES]).encode()
+    ).hexdigest()
     variant = "" if extra == EXTRA else f"hub{extra[0].split('==')[1].rstrip('.*')}-"
     house = cache_dir() / "room" / f"wheelhouse-{variant}{key[:12]}"
     if (house / ".complete").exists():
@@ -255,6 +263,7 @@ def _wheelhouse(wheel: Path, extra: tuple[str, ...] = EXTRA) -> Path:
             str(house),
             str(wheel),
             *extra,
+            *ENVIRONMENT_PACKAGES,
         ],
         "download the lab's wheels",
     )
@@ -404,6 +413,7 @@ def _commit(
         "USER jovyan",
         f"WORKDIR {WORK}",
         f"ENV HOME={HOME}",
+        f"ENV PIP_FIND_LINKS={LESSON_WHEELS}",
         f'CMD ["{START_COMMAND}"]',
         "EXPOSE 8888",
         "LABEL " + " ".join(f"{k}={json.dumps(v)}" for k, v in labels.items()),
