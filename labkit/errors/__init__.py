@@ -29,6 +29,7 @@ reads its fields, never its text.
     │   ├── SequenceError           .sequence_id .problem: a stateful model's request without a sequence, or of several rows
     │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
     │   │   └── RequestInterruptedError   .waited_s
+    │   ├── RequestDroppedError     .needs: Triton released the request without an answer (its log says so)
     │   └── AnswerMismatchError
     ├── BuildError                  .backend .compiler_output .missing_exports .unavailable .file .line .command .flag
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
@@ -60,6 +61,7 @@ from .requests import (
     InputSizeError,
     ModelNotFoundError,
     OutputNameError,
+    RequestDroppedError,
     RequestError,
     RequestInterruptedError,
     RequestTimeoutError,
@@ -112,6 +114,7 @@ __all__ = [
     "OutputNameError",
     "RequestTimeoutError",
     "RequestInterruptedError",
+    "RequestDroppedError",
     "SequenceError",
     "AnswerMismatchError",
     "BuildError",
