@@ -85,6 +85,15 @@ def test_bls_hands_sequence_ids_and_flags_on_and_interleaved_sequences_keep_thei
     ]
 
 
+def test_a_bls_request_without_a_sequence_id_gets_the_stateful_models_refusal(lab):
+    bls_stateful.setup(lab)
+    with pytest.raises(labkit.errors.InferenceError) as refused:
+        labkit.infer(lab, bls_stateful.MODEL, {"INPUT": np.array([[1]], np.int32)})
+    assert refused.value.model == bls_stateful.MODEL
+    assert "must specify a non-zero or non-empty correlation ID" in refused.value.reason
+    assert bls_stateful.interleave(lab, {5: [1, 1]}).ok
+
+
 # -- 4. request rescheduling -------------------------------------------------------------------------------
 
 
@@ -233,3 +242,24 @@ def test_backend_attributes_policy_and_memory_reports_show_where_2312_shows_them
     assert [(u.type, u.byte_size) for u in usage] == [("CPU", parallel.memory_usage[0]["byte_size"])]
     per_model = [line for line in lab.models.metrics_text().splitlines() if f'model="{parallel.model}"' in line]
     assert per_model and not [line for line in per_model if "memory" in line]  # no metric carries it
+
+
+def test_an_error_from_get_backend_attribute_is_never_seen_in_2312(lab):
+    """backend_manager.cc:95 drops the status: the model loads, with Triton's default instance group."""
+    opening = "TRITONBACKEND_BackendAttribute* attributes) {\n"
+    assert opening in backend_attributes.SOURCE
+    refusing = backend_attributes.SOURCE.replace(
+        opening,
+        opening + '  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "backendattrs: no attributes today");\n',
+    )
+    lab.repository.write_config(backend_attributes.config("attrs_refusing", "backendattrs_refusing"))
+    lab.cpp_backend("backendattrs_refusing", refusing, ["attrs_refusing"])
+    group = lab.model_config("attrs_refusing")["instance_group"][0]
+    default_kind = "KIND_GPU" if detect.visible() else "KIND_CPU"  # KIND_AUTO, resolved
+    assert (group["kind"], group["count"]) == (default_kind, 1)  # no preferred group was taken
+    assert labkit.infer(lab, "attrs_refusing", {"IN0": np.array([1, 2, 3, 4], np.int32)})["OUT0"].tolist() == [
+        1,
+        2,
+        3,
+        4,
+    ]
