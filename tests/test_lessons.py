@@ -291,6 +291,13 @@ def test_api_tour_section_reports_ok_per_item(tmp_path):
         "instances",
         "decoupled_cpp",
         "cancellation",
+        "model_loading",
+        "bls_decoupled",
+        "bls_stateful",
+        "rescheduling",
+        "request_parameters",
+        "python_logging",
+        "backend_attributes",
         "ok",
     }
     assert all(report[k]["ok"] for k in report if k != "ok"), report

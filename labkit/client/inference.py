@@ -39,6 +39,7 @@ from ..server import shm_regions, stubs
 from ..server.base import TritonServer
 from ..server.connection import CONNECTION_ERRORS
 from . import _sequence_ids, request_fit, waiting
+from .infer_parameters import request_parameters
 from .transport import Transport, closing_http
 
 
@@ -234,6 +235,7 @@ def infer(
     sequence_id: int | str = 0,
     sequence_start: bool = False,
     sequence_end: bool = False,
+    parameters: Mapping[str, str | int | bool] | None = None,
 ) -> dict[str, np.ndarray]:
     """Send one request; returns the outputs by name. Pass ``client`` to reuse one (one per thread).
     ``inputs``: numpy arrays (or tritonclient InferInputs) by name; one whose data does not fill its
@@ -242,6 +244,9 @@ def infer(
     ``sequence_id`` / ``sequence_start`` / ``sequence_end``: the request belongs to that sequence of a
     stateful model (sequence_batching), and is its first / last request. A stateful model refuses a
     request without one (SequenceError).
+
+    ``parameters``: the request's own parameters (strings, integers, booleans), tritonclient's
+    ``parameters=``; a backend reads them (``request.parameters()``, TRITONBACKEND_RequestParameter).
 
     ``timeout_s``: how long to wait for the answer (default ``server.config.request_timeout_s``; ``math.inf``
     waits forever); then RequestTimeoutError shows where the model is stuck.
@@ -261,9 +266,10 @@ def infer(
                 value=shared_memory,
                 valid=list(gpu_shm.KINDS),
             )
-        if sequence_id:
+        if sequence_id or parameters:
             raise ConfigError(
-                "shared_memory='cuda' sends plain requests: leave it out for a sequence's requests.",
+                "shared_memory='cuda' sends plain requests: leave it out for a sequence's requests or a "
+                "request with parameters.",
                 field="shared_memory",
                 value=shared_memory,
                 valid=["None"],
@@ -278,7 +284,8 @@ def infer(
         return gpu_shm.infer(server, model, inputs, outputs, lambda exc, sent: translate(exc, server, model, sent))
     transport = Transport.of(protocol)
     sequence = {"sequence_id": sequence_id, "sequence_start": sequence_start, "sequence_end": sequence_end}
-    result = _send(server, client, model, inputs, outputs, transport, timeout_s, sequence)
+    extra = {**sequence, **request_parameters(parameters)}
+    result = _send(server, client, model, inputs, outputs, transport, timeout_s, extra)
     return _answer(server, model, result, transport, outputs)
 
 
@@ -313,7 +320,8 @@ def _send(
     sequence: Mapping[str, Any] | None = None,
 ) -> Any:
     """One request on ``client`` (a new one if None), waited for within its time limit; Triton's
-    refusals and a dead server become labkit errors. ``sequence``: tritonclient's sequence_* keywords."""
+    refusals and a dead server become labkit errors. ``sequence``: tritonclient's sequence_* keywords
+    (and ``parameters``)."""
     sequence = dict(sequence or {})
     tensors, wanted = prepare(transport, inputs, outputs)
     check_sizes(model, tensors)
@@ -325,6 +333,7 @@ def _send(
         breakpoints.request_id() if waiting.interactive() else "", sequence.get("sequence_id", 0)
     )
     since = time.time()
+    log_mark = server.logs.mark()
     server.health.track_request(model, 1)
     try:
         if transport is Transport.HTTP:
@@ -337,7 +346,7 @@ def _send(
                 model, tensors, pending.callback, outputs=wanted, request_id=request_id, **sequence
             )
             pending.on_cancel = call.cancel
-        session = waiting.wait_for(server, model, pending, limit, request_id)
+        session = waiting.wait_for(server, model, pending, limit, request_id, log_mark=log_mark)
         try:
             return pending.result()
         except (InferenceServerException, *CONNECTION_ERRORS) as exc:
@@ -431,6 +440,7 @@ def stream_infer(
         f"request with send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)."
     )
     since = time.time()
+    log_mark = server.logs.mark()
     server.health.track_request(model, 1)
     try:
         try:
@@ -441,7 +451,7 @@ def stream_infer(
         except InferenceServerException as exc:
             raise translate(exc, server, model, tensors, since) from None
         while True:
-            waiting.wait_for(server, model, pending, limit, request_id, extra=hint)
+            waiting.wait_for(server, model, pending, limit, request_id, extra=hint, log_mark=log_mark)
             try:
                 result = pending.result()
             except InferenceServerException as exc:
@@ -477,12 +487,13 @@ def infer_with_parameters(
     *,
     protocol: str = "http",
     timeout_s: float | None = None,
+    parameters: Mapping[str, str | int | bool] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Send one request; return its outputs and the parameters the backend set on the response
     (TRITONBACKEND_ResponseSet{String,Int,Bool}Parameter) as str, int and bool values.
-    ``timeout_s`` as for ``infer``."""
+    ``timeout_s`` and ``parameters`` (the request's) as for ``infer``."""
     transport = Transport.of(protocol)
-    result = _send(server, None, model, inputs, outputs, transport, timeout_s)
+    result = _send(server, None, model, inputs, outputs, transport, timeout_s, request_parameters(parameters))
     response = result.get_response()
     if transport is Transport.HTTP:  # JSON already gives str / int / bool
         params = dict(response.get("parameters", {}))

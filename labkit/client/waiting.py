@@ -24,8 +24,11 @@ import gevent
 from .. import breakpoints
 from ..errors import InferenceError
 from ..stuck.report import interrupted_error, timeout_error
+from .dropped import dropped_error
 
 POLL_S = 0.1
+#: How often a wait reads Triton's log for a request it released without an answer.
+DROPPED_CHECK_S = 0.5
 #: HTTP clients labkit makes for one call wait on their socket this long; the time limit decides sooner.
 SOCKET_TIMEOUT_S = 7 * 24 * 3600.0
 
@@ -125,20 +128,30 @@ def wait_for(
     limit_s: float,
     request_id: str = "",
     extra: Callable[[], str] = lambda: "",
+    log_mark: int | None = None,
 ) -> breakpoints.Session:
     """Wait until ``pending`` has an answer (then ``pending.result()`` gives it). Raises
     RequestTimeoutError past ``limit_s`` (debugger sessions not counted) and RequestInterruptedError
     on a kernel interrupt; both cancel the request. ``extra`` adds a sentence to the timeout's message.
+    ``log_mark``: the server log's offset before the request was sent; then a request that Triton says
+    it dropped raises RequestDroppedError (labkit.client.dropped) instead of waiting out its limit.
     Returns the last debugger session (``quit`` tells a request failed because the person quit)."""
     started = time.monotonic()
     paused = 0.0
     session = breakpoints.Session(False, 0.0)
+    next_check = started + DROPPED_CHECK_S
     try:
         while not pending.wait(POLL_S):
             if request_id:
                 for stop in breakpoints.stops(server, request_id):
                     session = breakpoints.attach(stop, done=lambda: pending.wait(0))
                     paused += session.seconds
+            if log_mark is not None and time.monotonic() >= next_check:
+                next_check = time.monotonic() + DROPPED_CHECK_S
+                dropped = dropped_error(server, model, log_mark)
+                if dropped is not None:
+                    pending.cancel()
+                    raise dropped
             if time.monotonic() - started - paused > limit_s:
                 pending.cancel()
                 raise timeout_error(server, model, limit_s, extra=extra())

@@ -32,6 +32,7 @@ reads its fields, never its text.
     │   ├── SharedMemoryError       .needed_bytes .free_bytes .shm_size: /dev/shm cannot hold the request
     │   ├── RequestTimeoutError     .limit_s .stack .restart_needed
     │   │   └── RequestInterruptedError   .waited_s
+    │   ├── RequestDroppedError     .needs: Triton released the request without an answer (its log says so)
     │   └── AnswerMismatchError
     ├── BuildError                  .backend .compiler_output .missing_exports .unavailable .file .line .command .flag
     ├── PythonEnvError              .problem .wanted .available .runtime .path .output: an environment not made
@@ -66,6 +67,7 @@ from .requests import (
     InputSizeError,
     ModelNotFoundError,
     OutputNameError,
+    RequestDroppedError,
     RequestError,
     RequestInterruptedError,
     RequestTimeoutError,
@@ -122,6 +124,7 @@ __all__ = [
     "OutputNameError",
     "RequestTimeoutError",
     "RequestInterruptedError",
+    "RequestDroppedError",
     "SequenceError",
     "SharedMemoryError",
     "AnswerMismatchError",

@@ -124,6 +124,16 @@ class RequestInterruptedError(RequestTimeoutError):
         super().__init__(message, model=model, limit_s=limit_s, stack=stack, restart_needed=restart_needed)
 
 
+class RequestDroppedError(InferenceError):
+    """Triton released the request to ``model`` without an answer, and said so in its log: no answer will
+    come, however long the client waits. ``reason`` is Triton's log line; ``needs`` what the model's config
+    lacks (``sequence_batching { iterative_sequence: true }`` for a request its model rescheduled)."""
+
+    def __init__(self, message: str, *, model: str, reason: str, needs: str) -> None:
+        self.needs = needs
+        super().__init__(message, model=model, reason=reason)
+
+
 class SequenceError(InferenceError):
     """Triton refused a request to a model with sequence batching for what the sequence batcher needs.
     ``problem``: "no-sequence-id" (the request carried no sequence id) or "rows" (it carried more than

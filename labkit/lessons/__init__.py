@@ -1,5 +1,5 @@
-"""Lessons on the rest of the backend API, one small module each, shared by notebook 07, the tests
-and the `api_tour` demo section:
+"""Lessons on the rest of the backend API, one small module each, shared by notebooks 07 and 12, the
+tests and the `api_tour` demo section:
 
 - volume_batching: a custom batching strategy library that caps each batch by bytes
 - bls: a Python model calling other models (Business Logic Scripting), sync and async
@@ -12,6 +12,17 @@ and the `api_tour` demo section:
   (notebook 02; Triton's C API alone, like the three below)
 - decoupled_cpp: a decoupled C++ backend answering through a response factory
 - cancellation: C++ backends that see a client's cancellation (a plain request, a stream) and stop
+
+Notebook 12 (BLS in depth, request parameters, the rest of the backend API):
+
+- model_loading: a BLS model that loads, reloads and unloads a model given as a config and files
+- bls_decoupled: BLS over a decoupled model (every response streamed on), and async_exec refused there
+- bls_stateful: BLS requests that carry a sequence id and its start and end flags into a stateful model
+- rescheduling: one request executed once per step (iterative sequences), and a request Triton drops
+- request_parameters: a request's parameters read in Python, in C++ (C API alone) and passed on by BLS
+- python_logging: pb_utils.Logger at every level, found in the server's log
+- backend_attributes: preferred instance groups, parallel instance loading, execution policy and memory
+  usage reports of a C++ backend (C API alone)
 
 Every lesson module has the same two calls: ``setup(server)`` writes its configs and sources and
 loads its models, and ``run(server) -> Outcome`` exercises it once (setting up what it needs) and

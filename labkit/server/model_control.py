@@ -269,6 +269,14 @@ class Models:
             ),
         )
 
+    def log_settings(self, settings: dict[str, Any] | None = None) -> dict:
+        """Triton's log settings (the logging extension: log_info, log_warning, log_error,
+        log_verbose_level, log_format, log_file), after applying ``settings`` if given. A verbose level
+        set here is what ``--log-verbose`` sets at start."""
+        if settings is None:
+            return self._call("read the log settings", lambda c: c.get_log_settings())
+        return self._call("change the log settings", lambda c: c.update_log_settings(settings))
+
     def metrics_text(self, timeout_s: float = 5.0) -> str:
         """The Prometheus text from /metrics (its service starts a moment after HTTP is ready)."""
         url = self.control.endpoints.metrics_url

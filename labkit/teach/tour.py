@@ -16,11 +16,18 @@ from ..errors import LabkitError
 from ..lessons import (
     artifacts,
     auto_complete,
+    backend_attributes,
     bls,
+    bls_decoupled,
+    bls_stateful,
     cancellation,
     decoupled,
     decoupled_cpp,
     instances,
+    model_loading,
+    python_logging,
+    request_parameters,
+    rescheduling,
     response_parameters,
     stateful,
     volume_batching,
@@ -46,6 +53,13 @@ LESSONS: tuple[ModuleType, ...] = (
     instances,
     decoupled_cpp,
     cancellation,
+    model_loading,
+    bls_decoupled,
+    bls_stateful,
+    rescheduling,
+    request_parameters,
+    python_logging,
+    backend_attributes,
 )
 
 
