@@ -137,21 +137,6 @@ def refused_config(server: TritonServer, model: str, text: str, since: float | N
     return ModelNotFoundError(model=model, loaded=loaded) if config is None else config
 
 
-def _python_model(server: TritonServer, config: dict) -> bool:
-    """Whether a Python stub serves the model (the python backend, or a Python-based one)."""
-    backend = config.get("backend", "")
-    return backend == "python" or (server.workspace.backend_dir / backend / "model.py").is_file()
-
-
-def _input_bytes(tensors: list) -> int:
-    total = 0
-    for tensor in tensors:
-        getter = getattr(tensor, "_get_binary_data", None) or getattr(tensor, "_get_content", None)
-        raw = getter() if getter is not None else None
-        total += len(raw) if raw is not None else 0
-    return total
-
-
 def translate(
     exc: BaseException,
     server: TritonServer,
@@ -201,8 +186,8 @@ def translate(
             problem="rows",
             reason=text,
         )
-    if not problems and _python_model(server, config):
-        short = shm_regions.refusal(server, model, _input_bytes(tensors), text)
+    if not problems and shm_regions.serves_python(server, config):
+        short = shm_regions.refusal(server, model, request_fit.payload_bytes(tensors), text)
         if short is not None:
             return short
     if not problems:  # the request fits: the backend (or the model's kind) refused it

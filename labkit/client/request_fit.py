@@ -67,3 +67,13 @@ def mismatches(config: dict, sent: Sequence[Sent]) -> list[str]:
         elif not _shape_fits(shape, dims):
             problems.append(f"{name} has shape {list(shape)}, the model takes {dims}")
     return problems
+
+
+def payload_bytes(tensors: list) -> int:
+    """The bytes of data a request's tensors carry (tritonclient keeps them on private attributes)."""
+    total = 0
+    for tensor in tensors:
+        getter = getattr(tensor, "_get_binary_data", None) or getattr(tensor, "_get_content", None)
+        raw = getter() if getter is not None else None
+        total += len(raw) if raw is not None else 0
+    return total

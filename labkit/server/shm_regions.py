@@ -74,6 +74,12 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
+def serves_python(server: Any, config: dict) -> bool:
+    """Whether a Python stub serves a model of this (loaded) config: the python backend, or a Python-based one."""
+    backend = config.get("backend", "")
+    return backend == "python" or (server.workspace.backend_dir / backend / "model.py").is_file()
+
+
 def refusal(server: Any, model: str, needed_bytes: int, text: str) -> SharedMemoryError | None:
     """A SharedMemoryError when a request of ``needed_bytes`` (its inputs) cannot fit in what /dev/shm has
     left where Triton runs; None when it could (the refusal has another cause)."""
