@@ -92,7 +92,12 @@ def _static(output: nbformat.NotebookNode) -> None:
 
 def _hint(exercise: str) -> nbformat.NotebookNode:
     ex = REGISTRY[exercise]
-    return nbformat.v4.new_markdown_cell(f"```{{hint}}\n**{ex.title}** (`{ex.id}`): {ex.hint}\n```")
+    return nbformat.v4.new_markdown_cell(f"```{{hint}}\n**{literal(ex.title)}** (`{ex.id}`): {literal(ex.hint)}\n```")
+
+
+def literal(text: str) -> str:
+    """Plain text (a hint is written for a terminal) as Markdown that shows it as it is."""
+    return re.sub(r"([\\`*_\[\]<>|~{}])", r"\\\1", text)
 
 
 def _how_to_run(name: str, exercises: bool) -> nbformat.NotebookNode:

@@ -64,7 +64,7 @@ def test_a_saved_starter_keeps_its_outputs():
 
 
 def test_the_hint_follows_the_check_cell_or_else_the_exercise_cell():
-    hint = REGISTRY[EXERCISE].hint
+    hint = lesson_pages.literal(REGISTRY[EXERCISE].hint)
     checked = lesson_pages.page(_lesson(_exercise("starter"), nbformat.v4.new_code_cell("x = 1"), _check()), "01_x")
     sources = [c.source for c in checked.cells]
     assert hint in sources[5] and sources[5].startswith("```{hint}") and "exercises.check" in sources[4]
@@ -97,3 +97,7 @@ def test_page_source_reads_and_writes_a_notebooks_json():
     text = nbformat.writes(_lesson(nbformat.v4.new_code_cell("x = 1")))
     page = nbformat.reads(lesson_pages.page_source(text, "01_lesson"), as_version=4)
     assert [c.source for c in page.cells][2] == "x = 1" and "Run this lesson" in page.cells[1].source
+
+
+def test_a_hint_shows_as_written():
+    assert lesson_pages.literal("a *b* `c` <d> x_y [e] \\") == "a \\*b\\* \\`c\\` \\<d\\> x\\_y \\[e\\] \\\\"
