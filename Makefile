@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TRITON_WHEEL := nvidia-pytriton==0.5.0
 
-.PHONY: demo test lint unit bench serve lab doctor image docker-engine clean
+.PHONY: demo test lint unit bench serve lab doctor image docker-engine site clean
 
 # The lab itself: labkit, JupyterLab and the real Triton 23.12.
 $(BIN)/.lab: pyproject.toml
@@ -17,11 +17,17 @@ $(BIN)/.lab: pyproject.toml
 	$(BIN)/labkit setup
 	touch $@
 
-# ... plus what the test suite needs.
+# ... plus what the test suite needs (the site's packages too: tests/test_site.py builds it).
 $(BIN)/.installed: $(BIN)/.lab
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,docs]'
+	touch $(BIN)/.docs
 	# nvcc and cudart (CUDA 13.0 wheels, about 105 MB, once): the tests build a CUDA backend for real
 	$(BIN)/labkit setup --cuda
+	touch $@
+
+# The course as a website: Sphinx, MyST-NB and sphinx-book-theme (the docs extra).
+$(BIN)/.docs: $(BIN)/.lab
+	$(BIN)/python -m pip install -q -e '.[docs]'
 	touch $@
 
 demo: $(BIN)/.lab
@@ -53,6 +59,10 @@ image: $(BIN)/.lab
 docker-engine:
 	.ci/docker-engine.sh
 
+site: $(BIN)/.docs  # the course as a static website in site/html/ (offline; warnings are errors); see the README
+	$(BIN)/python -m sphinx -M html docs site -W --keep-going -q
+	@echo "site: open site/html/index.html"
+
 lab: $(BIN)/.lab
 	$(BIN)/labkit doctor
 	$(BIN)/jupyter lab notebooks
@@ -61,4 +71,4 @@ doctor: $(BIN)/.lab
 	$(BIN)/labkit doctor
 
 clean:
-	rm -rf $(VENV) demo.json bench.json
+	rm -rf $(VENV) demo.json bench.json site

@@ -6,13 +6,14 @@
 #   demo.json demo/      `make demo`'s summary and its pictures
 #   bench.json           `make bench`
 #   test-artifacts/      what the tests keep for a person to look at (screenshots, logs)
+#   site/                `make site`: the course as a website (site/html/) and Sphinx's caches
 #   .pytest_cache/       pytest's own cache
 #   .hypothesis/         hypothesis's database of examples (it replays a failing one on the next run)
 #   .ruff_cache/ .mypy_cache/   the linter's and the type checker's caches (`make test` runs both)
 #   __pycache__/         Python's bytecode, beside any module that ran
 set -euo pipefail
 cd "$(dirname "$0")/.."
-allowed='^(\.venv/|labkit\.egg-info/|demo\.json|demo/|bench\.json|test-artifacts/|\.pytest_cache/|\.hypothesis/|\.ruff_cache/|\.mypy_cache/|(.*/)?__pycache__/)$'
+allowed='^(\.venv/|labkit\.egg-info/|demo\.json|demo/|bench\.json|test-artifacts/|site/|\.pytest_cache/|\.hypothesis/|\.ruff_cache/|\.mypy_cache/|(.*/)?__pycache__/)$'
 changed=$(git status --porcelain --untracked-files=no)
 stray=$(git ls-files --others --directory | grep -Ev "$allowed" || true)
 if [ -z "$changed" ] && [ -z "$stray" ]; then

@@ -1,4 +1,4 @@
-"""labkit: write Triton 23.12 backends in a notebook and watch them serve.
+"""labkit: write Triton 23.12 backends in a notebook and watch them serve::
 
     import labkit
     lab = labkit.start()                       # a real Triton 2.41.0, embedded

@@ -305,16 +305,13 @@ def _cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _image(args: argparse.Namespace) -> int:
-    return cpu_image.main(args.args)
-
-
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The `labkit` command line (the site's CLI reference is generated from it)."""
     description, _, epilog = __doc__.partition("\n\n")
-    parser = argparse.ArgumentParser(
+    root = argparse.ArgumentParser(
         prog="labkit", description=description, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = root.add_subparsers(dest="command", required=True)
 
     def with_server(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument("--server", choices=kinds(), default="embedded", help="where Triton runs (default: embedded)")
@@ -478,16 +475,20 @@ def main(argv: list[str] | None = None) -> int:
 
     image = sub.add_parser("image", help="the offline CPU Triton image: `labkit image build [--force]` or `status`")
     image.add_argument("args", nargs=argparse.REMAINDER)
-    image.set_defaults(func=_image)
+    image.set_defaults(func=lambda args: cpu_image.main(args.args))
 
     room_cli.register(sub)
     python_env_cli.register(sub)
+    return root
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    command_line = parser()
+    args = command_line.parse_args(argv)
     if getattr(args, "server", None) == "docker" and not args.image:
         args.image = cpu_image.IMAGE
     if getattr(args, "concurrency", None) and getattr(args, "request_rate", None):
-        parser.error("give --concurrency or --request-rate, not both")
+        command_line.error("give --concurrency or --request-rate, not both")
     try:
         return args.func(args)
     except LabkitError as exc:

@@ -394,14 +394,19 @@ def _build(
     return built
 
 
-def main(argv: list[str] | None = None) -> int:  # labkit image [build [--force]] | status
-    parser = argparse.ArgumentParser(prog="labkit image", description="The offline CPU Triton 23.12 image.")
-    sub = parser.add_subparsers(dest="command")
+def parser() -> argparse.ArgumentParser:
+    """`labkit image`'s command line (the site's CLI reference is generated from it)."""
+    root = argparse.ArgumentParser(prog="labkit image", description="The offline CPU Triton 23.12 image.")
+    sub = root.add_subparsers(dest="command")
     b = sub.add_parser("build", help=f"build {IMAGE} (reused when nothing changed)")
     b.add_argument("--force", action="store_true", help="rebuild even if the recipe is unchanged")
     b.add_argument("--tag", default=IMAGE)
     sub.add_parser("status", help="say whether the image exists and is current")
-    args = parser.parse_args(argv)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:  # labkit image [build [--force]] | status
+    args = parser().parse_args(argv)
     if args.command == "status":
         label = image_recipe()
         state = "missing" if label is None else ("current" if label == recipe_hash() else "outdated")

@@ -188,11 +188,13 @@ class Sample:
 
 
 class StatsCollector:
-    """Polls stats and metrics for some models in a background thread while load runs.
+    """Polls stats and metrics for some models in a background thread while load runs:
 
-    with StatsCollector(server, ["minimal_batching"]) as col:
-        run_load(...)
-    col.throughput("minimal_batching")   # [(t, inferences/s), ...]
+    ::
+
+        with StatsCollector(server, ["minimal_batching"]) as col:
+            run_load(...)
+        col.throughput("minimal_batching")   # [(t, inferences/s), ...]
     """
 
     def __init__(

@@ -278,9 +278,10 @@ def reset(names: list[str], folder: Path) -> int:
     return 0
 
 
-def main(args: list[str] | None = None, folder: Path | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="labkit workshop", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def parser(folder: Path | None = None) -> argparse.ArgumentParser:
+    """`labkit workshop`'s command line (the site's CLI reference is generated from it)."""
+    root = argparse.ArgumentParser(prog="labkit workshop", description=__doc__.split("\n\n")[0])
+    sub = root.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="run notebooks and say, per exercise, passed or not yet (with a hint)")
     c.add_argument(
         "notebooks", nargs="*", help="paths, names or number prefixes (01); default with --all: every notebook"
@@ -301,10 +302,15 @@ def main(args: list[str] | None = None, folder: Path | None = None) -> int:
             default=folder or default_folder(),
             help="the notebooks folder (default: ./notebooks, or . when it holds the notebooks)",
         )
-    parsed = parser.parse_args(args)
+    return root
+
+
+def main(args: list[str] | None = None, folder: Path | None = None) -> int:
+    command_line = parser(folder)
+    parsed = command_line.parse_args(args)
     if parsed.command == "check":
         if not parsed.notebooks and not parsed.all:
-            parser.error("name notebooks or pass --all")
+            command_line.error("name notebooks or pass --all")
         return check(parsed.notebooks, parsed.dir, parsed.solutions)
     if parsed.command == "plan":
         lessons = course.lessons(parsed.dir)
