@@ -35,7 +35,7 @@ from labkit.teach import course, lesson_pages, workshop
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-#: Terms from the lessons that the search page must find ("EXECUTION_ENV_PATH" once notebook 11 is in).
+#: Terms from the lessons that the search page must find.
 SEARCH_TERMS = ["EXECUTION_ENV_PATH", "dynamic_batching"]
 #: `make site`'s build, as the Makefile runs it (the output folder comes last).
 SPHINX = ["-M", "html", "docs", "-W", "--keep-going", "-q"]
