@@ -21,6 +21,8 @@ from ..repository import ModelConfig, ModelRepository
 from .runtime import Runtime, Workspace
 
 ENV_KEY = "EXECUTION_ENV_PATH"
+#: Modules the stub itself puts on a model's sys.path (python_backend's utilities, beside libtriton_python.so).
+STUB_PROVIDES = frozenset({"triton_python_backend_utils"})
 MODEL_DIR = "$$TRITON_MODEL_DIRECTORY"
 STUB = "triton_python_backend_stub"
 #: Lists the names among argv that the Python running it cannot import (the stub's sys.path has the
@@ -169,7 +171,11 @@ def missing_module(models: _Models, name: str, error: ModelLoadError) -> Missing
     source, folders = _model_py(models, name, cfg)
     if source is None or not source.is_file():
         return None
-    wanted = [m for m in imported_modules(source.read_text()) if not _local(m, folders)]
+    wanted = [
+        m
+        for m in imported_modules(source.read_text())
+        if not _local(m, folders) and m.split(".")[0] not in STUB_PROVIDES
+    ]
     if not wanted:
         return None
     given, path = environment(models, name, cfg)
