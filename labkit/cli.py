@@ -25,7 +25,7 @@ from .errors import ConfigError, LabkitError, SetupError
 from .native import Build, build_backend, cmake_build, deploy, export_backend
 from .observe import _perf_dist, benchmark as bench
 from .observe.perf_analyzer import check_steps, perf as sweep_with_perf_analyzer
-from .repository import ModelRepository
+from .repository import ModelRepository, repository_export
 from .room import commands as room_cli
 from .server import ServerConfig, create, kinds
 from .server.logs import LogFollower
@@ -46,8 +46,7 @@ def _server(args: argparse.Namespace, repository: Path | None = None, **config: 
 TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}  # tritonserver's own defaults
 AUTO_COMPLETE_WARNING = (
     "auto-complete on: {models} {have} no config.pbtxt, so Triton asks the backend for one.\n"
-    "warning: in Triton 23.12, with auto-complete on, a model.py with a syntax error can hang model loads "
-    "for minutes (fixed in 24.05). Write a config.pbtxt for each model to keep auto-complete off."
+    "Write a config.pbtxt for each model to keep auto-complete off: each model then serves the config you see."
 )
 
 
@@ -386,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     export.add_argument("--model", action="append", help="export only this model (repeatable)")
     export.set_defaults(func=_export)
+
+    repository_export.add_command(sub)  # labkit export-repository
 
     built = sub.add_parser(
         "build-backend",
