@@ -201,6 +201,8 @@ def _export(args: argparse.Namespace) -> int:
     print(
         f"build: cmake -S {project} -B {project}/build && cmake --build {project}/build && cmake --install {project}/build"
         f"\n       (offline: add -DTRITON_OFFLINE=ON; see {project}/README.md)"
+        f"\nNVIDIA's 23.12 image, built with it and its models: docker build -t tritonserver-{args.backend} {project}"
+        f" && docker run --rm -p 8000:8000 -p 8001:8001 -p 8002:8002 tritonserver-{args.backend}"
     )
     return 0
 
