@@ -39,6 +39,7 @@ from .observe.stats import StatsCollector, model_stats
 from .python_envs import python_env
 from .repository import model_config, sequence_batching
 from .repository.ensemble_config import Step, ensemble_config
+from .repository.repository_export import export_repository
 from .server import current
 from .stuck.report import debug_tools, where_stuck
 from .teach import reference
@@ -102,6 +103,7 @@ __all__ = [
     "errors",
     "exercises",
     "export_backend",
+    "export_repository",
     "generate_stream",
     "gpu",
     "infer",

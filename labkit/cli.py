@@ -26,7 +26,7 @@ from .native import Build, build_backend, cmake_build, deploy, export_backend
 from .observe import _perf_dist, benchmark as bench
 from .observe.perf_analyzer import check_steps, perf as sweep_with_perf_analyzer
 from .python_envs import command as python_env_cli
-from .repository import ModelRepository
+from .repository import ModelRepository, repository_export
 from .room import commands as room_cli
 from .server import ServerConfig, create, kinds
 from .server.logs import LogFollower
@@ -47,8 +47,7 @@ def _server(args: argparse.Namespace, repository: Path | None = None, **config: 
 TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}  # tritonserver's own defaults
 AUTO_COMPLETE_WARNING = (
     "auto-complete on: {models} {have} no config.pbtxt, so Triton asks the backend for one.\n"
-    "warning: in Triton 23.12, with auto-complete on, a model.py with a syntax error can hang model loads "
-    "for minutes (fixed in 24.05). Write a config.pbtxt for each model to keep auto-complete off."
+    "Write a config.pbtxt for each model to keep auto-complete off: each model then serves the config you see."
 )
 
 
@@ -191,18 +190,15 @@ def _export(args: argparse.Namespace) -> int:
         repository = Path("model_repository")
     if repository is not None and not repository.is_dir():
         raise LabkitError(f"No model repository at {repository}; give a folder holding <model>/config.pbtxt.")
-    project = export_backend(
-        args.backend,
-        args.directory,
-        source=[Path(p) for p in args.source] if args.source else None,
-        repository=repository,
-        models=args.model,
-    )
+    sources = [Path(p) for p in args.source] if args.source else None
+    project = export_backend(args.backend, args.directory, source=sources, repository=repository, models=args.model)
     models = sorted(p.name for p in (project / "models").iterdir())
     print(f"wrote {project} (backend {args.backend!r}; models: {', '.join(models) or 'none'})")
     print(
         f"build: cmake -S {project} -B {project}/build && cmake --build {project}/build && cmake --install {project}/build"
         f"\n       (offline: add -DTRITON_OFFLINE=ON; see {project}/README.md)"
+        f"\nNVIDIA's 23.12 image, built with it and its models: docker build -t tritonserver-{args.backend} {project}"
+        f" && docker run --rm -p 8000:8000 -p 8001:8001 -p 8002:8002 tritonserver-{args.backend}"
     )
     return 0
 
@@ -384,6 +380,8 @@ def parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--model", action="append", help="export only this model (repeatable)")
     export.set_defaults(func=_export)
+
+    repository_export.add_command(sub)  # labkit export-repository
 
     built = sub.add_parser(
         "build-backend",

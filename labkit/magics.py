@@ -1,6 +1,7 @@
 """IPython cell magics: write a backend in a cell and have it serving when the cell ends.
 
     %load_ext labkit
+    %%triton_config add_sub            -> writes add_sub/config.pbtxt as written (reloads add_sub if loaded)
     %%triton_python add_sub            -> writes add_sub/1/model.py and (re)loads add_sub
     %%triton_python --backend shared   -> writes backends/shared/model.py and reloads its loaded models
     %%triton_cpp minimal               -> compiles libtriton_minimal.so, (re)loads the models using it
@@ -55,6 +56,27 @@ def triton_python(line: str, cell: str) -> None:
     print(f"model {args.name!r}: model.py written" + ("" if args.no_load else ", loaded and READY"))
 
 
+def triton_config(line: str, cell: str) -> None:
+    """The cell is the model's config.pbtxt, in Triton's own text format: written as it is, after labkit has
+    read it as Triton's ModelConfig (a misspelt field is a ConfigError naming it). Triton validates the
+    rest when it loads the model: a loaded model is reloaded at once, so its errors show under this cell."""
+    try:
+        args = _parser("triton_config").parse_args(shlex.split(line))
+    except (argparse.ArgumentError, SystemExit):
+        raise ConfigError("Usage: %%triton_config [--no-load] NAME") from None
+    if args.backend:
+        raise ConfigError("%%triton_config writes a model's config.pbtxt: give the model's name, without --backend.")
+    server = current()
+    path = server.repository.write_config_text(args.name, cell)
+    where = path.relative_to(server.repository.root)
+    if args.no_load or args.name not in server.loaded_models():
+        print(f"wrote {where} as written; Triton reads it when the model loads")
+        return
+    server.repository.mark_changed(args.name)
+    server.load(args.name)
+    print(f"wrote {where} as written; reloaded {args.name!r}")
+
+
 def triton_cpp(line: str, cell: str) -> None:
     parser = argparse.ArgumentParser(prog="%%triton_cpp", add_help=False, exit_on_error=False)
     parser.add_argument("backend")
@@ -98,5 +120,6 @@ def triton_cpp(line: str, cell: str) -> None:
 
 
 def register(ipython: Any) -> None:
+    ipython.register_magic_function(triton_config, magic_kind="cell", magic_name="triton_config")
     ipython.register_magic_function(triton_python, magic_kind="cell", magic_name="triton_python")
     ipython.register_magic_function(triton_cpp, magic_kind="cell", magic_name="triton_cpp")

@@ -217,8 +217,49 @@ COUNTDOWN_ARANGE = edit(
     COUNT_LOOP,
     '            replies = [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", v.reshape(1))]) for v in np.arange(n, 0, -1, dtype=np.int32)]\n            for reply in replies:\n                sender.send(reply)\n',
 )
-SUM = solution("07-sum-parameter")
-SUM_LINE = "std::accumulate(row, row + 4, int64_t{0})"
+LOOP = solution("07-bls-loop")
+LOOP_WHILE = "            while np.abs(x).min() < 100:\n"
+LOOP_CALL = """                call = pb_utils.InferenceRequest(
+                    model_name="add_sub", requested_output_names=["OUTPUT0"],
+                    inputs=[pb_utils.Tensor("INPUT0", x), pb_utils.Tensor("INPUT1", x)])
+                answer = call.exec()
+                if answer.has_error():
+                    raise pb_utils.TritonModelException(answer.error().message())
+                x = pb_utils.get_output_tensor_by_name(answer, "OUTPUT0").as_numpy()
+"""
+LOOP_HELPER = edit(
+    edit(
+        LOOP,
+        "class TritonPythonModel:",
+        """def twice(x):
+    # add_sub's sum of x and x, computed inside Triton
+    answer = pb_utils.InferenceRequest(
+        model_name="add_sub", requested_output_names=["OUTPUT0", "OUTPUT1"],
+        inputs=[pb_utils.Tensor("INPUT0", x), pb_utils.Tensor("INPUT1", x.copy())]).exec()
+    if answer.has_error():
+        raise pb_utils.TritonModelException(answer.error().message())
+    return {t.name(): t.as_numpy() for t in answer.output_tensors()}["OUTPUT0"]
+
+
+class TritonPythonModel:""",
+    ),
+    LOOP_CALL,
+    "                x = twice(x)\n",
+)
+LOOP_FOR = edit(
+    edit(
+        LOOP,
+        LOOP_WHILE,
+        "            for calls in range(64):\n                if np.all(np.abs(x) >= 100):\n                    break\n",
+    ),
+    "                calls += 1\n",
+    "            else:\n                calls = 64\n",
+)
+LOOP_ASYNC = edit(
+    edit(LOOP, "    def execute(self, requests):", "    async def execute(self, requests):"),
+    "answer = call.exec()",
+    "answer = await call.async_exec()",
+)
 
 CASES: list[tuple[str, str, list[str], bool]] = [
     # (exercise, label, cells run in order, right?)
@@ -343,31 +384,31 @@ CASES: list[tuple[str, str, list[str], bool]] = [
         WRONG,
     ),
     ("07-countdown", "latest cell does not compile", [COUNTDOWN, broken(COUNTDOWN)], WRONG),
-    ("07-sum-parameter", "solution", [SUM], RIGHT),
+    ("07-bls-loop", "solution", [LOOP], RIGHT),
+    ("07-bls-loop", "a helper function", [LOOP_HELPER], RIGHT),
+    ("07-bls-loop", "a for loop with break", [LOOP_FOR], RIGHT),
+    ("07-bls-loop", "async_exec", [LOOP_ASYNC], RIGHT),
+    ("07-bls-loop", "starter: no call", [starter("07-bls-loop")], WRONG),
     (
-        "07-sum-parameter",
-        "a for loop",
-        [edit(SUM, SUM_LINE, "[&] { int64_t t = 0; for (int k = 0; k < 4; ++k) t += row[k]; return t; }()")],
-        RIGHT,
-    ),
-    (
-        "07-sum-parameter",
-        "cast and +",
-        [edit(SUM, SUM_LINE, "static_cast<int64_t>(row[0]) + row[1] + row[2] + row[3]")],
-        RIGHT,
-    ),
-    ("07-sum-parameter", "long long", [edit(SUM, SUM_LINE, "std::accumulate(row, row + 4, 0LL)")], RIGHT),
-    ("07-sum-parameter", "starter: no sum", [starter("07-sum-parameter")], WRONG),
-    ("07-sum-parameter", "int accumulate overflows", [edit(SUM, SUM_LINE, "std::accumulate(row, row + 4, 0)")], WRONG),
-    (
-        "07-sum-parameter",
-        "as a string",
-        [edit(SUM, SUM_LINE, "std::to_string(std::accumulate(row, row + 4, int64_t{0}))")],
+        "07-bls-loop",
+        "doubled here, not by add_sub",
+        [edit(LOOP, LOOP_CALL, "                x = x + x\n                calls += 0\n")],
         WRONG,
     ),
-    ("07-sum-parameter", "three values", [edit(SUM, SUM_LINE, "std::accumulate(row, row + 3, int64_t{0})")], WRONG),
-    ("07-sum-parameter", "named total", [edit(SUM, 'set_parameter(i, "sum"', 'set_parameter(i, "total"')], WRONG),
-    ("07-sum-parameter", "latest cell does not compile", [SUM, broken(SUM)], WRONG),
+    (
+        "07-bls-loop",
+        "one call, whatever the answer",
+        [edit(LOOP, LOOP_WHILE, "            if np.abs(x).min() < 100:\n")],
+        WRONG,
+    ),
+    ("07-bls-loop", "stops at 100 exclusive", [edit(LOOP, "np.abs(x).min() < 100", "np.abs(x).min() <= 100")], WRONG),
+    (
+        "07-bls-loop",
+        "an output it did not ask for",
+        [edit(LOOP, '"OUTPUT0").as_numpy()', '"OUTPUT1").as_numpy() + x + x')],
+        WRONG,
+    ),
+    ("07-bls-loop", "latest cell does not compile", [LOOP, broken(LOOP)], WRONG),
 ]
 
 #: The rule a wrong answer fails by, where the check names one (the other cases assert only the verdict).
@@ -400,4 +441,9 @@ RULES: dict[tuple[str, str], str] = {
     ("06-validate", "logs and loads with 1"): "accepted",
     ("06-validate", "message without the value"): "unclear",
     ("06-validate", "latest cell does not compile"): "load",
+    ("07-bls-loop", "starter: no call"): "values",
+    ("07-bls-loop", "doubled here, not by add_sub"): "calls",
+    ("07-bls-loop", "one call, whatever the answer"): "values",
+    ("07-bls-loop", "stops at 100 exclusive"): "values",
+    ("07-bls-loop", "latest cell does not compile"): "load",
 }

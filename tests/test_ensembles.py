@@ -178,14 +178,19 @@ def test_the_lesson_runs(lab):
     assert outcome.record["steps"] == {"preprocess": 6, "square": 6}
 
 
-def test_notebook_09_writes_the_lessons_sources_from_its_cells():
+def test_notebooks_09_and_16_write_the_lessons_sources_from_their_cells():
     import json
     from pathlib import Path
 
     from labkit.lessons import custom_metrics
 
-    notebook = Path(__file__).resolve().parents[1] / "notebooks" / "09_state_ensembles_metrics.ipynb"
-    cells = ["".join(c["source"]) for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
+    folder = Path(__file__).resolve().parents[1] / "notebooks"
+    cells = [
+        "".join(c["source"])
+        for name in ("09_state_ensembles_metrics.ipynb", "16_custom_metrics.ipynb")
+        for c in json.loads((folder / name).read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
     bodies = {cell.split("\n", 1)[0]: cell.split("\n", 1)[1] + "\n" for cell in cells if cell.startswith("%%triton_")}
     lessons = {
         "%%triton_python preprocess": ensemble.PRE_SOURCE,

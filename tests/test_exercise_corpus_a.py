@@ -12,7 +12,7 @@ import labkit
 import labkit.server
 from labkit import exercises, magics
 from labkit.errors import LabkitError
-from labkit.lessons import response_parameters
+from labkit.teach import reference
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +68,15 @@ def lab(tmp_path_factory):
         countdown = labkit.model_config("countdown", "python", [("N", "INT32", [1])], [("OUT", "INT32", [1])])
         countdown.model_transaction_policy.decoupled = True
         server.repository.write_config(countdown)
-        server.repository.write_config(response_parameters.CONFIG)
+        server.python_model(
+            "add_sub",
+            reference.add_sub_source(),
+            labkit.model_config("add_sub", "python", pair, [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4])]),
+        )
+        doubling = labkit.model_config(
+            "doubling", "python", [("X", "FP32", [4])], [("Y", "FP32", [4]), ("CALLS", "INT32", [1])]
+        )
+        server.repository.write_config(doubling)
         yield server
 
 
@@ -112,7 +120,7 @@ def test_the_corpus_has_three_right_and_three_wrong_answers_per_exercise():
         "06-validate",
         "06-offset",
         "07-countdown",
-        "07-sum-parameter",
+        "07-bls-loop",
     )
     for exercise in mine:
         verdicts = [right for e, _, _, right in CASES if e == exercise]
@@ -127,16 +135,11 @@ def test_the_latest_attempt_of_each_cell_is_recorded(lab):
     failed = lab.models.attempts["add_sub3"]
     assert failed.built and not failed.loaded and "SyntaxError" in failed.error
     assert lab.models.is_model_ready("add_sub3")  # the version before it still serves: what the check must not judge
-    source = exercises.REGISTRY["07-sum-parameter"].solution()
-    run_cells(lab, [source, source + "\nnot C++;\n"])
-    for name in ("respparams", "respparams_passthrough"):
-        assert (
-            not lab.models.attempts[name].built
-            and not lab.models.attempts[name].loaded
-            and lab.models.attempts[name].error
-        )
+    source = exercises.REGISTRY["07-bls-loop"].solution()
+    run_cells(lab, [source, source + "\n    def oops(:\n"])
+    assert lab.models.attempts["doubling"].built and not lab.models.attempts["doubling"].loaded
     run_cells(lab, [source])
-    assert lab.models.attempts["respparams"].serving and lab.models.attempts["respparams_passthrough"].serving
+    assert lab.models.attempts["doubling"].serving
 
 
 def test_checks_leave_no_model_of_their_own_behind(lab):

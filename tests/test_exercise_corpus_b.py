@@ -18,7 +18,7 @@ from labkit.teach import reference
 
 # -- 02-raw-execute ----------------------------------------------------------------------------------------
 
-RAW_LOOP = "for (uint64_t k = 0; k < size / sizeof(int32_t); ++k) out_values[k] = 2 * in_values[k];"
+RAW_LOOP = "for (uint64_t k = 0; k < size / sizeof(int32_t); ++k) sum += in_values[k];"
 RAW_STATS = (
     'log_if_error("ReportStatistics", TRITONBACKEND_ModelInstanceReportStatistics(\n'
     "        instance, requests[r], err == nullptr, start, start, end, end));"
@@ -51,19 +51,19 @@ RAW = {
         edit(
             "02-raw-execute",
             (
-                "// rawdouble: OUT0",
-                "// no labkit::execute(instance, requests, count, ...) here: the loop by hand.\n// rawdouble: OUT0",
+                "// rawsum: OUT0",
+                "// no labkit::execute(instance, requests, count, ...) here: the loop by hand.\n// rawsum: OUT0",
             ),
         ),
         None,
     ),
-    "values counted from the shape": (
+    "std::accumulate": (
         edit(
             "02-raw-execute",
+            ("#include <cstdint>", "#include <cstdint>\n#include <numeric>"),
             (
-                RAW_LOOP,
-                "int64_t n = 1;\n  for (uint32_t d = 0; d < dims; ++d) n *= shape[d];\n"
-                "  for (int64_t k = 0; k < n; ++k) out_values[k] = in_values[k] + in_values[k];",
+                "int64_t sum = 0;\n  " + RAW_LOOP,
+                "const int64_t sum = std::accumulate(in_values, in_values + size / 4, int64_t{0});",
             ),
         ),
         None,
@@ -84,7 +84,24 @@ RAW = {
         ),
         None,
     ),
-    "the starter (a copy, no statistics)": (body("02-raw-execute", "starter"), "values"),
+    "the starter (a copy, no statistics)": (body("02-raw-execute", "starter"), "shape"),
+    "the input's shape for the output": (
+        edit(
+            "02-raw-execute",
+            ("TRITONSERVER_TYPE_INT64, shape, 1);", "TRITONSERVER_TYPE_INT64, shape_in, 1);"),
+            ("const int64_t shape[1] = {1};", "const int64_t shape_in[1] = {4};"),
+        ),
+        "failed",
+    ),
+    "an INT32 sum": (
+        edit(
+            "02-raw-execute",
+            ("TRITONSERVER_TYPE_INT64, shape, 1);", "TRITONSERVER_TYPE_INT32, shape, 1);"),
+            ("&out, sizeof(sum),", "&out, sizeof(int32_t),"),
+            ("*static_cast<int64_t*>(out) = sum;", "*static_cast<int32_t*>(out) = static_cast<int32_t>(sum);"),
+        ),
+        "shape",
+    ),
     "the loop counts bytes": (edit("02-raw-execute", ("k < size / sizeof(int32_t)", "k < size")), "memory"),
     "requests never released": (edit("02-raw-execute", (RAW_RELEASE, "")), "release"),
     "every request reported failed": (
@@ -102,9 +119,7 @@ def lab():
         server.start()
         repo = server.repository
         repo.write_config(
-            labkit.model_config(
-                "raw_double", "rawdouble", inputs=[("IN0", "INT32", [4])], outputs=[("OUT0", "INT32", [4])]
-            )
+            labkit.model_config("raw_sum", "rawsum", inputs=[("IN0", "INT32", [4])], outputs=[("OUT0", "INT64", [1])])
         )
         for name, factor in [("scaled_a", 2), ("scaled_b", 10)]:
             repo.write_config(
@@ -127,21 +142,21 @@ def lab():
 @pytest.mark.parametrize("answer", list(RAW))
 def test_02_raw_execute(lab, answer):
     source, rule = RAW[answer]
-    judge(lab, "02-raw-execute", lambda: lab.cpp_backend("rawdouble", source, first_line=2, progress=False), rule)
+    judge(lab, "02-raw-execute", lambda: lab.cpp_backend("rawsum", source, first_line=2, progress=False), rule)
 
 
-# -- 02-scale ----------------------------------------------------------------------------------------------
+# -- 14-scale ----------------------------------------------------------------------------------------------
 
 SCALE_READ = 'scale(std::stof(parameter("scale", "1")))'
 SCALE = {
-    "solution": (body("02-scale"), None),
+    "solution": (body("14-scale"), None),
     "std::stod, narrowed": (
-        edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stod(parameter("scale", "1"))))')),
+        edit("14-scale", (SCALE_READ, 'scale(static_cast<float>(std::stod(parameter("scale", "1"))))')),
         None,
     ),
     "parsed in the constructor's body": (
         edit(
-            "02-scale",
+            "14-scale",
             ("#include <string>", "#include <sstream>\n#include <string>"),
             (
                 ", " + SCALE_READ + " {}",
@@ -152,21 +167,21 @@ SCALE = {
     ),
     "std::atof": (
         edit(
-            "02-scale",
+            "14-scale",
             (SCALE_READ, 'scale(static_cast<float>(std::atof(parameter("scale", "1").c_str())))'),
             ("#include <string>", "#include <cstdlib>\n#include <string>"),
         ),
         None,
     ),
-    "the starter": (body("02-scale", "starter"), "values"),
+    "the starter": (body("14-scale", "starter"), "values"),
     "read as an integer": (
-        edit("02-scale", (SCALE_READ, 'scale(static_cast<float>(std::stoi(parameter("scale", "1"))))')),
+        edit("14-scale", (SCALE_READ, 'scale(static_cast<float>(std::stoi(parameter("scale", "1"))))')),
         "values",
     ),
-    "the notebook's first scale, hard-coded": (edit("02-scale", (SCALE_READ, "scale(2.0f)")), "values"),
+    "the notebook's first scale, hard-coded": (edit("14-scale", (SCALE_READ, "scale(2.0f)")), "values"),
     "read once per process": (
         edit(
-            "02-scale",
+            "14-scale",
             (
                 ", " + SCALE_READ + " {}",
                 ' {\n    static const float first = std::stof(parameter("scale", "1"));\n    scale = first;\n  }',
@@ -175,15 +190,15 @@ SCALE = {
         "values",
     ),
     "another parameter's name": (
-        edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor", "1")))')),
+        edit("14-scale", (SCALE_READ, 'scale(std::stof(parameter("factor", "1")))')),
         "values",
     ),
     "another parameter's name, no fallback": (
-        edit("02-scale", (SCALE_READ, 'scale(std::stof(parameter("factor")))')),
+        edit("14-scale", (SCALE_READ, 'scale(std::stof(parameter("factor")))')),
         "load",
     ),
     "adds instead of multiplying": (
-        edit("02-scale", ("x.data<float>()[k] *= scale", "x.data<float>()[k] += scale")),
+        edit("14-scale", ("x.data<float>()[k] *= scale", "x.data<float>()[k] += scale")),
         "values",
     ),
 }
@@ -195,7 +210,7 @@ def test_02_scale(lab, answer):
     # An answer that cannot load is only built: the check judges the build, and a load that fails in the
     # shared server would leave it serving an older version.
     serve = lab.models.build if rule == "load" else lab.cpp_backend
-    judge(lab, "02-scale", lambda: serve("scalecpp", source, first_line=2, progress=False), rule)
+    judge(lab, "14-scale", lambda: serve("scalecpp", source, first_line=2, progress=False), rule)
 
 
 # -- 04-vectorize ------------------------------------------------------------------------------------------
@@ -383,13 +398,13 @@ def test_a_memory_error_is_reported_at_the_cells_line(lab):
 
     source = "#line 2\n" + RAW["the loop counts bytes"][0]  # as the magic builds it: its first line is the cell's 2nd
     loop = next(n for n, line in enumerate(REGISTRY["02-raw-execute"].solution().splitlines(), 1) if "k < size" in line)
-    with sanitized_run(source, "rawdouble") as run:
+    with sanitized_run(source, "rawsum") as run:
         assert run.memory_error() is None and run.calls("TRITONBACKEND_RequestRelease")
-        run.server.repository.write_config(lab.repository.read_config("raw_double"))
-        (run.server.repository.model_dir("raw_double") / "1" / run.library.name).write_bytes(run.library.read_bytes())
-        run.server.load("raw_double")
+        run.server.repository.write_config(lab.repository.read_config("raw_sum"))
+        (run.server.repository.model_dir("raw_sum") / "1" / run.library.name).write_bytes(run.library.read_bytes())
+        run.server.load("raw_sum")
         # over gRPC: its frontend holds tensors in buffers of exactly their size (HTTP's have room to spare)
-        labkit.infer(run.server, "raw_double", {"IN0": np.arange(4, dtype=np.int32)}, protocol="grpc")
+        labkit.infer(run.server, "raw_sum", {"IN0": np.arange(4, dtype=np.int32)}, protocol="grpc")
         found = run.memory_error()
         assert found is not None and found.kind == "heap-buffer-overflow" and found.line == loop
         folder, server = run.folder, run.server

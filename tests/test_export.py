@@ -94,6 +94,9 @@ def test_cli_exports_the_reference_backend_with_its_models(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "models: recommended_batching" in proc.stdout
+    # what to run with NVIDIA's image: the project's Dockerfile builds the backend into it with the models
+    assert f"docker build -t tritonserver-recommended {target} && docker run --rm -p 8000:8000" in proc.stdout
+    assert (target / "Dockerfile").read_text().count("FROM nvcr.io/nvidia/tritonserver:23.12-py3") == 1
     assert (target / "src" / "recommended.cc").read_text() == reference_source("recommended").read_text()
     assert (target / "models" / "recommended_batching" / "config.pbtxt").exists()
     again = subprocess.run(

@@ -39,8 +39,8 @@ def _magic_cells(notebook: str) -> dict[str, str]:
 # -- instances: a state each, the model's state shared -----------------------------------------------------
 
 
-def test_notebook_02_compiles_the_lessons_source_from_its_cell():
-    assert _magic_cells("02_cpp_backends.ipynb").get("%%triton_cpp instances") == instances.SOURCE
+def test_notebook_14_compiles_the_lessons_source_from_its_cell():
+    assert _magic_cells("14_cpp_parameters_instances.ipynb").get("%%triton_cpp instances") == instances.SOURCE
 
 
 def test_each_instance_initializes_a_state_of_its_own(lab):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from waiting_support import eventually
 
 import labkit
 import labkit.errors
+from labkit.client.inference import infer_together
 from labkit.teach.reference import add_sub_source
 
 ADD_SUB_SOURCE = add_sub_source()
@@ -172,3 +174,42 @@ def test_a_refused_edit_puts_the_serving_model_py_back(fresh_server):
         assert path.read_text() == serving
     assert fresh_server.restart() == ["add_sub"]
     assert labkit.check_add_sub(fresh_server).ok
+
+
+ONE_ERROR_FOR_ALL = """import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        {errors}
+        return [pb_utils.InferenceResponse(error={error}) for request in requests]
+"""
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["an error each", "one error object for two"])
+def test_one_triton_error_object_answering_two_requests_crashes_triton_23_12(fresh_server, shared):
+    # Lesson 01 tells participants to give each bad request a TritonError of its own: this is why.
+    source = ONE_ERROR_FOR_ALL.format(
+        errors='shared = pb_utils.TritonError("bad", pb_utils.TritonError.INVALID_ARG)' if shared else "pass",
+        error="shared" if shared else 'pb_utils.TritonError("bad", pb_utils.TritonError.INVALID_ARG)',
+    )
+    cfg = labkit.model_config(
+        "errors",
+        "python",
+        [("X", "FP32", [4])],
+        [("Y", "FP32", [4])],
+        max_batch_size=2,
+        dynamic_batching={"max_queue_delay_microseconds": 5_000_000},  # two requests fill the batch: one execute
+    )
+    fresh_server.python_model("errors", source, cfg)
+    inputs = [{"X": np.ones((1, 4), np.float32)}, {"X": np.zeros((1, 4), np.float32)}]
+    if shared:
+        with pytest.raises(labkit.errors.LabkitError):
+            infer_together(fresh_server, "errors", inputs, protocol="grpc", timeout_s=20)
+        eventually(lambda: not fresh_server.alive, "Triton to die of the shared error object", timeout_s=20)
+        assert "signal 11" in fresh_server.runtime.exit_summary()  # SIGSEGV
+        return
+    with pytest.raises(labkit.InferenceError):
+        infer_together(fresh_server, "errors", inputs, protocol="grpc", timeout_s=20)
+    stats = labkit.model_stats(fresh_server, "errors", settle=True)
+    assert fresh_server.alive and (stats.fail_count, stats.execution_count) == (2, 1)

@@ -38,7 +38,7 @@ def test_grades_csv_lists_every_participant_and_exercise(tmp_path, capsys):
     rows = list(csv.DictReader(out.open()))
     assert [r["participant"] for r in rows] == ["p01", "p02"]
     assert set(rows[0]) - {"participant"} == set(progress.exercise_ids())
-    assert (rows[0]["01-output2"], rows[0]["01-bad-request"], rows[0]["02-scale"]) == (
+    assert (rows[0]["01-output2"], rows[0]["01-bad-request"], rows[0]["14-scale"]) == (
         "passed",
         "not yet",
         "not started",

@@ -41,7 +41,7 @@ def test_every_exercise_has_a_starter_a_solution_and_a_tagged_cell():
     per_notebook = {}
     for item in REGISTRY.values():
         per_notebook[item.notebook] = per_notebook.get(item.notebook, 0) + 1
-    assert all(n >= 2 for n in per_notebook.values()), per_notebook
+    assert all(n >= 1 for n in per_notebook.values()), per_notebook  # a lesson may hold one (02, 05, 14)
 
 
 @pytest.fixture(scope="module")
@@ -249,10 +249,7 @@ def test_without_the_image_the_docker_lesson_is_skipped_saying_how_to_build_it(t
     )
     assert check.returncode == 1
     lines = [line.strip() for line in check.stdout.splitlines()]
-    assert sorted(line.split(": ")[1] for line in lines if line.startswith("not yet:")) == [
-        "05-journal",
-        "05-scale-file",
-    ]
+    assert sorted(line.split(": ")[1] for line in lines if line.startswith("not yet:")) == ["05-scale-file"]
     assert (
         "skipped: the image labkit/tritonserver:never-built is not built; build the image: `labkit image build`"
         in lines

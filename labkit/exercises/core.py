@@ -149,7 +149,8 @@ def require_configured_outputs(
             raise NotYet(
                 f"{name} came back as {got.dtype}{shown}; the config of {model} says "
                 f"{spec['data_type'].removeprefix('TYPE_')} ({dtype}).",
-                f"give pb_utils.Tensor an array of dtype {dtype} (e.g. .astype(np.{dtype}).",
+                f"a tensor keeps its array's dtype: give pb_utils.Tensor an array of dtype {dtype}, the config's datatype "
+                "(python_backend README, r23.12: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#execute).",
             )
         if len(got.shape) != len(wanted) or any(w not in (-1, None, g) for w, g in zip(wanted, got.shape)):
             expected = [("any" if w in (-1, None) else w) for w in wanted]

@@ -1,4 +1,4 @@
-"""Exercises of notebook 02 (C++ backends): a scale read from the config, and the raw execute loop.
+"""Exercises of notebooks 02 and 14 (C++ backends): the raw execute loop (02), and a scale read from the config (14).
 
 Both checks judge the person's latest build in models of their own (labkit.exercises.scratch) or a
 server of their own (labkit.exercises.sanitized): the notebook's models and configs stay as they were.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..client.inference import infer
-from ..errors import BuildError, LabkitError, ModelLoadError
+from ..errors import BuildError, InferenceError, LabkitError, ModelLoadError
 from ..observe.stats import model_stats
 from ..repository import ModelConfig
 from ..server.base import TritonServer
@@ -19,8 +19,8 @@ from .scratch import config_of, latest, library_files, scratch_model
 
 SCALED_MODELS = ("scaled_a", "scaled_b")
 SCALE_BACKEND = "scalecpp"
-RAW_MODEL = "raw_double"
-RAW_BACKEND = "rawdouble"
+RAW_MODEL = "raw_sum"
+RAW_BACKEND = "rawsum"
 #: How long an unload may take before the check concludes that a request was never released (an unload
 #: normally ends in milliseconds; with a request held it never ends in 2.41).
 RELEASE_WAIT_S = 10.0
@@ -30,8 +30,8 @@ BACKEND_HEADER = "https://github.com/triton-inference-server/core/blob/r23.12/in
 
 
 @exercise(
-    "02-scale",
-    "02_cpp_backends",
+    "14-scale",
+    "14_cpp_parameters_instances",
     "a C++ backend that scales by a parameter of its config",
     "the scale belongs to a model load, not to a request: it is a parameter of the model's config (Triton "
     "keeps every config parameter as a string), read once when the model's state is made in "
@@ -81,14 +81,14 @@ def scale(server: TritonServer) -> None:
 )
 def raw_execute(server: TritonServer) -> None:
     build = latest(server, RAW_BACKEND)
-    config = config_of(server, RAW_MODEL, "the cell that writes the config of raw_double")
+    config = config_of(server, RAW_MODEL, "the cell that writes the config of raw_sum")
     try:
         with sanitized_run(build.source.read_text(), RAW_BACKEND) as run:
             _judge_raw(run, config)
     except BuildError as exc:  # only the sanitized build raises it here
         first = next((line for line in exc.compiler_output.splitlines() if "error" in line), exc.compiler_output[:200])
         raise NotYet(
-            f"rawdouble does not compile with Triton's C API alone (tritonbackend.h, no labkit helpers): {first}",
+            f"rawsum does not compile with Triton's C API alone (tritonbackend.h, no labkit helpers): {first}",
             "this exercise is the loop labkit::execute hides: write it with TRITONBACKEND_* calls.",
             rule="c-api-only",
         ) from None
@@ -98,14 +98,14 @@ def _judge_raw(run: SanitizedRun, config: ModelConfig) -> None:
     """Load the sanitized build with the notebook's config, send requests over both protocols, then read
     ASan's reports, Triton's statistics and whether the model can finish unloading."""
     server = run.server
-    model = "raw_double_check"
+    model = "raw_sum_check"
     config.name = model
     server.repository.write_config(config)
     (server.repository.model_dir(model) / "1" / run.library.name).write_bytes(run.library.read_bytes())
     try:
         server.load(model)
     except ModelLoadError as exc:
-        raise NotYet(f"Triton could not load rawdouble: {exc.reason}", rule="load") from None
+        raise NotYet(f"Triton could not load rawsum: {exc.reason}", rule="load") from None
     sent = [
         np.array([3, -4, 0, 12], np.int32),
         np.array([-1, 1, 100, 7], np.int32),
@@ -118,19 +118,30 @@ def _judge_raw(run: SanitizedRun, config: ModelConfig) -> None:
         # overrun there; HTTP's buffers have room to spare. HTTP is what the notebook uses.
         for i, values in enumerate(sent):
             answers.append(infer(server, model, {"IN0": values}, protocol=("http", "grpc")[i % 2])["OUT0"])
+    except (InferenceError, ValueError) as exc:  # ValueError: tritonclient cannot shape an answer's bytes
+        _memory(run)
+        raise NotYet(
+            f"a request with IN0={sent[len(answers)].tolist()} failed: {(str(exc).strip().splitlines() or [''])[0]}",
+            "an output is made with the datatype and shape the config gives it, and its buffer holds exactly "
+            f"that many bytes (TRITONBACKEND_ResponseOutput and TRITONBACKEND_OutputBuffer in tritonbackend.h, "
+            f"r23.12: {BACKEND_HEADER}).",
+            rule="failed",
+        ) from None
     except LabkitError:
         _memory(run)
         raise
     _memory(run)
     for values, got in zip(sent, answers):
-        if got.dtype != np.int32 or got.shape != values.shape:
+        want = np.array([values.astype(np.int64).sum()], np.int64)
+        if got.dtype != np.int64 or got.shape != (1,):
             raise NotYet(
-                f"OUT0 came back as {got.dtype} of shape {list(got.shape)}; the config says INT32 [4].", rule="shape"
+                f"OUT0 came back as {got.dtype} of shape {list(got.shape)}; the config says INT64 [1].",
+                "TRITONBACKEND_ResponseOutput names the output's datatype and shape: those of the config, not the "
+                f"input's (tritonbackend.h, r23.12: {BACKEND_HEADER}).",
+                rule="shape",
             )
-        if not np.array_equal(got, 2 * values):
-            raise NotYet(
-                f"for IN0={values.tolist()} OUT0 was {got.tolist()}; expected {(2 * values).tolist()}.", rule="values"
-            )
+        if not np.array_equal(got, want):
+            raise NotYet(f"for IN0={values.tolist()} OUT0 was {got.tolist()}; expected {want.tolist()}.", rule="values")
     moved = model_stats(server, model, settle=True)
     if moved.success_count != len(sent):
         raise NotYet(

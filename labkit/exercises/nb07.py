@@ -1,25 +1,39 @@
-"""Exercises of notebook 07 (the rest of the backend API): a decoupled countdown, and a response parameter."""
+"""Exercises of notebook 07 (the rest of the backend API): a BLS model whose calls depend on what the
+called model answers, and a decoupled countdown."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..client.inference import infer_with_parameters, stream_infer
+from ..client.inference import infer, stream_infer
 from ..errors import InferenceError
+from ..observe.stats import model_stats
 from ..server.base import TritonServer
 from .core import NotYet, exercise, require_configured_outputs
 
 COUNTDOWN = "countdown"
-PARAMETERS_BACKEND, PARAMETERS_MODEL = "respparams", "respparams_passthrough"
-#: Where Triton documents response parameters (r23.12): the TRITONBACKEND_ResponseSet*Parameter functions.
-BACKEND_HEADER = "https://github.com/triton-inference-server/core/blob/r23.12/include/triton/core/tritonbackend.h"
+DOUBLING, ADD_SUB = "doubling", "add_sub"
+DECOUPLED_DOC = "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#decoupled-mode"
+BLS_DOC = "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#business-logic-scripting"
+#: Inputs of the BLS check (no 0: a 0 never grows), and the most add_sub calls one of them needs.
+DOUBLING_INPUTS = ([1, 2, 3, 4], [-50, 60, 200, 99], [100, -100, 250, 1000], [0.75, -3, 40, 7])
+
+
+def doubled(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """What the doubling model answers: ``x`` doubled until every value's magnitude reaches 100, and how often."""
+    calls = 0
+    while np.abs(x).min() < 100:
+        x, calls = x + x, calls + 1
+    return x, calls
 
 
 @exercise(
     "07-countdown",
     "07_backend_api_tour",
     "a decoupled model that streams N responses",
-    "loop from n down to 1 and sender.send() one response per number; send the final flag once, after the loop.",
+    "a decoupled model answers through the request's response sender, once per response, and closes the "
+    "request with the final flag, sent once whatever the number of responses (python_backend README, r23.12, "
+    f"Decoupled mode: {DECOUPLED_DOC}).",
     sources=(COUNTDOWN,),
 )
 def countdown(server: TritonServer) -> None:
@@ -40,34 +54,37 @@ def countdown(server: TritonServer) -> None:
 
 
 @exercise(
-    "07-sum-parameter",
+    "07-bls-loop",
     "07_backend_api_tour",
-    "a response parameter with the sum of the request's values",
-    "a response parameter belongs to one request's response and has a type: Triton 23.12 has string, "
-    "integer (int64) and bool parameters, and labkit's batch.set_parameter picks one by the C++ type it is "
-    "given. Read the comments on TRITONBACKEND_ResponseSetIntParameter in tritonbackend.h (r23.12): "
-    f"{BACKEND_HEADER}, and mind what four int32 values can add up to.",
-    sources=(PARAMETERS_BACKEND, PARAMETERS_MODEL),
+    "a BLS model that calls add_sub until its answer is big enough",
+    "a BLS call is an ordinary request that execute() builds, sends and reads; what to do next is plain Python "
+    "that may depend on the answer, and every call is counted in the called model's statistics (python_backend "
+    f"README, r23.12, Business Logic Scripting: {BLS_DOC}).",
+    sources=(DOUBLING,),
 )
-def sum_parameter(server: TritonServer) -> None:
-    for protocol, values in (("http", [3, -7, 12, 5]), ("grpc", [2_000_000_000, 2_000_000_000, 1, -1])):
-        sent = np.array(values, np.int32)
-        outputs, params = infer_with_parameters(server, PARAMETERS_MODEL, {"IN0": sent}, ["OUT0"], protocol=protocol)
-        if not np.array_equal(outputs["OUT0"], sent):
+def bls_loop(server: TritonServer) -> None:
+    for values in DOUBLING_INPUTS:
+        x = np.array(values, np.float32)
+        want_y, want_calls = doubled(x)
+        before = model_stats(server, ADD_SUB, settle=True).success_count
+        try:
+            outputs = infer(server, DOUBLING, {"X": x}, timeout_s=10)
+        except InferenceError as exc:
+            raise NotYet(f"for X={values}: {str(exc).splitlines()[0]}", rule="failed") from None
+        require_configured_outputs(server, DOUBLING, outputs, shown=f" (for X={values})")
+        calls = model_stats(server, ADD_SUB, settle=True).success_count - before
+        y, said = outputs["Y"], int(outputs["CALLS"][0])
+        if not np.allclose(y, want_y):
             raise NotYet(
-                f"OUT0 is no longer IN0 (sent {values}, got {outputs['OUT0'].tolist()}).", "keep the passthrough."
+                f"for X={values} Y was {y.tolist()}; expected {want_y.tolist()} (X doubled {want_calls} times, until "
+                "every value's magnitude is at least 100).",
+                rule="values",
             )
-        if "sum" not in params:
-            raise NotYet(f'the response over {protocol} has no parameter "sum" (it has: {", ".join(sorted(params))}).')
-        got, want = params["sum"], int(sent.astype(np.int64).sum())
-        if type(got) is not int:
+        if calls != want_calls:
             raise NotYet(
-                f'"sum" arrived as {type(got).__name__} {got!r}; it should be an integer parameter.',
-                "the type of a response parameter is part of it: a client reads an integer parameter as a "
-                f"number, a string one as text (tritonbackend.h, r23.12: {BACKEND_HEADER}).",
+                f"for X={values} Y is right, but add_sub's statistics counted {calls} request(s) from it, not "
+                f"{want_calls}: each doubling must be one call to add_sub.",
+                rule="calls",
             )
-        if got != want:
-            raise NotYet(
-                f'for IN0={values} "sum" was {got}, expected {want}'
-                f"{' (int32 overflowed: add up in int64_t)' if values[0] > 10**9 else ''}."
-            )
+        if said != calls:
+            raise NotYet(f"for X={values} CALLS said {said}; add_sub counted {calls}.", rule="count")

@@ -1,9 +1,9 @@
-"""Exercises of notebook 09's stateful section: a Python model that keeps one running sum per sequence,
-and a C++ backend that hands its sum back to Triton as implicit state.
+"""Exercises of notebook 09's stateful section: a Python model that keeps the running maximum of each
+sequence, where the lesson's model keeps a running sum (the same controls, another rule).
 
-Each check serves the person's latest code in a model of its own (labkit.exercises.scratch), with the
-config of the matching reference model (sequence_accumulate: START / END / READY / CORRID controls;
-sequence_accumulate_cpp: state SUM_IN / SUM_OUT; four batch slots each), and judges what it answers:
+The check serves the person's latest model.py in a model of its own (labkit.exercises.scratch), with the
+config of the reference model sequence_accumulate (START / END / READY / CORRID controls, four batch
+slots), and judges what it answers:
 interleaved sequences over HTTP, a reused sequence id over gRPC, then sequences sent at the same
 time, so that several share an execution.
 """
@@ -21,12 +21,12 @@ from ..repository import ModelRepository
 from ..server.base import TritonServer
 from ..teach import reference
 from .core import NotYet, exercise, require_configured_outputs
-from .scratch import latest, library_files, scratch_model
+from .scratch import scratch_model
 
-MODEL = "running_sum"
-CPP_BACKEND = "runsum"
-#: Sequence id -> the values its requests carry; sent round-robin, one request of each in turn.
-INTERLEAVED = {17: [5, 1, 4], 4242: [100, -30, 2, 8], 3: [-7, 7]}
+MODEL = "running_max"
+#: Sequence id -> the values its requests carry; sent round-robin, one request of each in turn. Sequence 3
+#: starts below 0, so a maximum that starts from 0 shows.
+INTERLEAVED = {17: [5, 1, 9], 4242: [100, -30, 2, 108], 3: [-7, -9, 7]}
 
 
 def _send(server: TritonServer, model: str, sequence: int, value: int, start: bool, end: bool, protocol: str) -> int:
@@ -87,7 +87,7 @@ def _at_once(server: TritonServer, model: str) -> dict[int, list[int]]:
 
 
 def _judge(server: TritonServer, model: str, hint: str) -> None:
-    """NotYet unless ``model`` (loaded) keeps one running sum per sequence, restarted at START; ``hint``
+    """NotYet unless ``model`` (loaded) keeps one running maximum per sequence, restarted at START; ``hint``
     goes with wrong sums."""
     got, wanted = _sums(server, model, INTERLEAVED, "http"), _wanted(INTERLEAVED)
     if got != wanted:
@@ -100,16 +100,16 @@ def _judge(server: TritonServer, model: str, hint: str) -> None:
         raise NotYet(
             f"sequences {', '.join(map(str, INTERLEAVED))} sent in turn (one request of each) with INPUT "
             f"{list(INTERLEAVED.values())}: sequence {sid} went wrong at its request {step + 1}, whose "
-            f"running sum is {wanted[sid][step]} (all of its sums: {wanted[sid]}).",
+            f"running maximum is {wanted[sid][step]} (all of them: {wanted[sid]}).",
             hint,
             rule="values",
         )
-    again = _sums(server, model, {17: [9, 1]}, "grpc")
-    if again[17] != [9, 10]:
+    again = _sums(server, model, {17: [2, 1]}, "grpc")
+    if again[17] != [2, 2]:
         raise NotYet(
-            f"sequence 17 ended, then began again (sequence_start) with INPUT [9, 1], over gRPC: it got "
-            f"{again[17]}, not [9, 10].",
-            "START means a new sequence: its sum starts from 0.",
+            f"sequence 17 ended, then began again (sequence_start) with INPUT [2, 1], over gRPC: it got "
+            f"{again[17]}, not [2, 2].",
+            "START means a new sequence: nothing of the old one counts.",
             rule="start",
         )
     together = _at_once(server, model)
@@ -122,58 +122,34 @@ def _judge(server: TritonServer, model: str, hint: str) -> None:
 
 
 def _wanted(sequences: dict[int, list[int]]) -> dict[int, list[int]]:
-    return {sid: np.cumsum(values).tolist() for sid, values in sequences.items()}
+    return {sid: np.maximum.accumulate(values).tolist() for sid, values in sequences.items()}
 
 
 @exercise(
-    "09-running-sum",
+    "09-running-max",
     "09_state_ensembles_metrics",
-    "one running sum per sequence",
+    "one running maximum per sequence",
     "the sequence batcher's controls (CORRID, START, READY) arrive as inputs, like INPUT: a sum belongs to one "
     "sequence, and a null request (READY 0) to none (stateful models, r23.12: "
     "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#stateful-models).",
     sources=(MODEL,),
 )
-def running_sum(server: TritonServer) -> None:
+def running_max(server: TritonServer) -> None:
     source = server.repository.model_dir(MODEL) / "1" / "model.py"
     if not source.exists():
         raise NotYet(
             f"model {MODEL!r} has no model.py yet.", f"run the `%%triton_python {MODEL}` cell first.", rule="setup"
         )
     config = ModelRepository(reference.repository()).read_config("sequence_accumulate")
-    with scratch_model(server, "running_sum", config, {"1/model.py": source.read_text()}) as model:
+    with scratch_model(server, "running_max", config, {"1/model.py": source.read_text()}) as model:
         try:
             server.load(model)
         except ModelLoadError as exc:
             raise NotYet(
                 f"model.py of {MODEL} does not load: {exc.reason.strip().splitlines()[-1]}", rule="load"
             ) from None
-        _judge(server, model, "each sequence adds up on its own: keep one sum per CORRID.")
-
-
-@exercise(
-    "09-implicit-state",
-    "09_state_ensembles_metrics",
-    "a C++ backend whose sum Triton keeps as implicit state",
-    "with implicit state, Triton gives the model the state as an input and takes the next one back only when the "
-    "backend hands it over, per request, through the state functions of tritonbackend.h (implicit state, r23.12: "
-    "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#implicit-state-management).",
-    sources=(CPP_BACKEND,),
-)
-def implicit_state(server: TritonServer) -> None:
-    build = latest(server, CPP_BACKEND)
-    config = ModelRepository(reference.repository()).read_config("sequence_accumulate_cpp")
-    config.backend = CPP_BACKEND
-    with scratch_model(server, f"runsum_{build.digest}", config, library_files(build)) as model:
-        try:
-            server.load(model)
-        except ModelLoadError as exc:
-            raise NotYet(
-                f"the {CPP_BACKEND} backend does not load: {exc.reason.strip().splitlines()[-1]}", rule="load"
-            ) from None
         _judge(
             server,
             model,
-            "SUM_IN is 0 unless the previous request of the sequence handed its new sum back as "
-            "state SUM_OUT (TRITONBACKEND_StateUpdate).",
+            "each sequence has a maximum of its own, kept by its CORRID, and its first value is its first maximum.",
         )

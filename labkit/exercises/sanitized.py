@@ -2,7 +2,7 @@
 the check's own, so that a raw-pointer mistake (a write past the output buffer, a request used after
 its release) is caught where it happens instead of corrupting the person's server.
 
-    with sanitized_run(source, "rawdouble") as run:   # BuildError if it does not compile bare
+    with sanitized_run(source, "rawsum") as run:   # BuildError if it does not compile bare
         run.server ...                                # an EmbeddedServer with the ASan runtime preloaded
         run.memory_error()                            # what ASan reported so far, or None
 

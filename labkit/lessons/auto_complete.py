@@ -5,9 +5,8 @@ rest: a C++ backend edits the config JSON and returns it with TRITONBACKEND_Mode
 model does the same in its static ``auto_complete_config``. The completed config is what the server
 then reports (``server.model_config``).
 
-labkit starts Triton with ``--disable-auto-complete-config`` unless asked otherwise: in 23.12, a
-model.py with a syntax error, loaded while other Python models serve, can hang the load for many
-minutes with auto-complete on (fixed in 24.05). This lesson therefore runs on a server of its own:
+labkit starts Triton with ``--disable-auto-complete-config`` unless asked otherwise, so that every
+config serves as written. This lesson therefore runs on a server of its own:
 
     lab = auto_complete.start_server()        # EmbeddedServer(auto_complete=True)
     print(auto_complete.setup_cpp(lab))       # the completed config, read back from the server

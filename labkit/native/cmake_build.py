@@ -7,7 +7,7 @@ What labkit adds on the command line, nothing in the project:
 - Triton's repositories at r23.12 from labkit.native.triton_sources (``FETCHCONTENT_SOURCE_DIR_REPO-CORE``,
   ``-COMMON``, ``-BACKEND``; the pinned archives of ``$LABKIT_TRITON_SOURCES``, then FetchContent is
   fully disconnected, or GitHub's once), and the repo tags forced to r23.12, with a warning naming the
-  project's own tag where it differs (a ``main`` build has backend API 1.19, which 23.12 refuses);
+  project's own tag where it differs (a ``main`` build has a newer backend API than 23.12's 1.17, and a backend that checks the version in its ``TRITONBACKEND_Initialize``, as Triton's ``recommended`` example does, refuses to load);
 - RapidJSON for Triton common's ``find_package(RapidJSON CONFIG)``: the headers labkit.native.official
   already uses, and a stand-in for the googletest common fetches for its own unit test (not built);
 - ``TRITON_ENABLE_GPU`` as the machine allows (ON with a GPU and a CUDA 12 toolkit), the compiler labkit's
@@ -212,7 +212,14 @@ def _forced_tags(given: dict[str, str]) -> None:
 def _warn_retagged(project: Path, retagged: dict[str, str]) -> None:
     for value in sorted(set(retagged.values())):
         names = ", ".join(name for name, own in retagged.items() if own == value)
-        why = " (at 'main' it would have backend API 1.19, which Triton 23.12 refuses)" if value == "main" else ""
+        why = (
+            (
+                " (at 'main' its backend API is newer than 23.12's 1.17: a backend that checks the version in its"
+                " TRITONBACKEND_Initialize, as Triton's recommended example does, would refuse to load)"
+            )
+            if value == "main"
+            else ""
+        )
         print(
             f"labkit: warning: {project.name}/CMakeLists.txt sets {names} to {value!r}; labkit builds it at "
             f"{TAG}{why}.",

@@ -53,6 +53,26 @@ class ModelRepository:
                 (path.parent / "1").mkdir()
         return path
 
+    def write_config_text(self, name: str, text: str) -> Path:
+        """Write ``text`` as ``<name>/config.pbtxt`` exactly as written (comments and layout kept), once it
+        reads as Triton's ModelConfig and names this model (ConfigError, naming the field, if not); whether
+        Triton can serve it, Triton says at load."""
+        check_name(name)
+        source = f"config.pbtxt of model {name!r}"
+        cfg = _config.parse(text, source)
+        if cfg.name and cfg.name != name:
+            raise ConfigError(
+                f"{source} names the model {cfg.name!r}; the folder (and the model) is {name!r}: make them equal.",
+                field="name",
+                value=cfg.name,
+                source=source,
+            )
+        path = self.write_file(name, "config.pbtxt", text if text.endswith("\n") else text + "\n", version=None)
+        if not self.versions(name):
+            with writing(path.parent / "1"):
+                (path.parent / "1").mkdir()
+        return path
+
     def read_config(self, name: str) -> _config.ModelConfig:
         path = self.model_dir(name) / "config.pbtxt"
         if not path.exists():

@@ -176,6 +176,10 @@ class Models:
             if _REASON.search(line) and "<frozen importlib" not in line
         ]
         detail = "\n".join(lines[-20:])
+        # A config Triton cannot read fails the repository poll: its answer says only that, its log says why.
+        polled = re.search(rf"Poll failed for model directory '{re.escape(name)}': (.+)", detail)
+        if polled and "failed to poll" in reason:
+            reason = f"{reason}: {polled.group(1).strip()}"
         ended = stubs.exits(self.workspace.backend_dir / "python", name, since)
         serving = self.loaded_models()
         still = ", ".join(serving) or "none"

@@ -25,9 +25,8 @@ def _shm_prefix() -> str:
 class ServerConfig:
     """A server's options, whichever runtime runs Triton.
 
-    auto_complete: let backends fill in what a config leaves out. Off by default: in 23.12, loading a
-        model.py with a syntax error while other Python models are loaded can hang with it on for many
-        minutes (fixed in 24.05), and with it off every load is faster.
+    auto_complete: let backends fill in what a config leaves out. Off by default: every config then
+        serves as written (lesson 01 prints each option labkit gives Triton, and why).
     log_verbose, extra_args: Triton's ``--log-verbose`` and any further command-line options.
     request_timeout_s: how long labkit's requests wait for an answer by default (each call can
         override it); then they raise RequestTimeoutError.

@@ -2,7 +2,7 @@
 
     labkit workshop check [NOTEBOOK ...] [--all] [--solutions]
     labkit workshop reset NOTEBOOK ...
-    labkit workshop plan [--start HH:MM] [--all]
+    labkit workshop plan [--start HH:MM] [--all] [--explain]
 
 ``check`` executes each notebook (a copy; the file is not changed) with a real kernel and collects the
 verdict of every check cell; ``--solutions`` first fills each exercise cell with its reference solution.
@@ -295,6 +295,7 @@ def parser(folder: Path | None = None) -> argparse.ArgumentParser:
         "--start", default="09:00", type=_time_of_day, help="when the day starts (HH:MM, default %(default)s)"
     )
     pl.add_argument("--all", action="store_true", help="the optional lessons too, in the notebooks' order")
+    pl.add_argument("--explain", action="store_true", help="also the rule that gives each lesson's least minutes")
     for p in (c, r, pl):
         p.add_argument(
             "--dir",
@@ -317,6 +318,9 @@ def main(args: list[str] | None = None, folder: Path | None = None) -> int:
         if not lessons:
             raise LabkitError(f"No lesson notebooks (NN_name.ipynb) in {parsed.dir}; give --dir, the notebooks folder.")
         print(course.plan(lessons, course.day(lessons, start=parsed.start, optional=parsed.all)))
+        if parsed.explain:
+            print()
+            print(course.explain(lessons))
         return 0
     return reset(parsed.notebooks, parsed.dir)
 

@@ -11,7 +11,7 @@ import pytest
 
 from labkit.errors import CourseError
 from labkit.exercises import REGISTRY
-from labkit.teach import course, workshop
+from labkit.teach import course, lesson_time, workshop
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -36,10 +36,20 @@ def test_every_notebook_is_a_lesson_whose_opening_cell_says_what_its_metadata_sa
         assert all(exercise in REGISTRY for exercise in lesson.exercises)
 
 
-def test_the_core_path_fits_a_day():
-    core = sum(lesson.minutes for lesson in course.lessons(NOTEBOOKS) if lesson.core)
-    low, high = course.CORE_RANGE_MIN
-    assert low <= core <= high
+def test_the_core_day_keeps_the_hours_and_every_lesson_takes_at_least_what_the_rule_gives():
+    lessons = course.lessons(NOTEBOOKS)
+    slots = course.day(lessons)
+    assert course.problems(slots) == []
+    assert [s.pause for s in slots if s.lesson is None] == [
+        course.SETUP,
+        course.BREAK,
+        course.LUNCH,
+        course.BREAK,
+        course.OWN,
+    ] or [s.pause for s in slots if s.lesson is None].count(course.BREAK) == 2
+    for lesson in lessons:
+        assert lesson.needed is not None and lesson.needed.untimed == 0, lesson.name
+        assert lesson.minutes >= lesson.needed.minutes, (lesson.name, lesson.minutes, lesson.needed)
 
 
 def test_the_guide_lists_every_lesson_with_its_time_path_and_exercises():
@@ -65,13 +75,47 @@ def test_the_guide_shows_the_plan_that_the_command_prints(capsys):
     assert f"```\n{printed}\n```" in GUIDE.read_text()
 
 
-def test_a_day_pauses_after_ninety_minutes_and_lunches_once_after_noon():
-    lessons = [_lesson(f"{k:02d}", 50) for k in range(1, 8)]
+def test_a_day_has_set_up_a_break_each_half_lunch_in_its_window_and_own_backends_last():
+    lessons = [_lesson(f"{k:02d}", m) for k, m in enumerate((80, 70, 60, 50, 60), start=1)]
     slots = course.day(lessons, start="09:00")
-    pauses = [(course.clock(s.start), s.pause, s.minutes) for s in slots if s.lesson is None]
-    assert pauses == [("10:40", "break", 15), ("12:35", "lunch", 60), ("15:15", "break", 15)]
-    assert slots[-1].lesson is lessons[-1] and course.clock(slots[-1].end) == "16:20"
+    kinds = [(course.clock(s.start), s.pause or s.lesson.number, s.minutes) for s in slots]
+    assert kinds == [
+        ("09:00", course.SETUP, 30),
+        ("09:30", "01", 80),
+        ("10:50", course.BREAK, 15),
+        ("11:05", "02", 70),
+        ("12:15", course.LUNCH, 60),
+        ("13:15", "03", 60),
+        ("14:15", course.BREAK, 15),
+        ("14:30", "04", 50),
+        ("15:20", "05", 60),
+        ("16:20", course.OWN, 30),
+    ]
+    assert course.problems(slots) == []
     assert all(a.end == b.start for a, b in zip(slots, slots[1:]))
+
+
+def test_a_day_that_cannot_keep_the_hours_says_why():
+    long_day = [_lesson(f"{k:02d}", 100) for k in range(1, 6)]
+    found = course.problems(course.day(long_day))
+    assert any(p.startswith("ends at") for p in found)
+    late_lunch = [_lesson("01", 230), _lesson("02", 30)]
+    assert any(p.startswith("lunch starts at 13:35") for p in course.problems(course.day(late_lunch)))
+    text = course.plan(late_lunch, course.day(late_lunch))
+    assert "It does not keep the day's hours: lunch starts at 13:35" in text
+
+
+def test_any_set_of_notebooks_makes_a_day_optional_ones_only_with_all():
+    lessons = [_lesson("01", 90), _lesson("02", 80), _lesson("03", 60), _lesson("09", 60)]
+    lessons += [_lesson("11", 40, core=False), _lesson("12", 45, core=False)]
+    core = course.day(lessons)
+    assert [s.lesson.number for s in core if s.lesson] == ["01", "02", "03", "09"]
+    assert course.problems(core) == []
+    every = course.day(lessons, optional=True)
+    assert [s.lesson.number for s in every if s.lesson] == ["01", "02", "03", "09", "11", "12"]
+    assert course.day([_lesson("11", 40, core=False)]) == []
+    one = course.day([_lesson("01", 60)])
+    assert [s.pause or s.lesson.number for s in one] == [course.SETUP, course.BREAK, "01", course.LUNCH, course.OWN]
 
 
 def test_optional_lessons_join_the_day_only_when_asked():
@@ -111,6 +155,31 @@ def test_a_notebook_whose_opening_is_not_its_numbered_title_is_refused(tmp_path)
     with pytest.raises(CourseError) as caught:
         course.read_lesson(path)
     assert caught.value.field == "title"
+
+
+def test_the_rule_counts_words_lines_run_time_and_exercises(tmp_path):
+    code = nbformat.v4.new_code_cell("x = 1\n\nprint(x)\n", metadata={"tags": ["exercise:01-output2"]})
+    code.outputs = [nbformat.v4.new_output("stream", text="1\n2\n")]
+    code.metadata["execution"] = {
+        "iopub.execute_input": "2026-11-27T10:00:00.000000Z",
+        "shell.execute_reply": "2026-11-27T10:00:30.000000Z",
+    }
+    untimed = nbformat.v4.new_code_cell("y = 2")
+    words = " ".join(["word"] * 300)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(words), code, untimed])
+    needed = lesson_time.needed(nb)
+    assert (needed.words, needed.lines, needed.run_s, needed.untimed, needed.exercises) == (300, 5, 30.0, 1, 1)
+    # 2 min reading + 5 lines x 8 s + 30 s running + 12 min: 15.17 -> 16
+    assert needed.minutes == 16
+
+
+def test_plan_explains_its_rule_for_every_lesson(capsys):
+    assert workshop.main(["plan", "--dir", str(NOTEBOOKS), "--explain"]) == 0
+    printed = capsys.readouterr().out
+    assert lesson_time.RULE in printed
+    for lesson in course.lessons(NOTEBOOKS):
+        assert any(line.startswith(f"  {lesson.number} ") for line in printed.splitlines()), lesson.name
+    assert "LESS THAN THE RULE" not in printed
 
 
 def test_plan_refuses_a_time_that_is_not_one(capsys):
