@@ -25,7 +25,7 @@ from labkit.errors import (
 from labkit.room import hub as hub_process, processes
 from labkit.room.grader import Grader
 from labkit.room.hubconfig import WORK_LABEL
-from labkit.room.lifecycle import down, status_rows, up
+from labkit.room.lifecycle import _replace_labs, down, status_rows, up
 from labkit.room.notebook_sources import JupyterSource
 from labkit.room.settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
 from labkit.server._ports import free_ports
@@ -179,6 +179,39 @@ def test_a_restarted_lab_keeps_the_participants_work(labs, engine):
     as_text = {"type": "file", "format": "text"}
     assert labs.contents("p01", token, "01_python_backend.ipynb", params=as_text).json()["content"] == "my own version"
     assert labs.contents("p01", token, "03_dynamic_batching.ipynb").status_code == 404  # not copied again
+
+
+def test_labs_made_for_another_hub_address_are_replaced_their_work_kept(lab_image, engine, tmp_path):
+    """When `room up` cannot give the hub its earlier address (the port taken meanwhile), the labs made for
+    that address could never reach it: they are removed (their work volumes stay, the hub starts a new lab
+    at the next visit); a lab made for this address, and the room's other containers, stay."""
+    settings = RoomSettings(participants=("a1", "a2"), directory=tmp_path / "moved", image=lab_image)
+    labels = {ROOM_LABEL: settings.room_id}
+    made = []
+    try:
+        for login, hub_at in (("a1", "172.30.0.1:40001"), ("a2", "172.30.0.1:40002")):
+            engine.volumes.create(settings.volume(login), labels={WORK_LABEL: settings.room_id})
+            made.append(
+                engine.containers.create(
+                    lab_image,
+                    "true",
+                    name=f"{settings.prefix}-{login}",
+                    environment={"JUPYTERHUB_API_URL": f"http://{hub_at}/hub/api"},
+                    labels={**labels, f"{ROOM_LABEL}.user": login},
+                    volumes={settings.volume(login): {"bind": "/home/jovyan/work", "mode": "rw"}},
+                )
+            )
+        made.append(engine.containers.create(lab_image, "true", labels={**labels, "labkit.room.role": "scan"}))
+        assert _replace_labs(engine, settings, "172.30.0.1:40002") == [f"{settings.prefix}-a1"]
+        left = {c.name for c in engine.containers.list(all=True, filters={"label": f"{ROOM_LABEL}={settings.room_id}"})}
+        assert left == {f"{settings.prefix}-a2", made[-1].name}
+        assert {v.name for v in engine.volumes.list(filters={"label": f"{WORK_LABEL}={settings.room_id}"})} == {
+            settings.volume("a1"),
+            settings.volume("a2"),
+        }
+    finally:
+        down(settings.directory, delete_work=True)
+    assert leftovers(engine, settings.room_id) == []
 
 
 def test_refusals(room, lab_image, tmp_path):
