@@ -11,13 +11,14 @@ import sys
 import tarfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
 import requests
 from ci_rules import skip_or_fail
-from waiting_support import within
+from waiting_support import eventually, within
 
 from labkit.docker import engine as lk_engine
 from labkit.errors import SetupError
@@ -29,6 +30,7 @@ from labkit.room.settings import (
     GRADER_IMAGE,
     PARTICIPANT_IMAGE,
     ROOM_LABEL,
+    RoomSettings,
     volume_name,
 )
 from labkit.server._ports import free_ports
@@ -256,3 +258,51 @@ def notebook(cells: dict[str, str] | None = None) -> nbformat.NotebookNode:
 
 def solution(exercise: str) -> str:
     return REGISTRY[exercise].solution()
+
+
+@dataclass
+class Room:
+    """A room that `room up` started (its settings, its room.json) and the requests a test makes of it: the
+    hub's REST API as the teacher, a participant's Jupyter contents API with their token."""
+
+    settings: RoomSettings
+    record: dict
+    started_s: float = 0.0  # from the three POSTs to three ready labs
+
+    @property
+    def url(self) -> str:
+        return self.record["url"].rstrip("/")
+
+    def api(self, method: str, path: str, token: str | None = None, **kw) -> requests.Response:
+        headers = {"Authorization": f"token {token or self.record['teacher_token']}"}
+        return requests.request(method, f"{self.url}/hub/api/{path}", headers=headers, timeout=60, **kw)
+
+    def token_of(self, login: str) -> str:
+        reply = self.api("POST", f"users/{login}/tokens", json={"expires_in": 3600, "note": "test"})
+        assert reply.status_code == 201, reply.text
+        return reply.json()["token"]
+
+    def contents(self, login: str, token: str, path: str = "", method: str = "GET", **kw) -> requests.Response:
+        return requests.request(
+            method,
+            f"{self.url}/user/{login}/api/contents/{path}",
+            headers={"Authorization": f"token {token}"},
+            timeout=60,
+            allow_redirects=False,
+            **kw,
+        )
+
+
+def container_of(engine, room: Room, login: str):
+    """``login``'s lab container."""
+    return engine.containers.get(f"{room.settings.prefix}-{login}")
+
+
+def wait_ready(room: Room, logins, limit_s: float = 900) -> None:
+    """Until the hub says every lab of ``logins`` is ready."""
+
+    def ready() -> bool:
+        users = {u["name"]: u for u in room.api("GET", "users").json()}
+        return all((users[name].get("servers") or {}).get("", {}).get("ready") for name in logins)
+
+    eventually(ready, f"labs {logins} to be ready (see {room.settings.directory / 'hub.log'})", limit_s, interval_s=1)

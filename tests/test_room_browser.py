@@ -1,8 +1,9 @@
-"""A real browser drives a real room: `labkit room up` with two participants and the teacher; participant 1
-logs in through the hub's form in Chromium, opens notebook 01 from JupyterLab's file browser, answers an
-exercise, runs it in their own kernel, sees the check pass and saves; the teacher logs in through the same
-form, lands on the board and sees that exercise passed there; participant 2 cannot open participant 1's lab.
-Then `room down --delete-work` leaves nothing of the room on the engine."""
+"""A real browser drives a real room: `labkit room up` with two participants and the teacher; the teacher logs
+in through the hub's form in Chromium and lands on the board; participant 1 logs in through the same form,
+opens notebook 01 from JupyterLab's file browser, answers an exercise, runs it in their own kernel, sees the
+check pass and saves; the teacher's board, open all along, shows that exercise passed without being
+reloaded, and none of the board's own requests failed (its console holds no error); participant 2 cannot
+open participant 1's lab. Then `room down --delete-work` leaves nothing of the room on the engine."""
 
 from __future__ import annotations
 
@@ -80,6 +81,34 @@ def test_a_participant_solves_an_exercise_in_chromium_and_the_teacher_sees_it_pa
     with sync_playwright() as pw:
         browser = launch(pw)
         try:
+            # the teacher: the hub's form, and they land on the board, with no lab of their own
+            teacher = browser.new_context(viewport={"width": 1600, "height": 900}).new_page()
+            problems: list[str] = []  # the console's errors and the failed requests of the room's own pages
+            teacher.on(
+                "console",
+                lambda msg: (
+                    problems.append(f"console: {msg.text} at {msg.location.get('url')}")
+                    if msg.type == "error"
+                    else None
+                ),
+            )
+            teacher.on("requestfailed", lambda r: problems.append(f"request: {r.url} {r.failure}"))
+            _login(teacher, url, record["teacher"], record["teacher_password"])
+            teacher.wait_for_url(re.compile(re.escape(f"{url}/services/board/") + r"(\?.*)?$"))
+            refused = requests.post(
+                f"{url}/hub/api/users/{record['teacher']}/server",
+                timeout=60,
+                headers={"Authorization": f"token {record['teacher_token']}"},
+            )
+            assert refused.status_code == 403 and "--teacher-lab" in refused.text, refused.text
+            mark = teacher.locator("#grid tbody tr", has=teacher.locator("a:text-is('p01')")).locator(
+                f"td[title^='p01 · {EXERCISE}:']"
+            )
+            assert mark.get_attribute("class") == "not-started"
+            loads: list[str] = []  # the board's page loaded again (a full reload): none may happen
+            teacher.on("load", lambda page: loads.append(page.url))
+            teacher.evaluate("window.labkitOpened = true")
+
             # participant 1: the hub's form, then their own lab (JupyterHub starts it)
             p01 = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             p01.set_default_timeout(60_000)
@@ -114,40 +143,32 @@ def test_a_participant_solves_an_exercise_in_chromium_and_the_teacher_sees_it_pa
                     for c in reply.json()["content"]["cells"]
                 )
 
-            wait_until(saved, 60, f"{NOTEBOOK} saved with the answer", interval_s=0.5)
+            try:
+                wait_until(saved, 60, f"{NOTEBOOK} saved with the answer", interval_s=0.5)
+            except WaitTimeoutError:
+                p01.screenshot(path=str(ARTIFACTS / "room-browser-p01-not-saved.png"))
+                raise
             p01.screenshot(path=str(ARTIFACTS / "room-browser-p01-passed.png"))
             container = engine.containers.get(f"{settings.prefix}-p01")
             code, out = container.exec_run(["bash", "-lc", "python -c 'print(6 * 7)'"], user="jovyan")
             assert (code, out.decode().strip()) == (0, "42")  # `python` works in a lab's terminal
 
-            # the teacher: the same form, and they land on the board, with no lab of their own
-            teacher = browser.new_context(viewport={"width": 1600, "height": 900}).new_page()
-            _login(teacher, url, record["teacher"], record["teacher_password"])
-            teacher.wait_for_url(re.compile(re.escape(f"{url}/services/board/") + r"(\?.*)?$"))
-            refused = requests.post(
-                f"{url}/hub/api/users/{record['teacher']}/server",
-                timeout=60,
-                headers={"Authorization": f"token {record['teacher_token']}"},
-            )
-            assert refused.status_code == 403 and "--teacher-lab" in refused.text, refused.text
-            mark = teacher.locator("#grid tbody tr", has=teacher.locator("a:text-is('p01')")).locator(
-                f"td[title^='p01 · {EXERCISE}:']"
-            )
+            # the board, open since before the save, shows the mark by itself: no reload, no click
+            passed = teacher.locator(f"#grid tbody tr:has(a:text-is('p01')) td.passed[title^='p01 · {EXERCISE}:']")
 
-            def passed_on_the_board() -> bool:
-                teacher.reload()
-                if mark.get_attribute("class") == "passed":
-                    return True
-                teacher.click("text=look for saved notebooks now")  # rather than wait for the board's next scan
-                return False
+            def shown() -> bool:
+                assert problems == [], problems  # a request of the board's page failed: it never updates
+                return passed.count() == 1
 
             try:
-                wait_until(passed_on_the_board, 600, f"{EXERCISE} passed for p01 on the board", interval_s=5)
+                wait_until(shown, 600, f"{EXERCISE} passed for p01 on the open board", interval_s=0.5)
             except WaitTimeoutError:
                 teacher.screenshot(path=str(ARTIFACTS / "room-browser-board-timeout.png"))
                 raise
             teacher.screenshot(path=str(ARTIFACTS / "room-browser-board.png"))
             assert mark.inner_text() == "\u2713"
+            assert teacher.evaluate("window.labkitOpened === true") and loads == []  # the same page, updated
+            assert problems == [], problems
 
             # participant 2: logged in, but p01's lab is not theirs
             p02 = browser.new_context().new_page()

@@ -4,14 +4,15 @@ containers from labkit/lab:23.12-cpu, the hub's REST API and each participant's 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import requests
-from room_board_support import NOTEBOOK, leftovers, room_engine, solution
+from room_board_support import NOTEBOOK, Room, container_of, leftovers, room_engine, solution, wait_ready
 from waiting_support import eventually, within
 
 from labkit.errors import (
@@ -21,58 +22,16 @@ from labkit.errors import (
     SetupError,
     SubmissionError,
 )
-from labkit.room import hub as hub_process
+from labkit.room import hub as hub_process, processes
 from labkit.room.grader import Grader
 from labkit.room.hubconfig import WORK_LABEL
-from labkit.room.lifecycle import down, status_rows, up
+from labkit.room.lifecycle import _replace_labs, down, status_rows, up
 from labkit.room.notebook_sources import JupyterSource
 from labkit.room.settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
 from labkit.server._ports import free_ports
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 PARTICIPANTS = RoomSettings.numbered(3)
-
-
-@dataclass
-class Room:
-    settings: RoomSettings
-    record: dict
-    started_s: float = 0.0  # from the three POSTs to three ready labs
-
-    @property
-    def url(self) -> str:
-        return self.record["url"].rstrip("/")
-
-    def api(self, method: str, path: str, token: str | None = None, **kw) -> requests.Response:
-        headers = {"Authorization": f"token {token or self.record['teacher_token']}"}
-        return requests.request(method, f"{self.url}/hub/api/{path}", headers=headers, timeout=60, **kw)
-
-    def token_of(self, login: str) -> str:
-        reply = self.api("POST", f"users/{login}/tokens", json={"expires_in": 3600, "note": "test"})
-        assert reply.status_code == 201, reply.text
-        return reply.json()["token"]
-
-    def contents(self, login: str, token: str, path: str = "", method: str = "GET", **kw) -> requests.Response:
-        return requests.request(
-            method,
-            f"{self.url}/user/{login}/api/contents/{path}",
-            headers={"Authorization": f"token {token}"},
-            timeout=60,
-            allow_redirects=False,
-            **kw,
-        )
-
-
-def _container(engine, room: Room, login: str):
-    return engine.containers.get(f"{room.settings.prefix}-{login}")
-
-
-def _wait_ready(room: Room, logins, limit_s: float = 900) -> None:
-    def ready() -> bool:
-        users = {u["name"]: u for u in room.api("GET", "users").json()}
-        return all((users[name].get("servers") or {}).get("", {}).get("ready") for name in logins)
-
-    eventually(ready, f"labs {logins} to be ready (see {room.settings.directory / 'hub.log'})", limit_s, interval_s=1)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +62,7 @@ def labs(room):
     t0 = time.monotonic()
     for login in PARTICIPANTS:
         assert room.api("POST", f"users/{login}/server").status_code in (201, 202)
-    _wait_ready(room, PARTICIPANTS)
+    wait_ready(room, PARTICIPANTS)
     room.started_s = time.monotonic() - t0
     print(f"\n3 labs ready {room.started_s:.0f} s after starting them at once")
     return room
@@ -179,7 +138,7 @@ def test_another_participants_token_cannot_read_or_write(labs):
 
 
 def test_the_container_is_limited_labelled_and_holds_no_socket_or_solution(labs, engine):
-    container = _container(engine, labs, "p02")
+    container = container_of(engine, labs, "p02")
     config = container.attrs
     assert config["Config"]["Labels"][ROOM_LABEL] == labs.settings.room_id
     assert config["Config"]["Labels"][f"{ROOM_LABEL}.user"] == "p02"
@@ -201,7 +160,7 @@ def test_labkit_start_works_inside(labs, engine):
         "import labkit\nlab = labkit.start(repository=labkit.reference_repository())\nlab.load('add_sub')\n"
         "r = labkit.check_add_sub(lab)\nlab.stop()\nprint('ANSWER', r.output0.tolist())\n"
     )
-    code, out = _container(engine, labs, "p03").exec_run(["python3", "-c", script])
+    code, out = container_of(engine, labs, "p03").exec_run(["python3", "-c", script])
     assert code == 0, out.decode()[-2000:]
     assert "ANSWER [1.5, 2.25, 5.0, 12.0]" in out.decode()
 
@@ -215,11 +174,44 @@ def test_a_restarted_lab_keeps_the_participants_work(labs, engine):
     within(lambda: not labs.api("GET", "users/p01").json().get("servers"), 300, "p01's lab to stop", interval_s=1)
     assert engine.containers.get(f"{labs.settings.prefix}-p01").status == "exited"  # kept, for a fast restart
     assert labs.api("POST", "users/p01/server").status_code in (201, 202)
-    _wait_ready(labs, ["p01"])
+    wait_ready(labs, ["p01"])
     token = labs.token_of("p01")
     as_text = {"type": "file", "format": "text"}
     assert labs.contents("p01", token, "01_python_backend.ipynb", params=as_text).json()["content"] == "my own version"
     assert labs.contents("p01", token, "03_dynamic_batching.ipynb").status_code == 404  # not copied again
+
+
+def test_labs_made_for_another_hub_address_are_replaced_their_work_kept(lab_image, engine, tmp_path):
+    """When `room up` cannot give the hub its earlier address (the port taken meanwhile), the labs made for
+    that address could never reach it: they are removed (their work volumes stay, the hub starts a new lab
+    at the next visit); a lab made for this address, and the room's other containers, stay."""
+    settings = RoomSettings(participants=("a1", "a2"), directory=tmp_path / "moved", image=lab_image)
+    labels = {ROOM_LABEL: settings.room_id}
+    made = []
+    try:
+        for login, hub_at in (("a1", "172.30.0.1:40001"), ("a2", "172.30.0.1:40002")):
+            engine.volumes.create(settings.volume(login), labels={WORK_LABEL: settings.room_id})
+            made.append(
+                engine.containers.create(
+                    lab_image,
+                    "true",
+                    name=f"{settings.prefix}-{login}",
+                    environment={"JUPYTERHUB_API_URL": f"http://{hub_at}/hub/api"},
+                    labels={**labels, f"{ROOM_LABEL}.user": login},
+                    volumes={settings.volume(login): {"bind": "/home/jovyan/work", "mode": "rw"}},
+                )
+            )
+        made.append(engine.containers.create(lab_image, "true", labels={**labels, "labkit.room.role": "scan"}))
+        assert _replace_labs(engine, settings, "172.30.0.1:40002") == [f"{settings.prefix}-a1"]
+        left = {c.name for c in engine.containers.list(all=True, filters={"label": f"{ROOM_LABEL}={settings.room_id}"})}
+        assert left == {f"{settings.prefix}-a2", made[-1].name}
+        assert {v.name for v in engine.volumes.list(filters={"label": f"{WORK_LABEL}={settings.room_id}"})} == {
+            settings.volume("a1"),
+            settings.volume("a2"),
+        }
+    finally:
+        down(settings.directory, delete_work=True)
+    assert leftovers(engine, settings.room_id) == []
 
 
 def test_refusals(room, lab_image, tmp_path):
@@ -255,14 +247,14 @@ def test_idle_labs_are_culled_and_down_keeps_work_volumes_unless_asked(lab_image
     room = Room(settings, json.loads((settings.directory / "room.json").read_text()))
     try:
         assert room.api("POST", "users/k1/server").status_code in (201, 202)
-        _wait_ready(room, ["k1"])
+        wait_ready(room, ["k1"])
         # nobody uses it: the idle culler stops it (checks every 10 s)
         within(lambda: not room.api("GET", "users/k1").json().get("servers"), 600, "the culler", interval_s=2)
         assert room.api("GET", "users/k1").json().get("servers") == {}
     finally:
         removed = down(settings.directory)
     work = {"label": f"labkit.room.work={info.room_id}"}
-    assert "hub" in removed and hub_process.hub_pid(settings.directory) is None
+    assert "hub (pid " in removed[0] and hub_process.hub_pid(settings.directory) is None
     assert engine.containers.list(all=True, filters={"label": f"{ROOM_LABEL}={info.room_id}"}) == []
     assert engine.networks.list(filters={"label": f"{ROOM_LABEL}={info.room_id}"}) == []
     assert [v.name for v in engine.volumes.list(filters=work)] == [settings.volume("k1")]
@@ -286,7 +278,7 @@ def test_a_teacher_lab_is_labelled_and_delete_work_leaves_nothing(lab_image, eng
     room = Room(settings, json.loads((settings.directory / "room.json").read_text()))
     try:
         assert room.api("POST", "users/teacher/server").status_code in (201, 202)
-        _wait_ready(room, ["teacher"])
+        wait_ready(room, ["teacher"])
         labels = engine.volumes.get(settings.volume("teacher")).attrs["Labels"]
         assert labels[WORK_LABEL] == info.room_id and labels[f"{ROOM_LABEL}.user"] == "teacher"
         engine.volumes.create(settings.volume("added"))  # no label, as DockerSpawner makes it
@@ -351,10 +343,41 @@ def test_the_hub_outlives_up_loads_the_site_config_and_stops(tmp_path):
             hub_process.start_hub(settings, plumbing, SECRETS)  # one hub per room
         proxy = int((settings.directory / "jupyterhub-proxy.pid").read_text())
     finally:
-        assert hub_process.stop_hub(settings.directory)
+        assert hub_process.stop_hub(settings.directory)[0] == f"hub (pid {pid})"
     assert hub_process.hub_pid(settings.directory) is None and not hub_process.hub_answers(settings.port)
     assert not _running(proxy) and not _running(pid)
-    assert not hub_process.stop_hub(settings.directory)  # nothing left to stop
+    assert hub_process.stop_hub(settings.directory) == []  # nothing left to stop
+
+
+def test_what_a_dead_hub_left_running_is_ended_by_its_records(tmp_path):
+    """A hub killed with SIGKILL leaves its proxy (holding the room's port) and its idle culler running;
+    `stop_hub` (what `room down` and `room up` call) ends both by the records they wrote as they started,
+    and finds a live hub whose own record was lost as the parent of those processes."""
+    settings, plumbing = _hub_only(tmp_path, "")
+    pid = hub_process.start_hub(settings, plumbing, SECRETS)
+    folder = processes.folder_of(settings.directory)
+
+    def children() -> dict | None:
+        found = {r.role: processes.running(r) for r in processes.read(folder) if r.role != "hub"}
+        return found if set(found) == {"proxy", "idle-culler"} and all(found.values()) else None
+
+    try:
+        started = eventually(children, "the hub's proxy and culler to record themselves", 60)
+        assert all(p.parent().pid == pid for p in started.values())
+        (folder / "hub.json").write_text("not a record")  # lost: the hub is still found, by its children
+        assert hub_process.hub_pid(settings.directory) == pid
+        os.kill(pid, signal.SIGKILL)
+        eventually(lambda: not _running(pid), "the hub to die", 30)
+        assert hub_process.hub_pid(settings.directory) is None
+        assert all(p.is_running() for p in started.values())  # orphans, the room's port still taken
+        with pytest.raises(PortTakenError):
+            hub_process.check_port(settings.ip, settings.port)
+    finally:
+        stopped = hub_process.stop_hub(settings.directory)
+    assert sorted(s.split()[0] for s in stopped) == ["idle-culler", "proxy"]
+    assert not any(p.is_running() for p in started.values()) and processes.read(folder) == []
+    hub_process.check_port(settings.ip, settings.port)  # free again
+    assert hub_process.stop_hub(settings.directory) == []
 
 
 def test_a_hub_that_cannot_start_says_so(tmp_path):

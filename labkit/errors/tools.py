@@ -77,7 +77,8 @@ class SubmissionError(LabkitError):
     """A participant's saved notebook could not be read for the grader or handed to it. ``problem``:
     "too-large" (its exercise cells pass the grader's limit), "not-a-submission" (the grader's input is
     not one the board wrote), "refused" (the hub or the lab answered ``status_code`` 401/403: the token
-    lacks a scope), "unreachable" (no answer, or another status)."""
+    lacks a scope), "unreadable" (the saved file is not a notebook: judged again at its next save),
+    "unreachable" (no answer, or another status: read again at the next scan)."""
 
     def __init__(self, message: str, *, user: str = "", notebook: str = "", problem: str, status_code: int = 0) -> None:
         self.user, self.notebook, self.problem, self.status_code = user, notebook, problem, status_code

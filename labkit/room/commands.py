@@ -79,6 +79,13 @@ def _up(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     info = up(settings)
     logins = settings.participants
+    if info.recovered:
+        print(f"its previous hub had died: ended what it left running ({', '.join(info.recovered)})")
+    if info.replaced_labs:
+        print(
+            f"labs made for another hub address removed, their work volumes kept ({', '.join(info.replaced_labs)}): "
+            "each starts again at the participant's next visit"
+        )
     print(f"room {info.room_id} answers at {info.url} ({len(logins)} participants, ready in {info.seconds:.0f} s)")
     print(
         f"logins and password: {Path(args.dir) / 'participants.csv'}; teacher's token and password: "

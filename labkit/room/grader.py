@@ -54,7 +54,9 @@ log = logging.getLogger("labkit.room.grader")
 @dataclass(frozen=True)
 class Judgement:
     """One grader run: a verdict per exercise judged (and per exercise still as shipped); ``error`` says
-    why the run gave no verdicts of its own (then every exercise of the notebook is "not yet" with it)."""
+    why the run gave no verdicts of its own (then every exercise of the notebook is "not yet" with it).
+    ``retry``: the run failed for a reason outside the participant's code (its container killed or gone, the
+    engine's error, the grader's own time limit, a result cut short): no verdict, the board judges it again."""
 
     user: str
     notebook: str
@@ -62,6 +64,7 @@ class Judgement:
     seconds: float
     error: str = ""
     network: list[str] = field(default_factory=list)  # the interfaces the run saw (only "lo": no network)
+    retry: bool = False
 
 
 def exercises_of(notebook: str) -> list[str]:
@@ -82,16 +85,18 @@ def unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
 
 def judgement_of(submission: Submission, result: dict[str, Any], why: str, seconds: float) -> Judgement:
     """A grader run's outcome, by one rule for every runner: its verdicts, unless the runner says ``why``
-    there are none or the inside half's ``result`` holds an error (then every exercise is "not yet" with it)."""
-    error = why or str(result.get("error") or "")
+    there are none (the run failed: judged again) or the inside half's ``result`` holds an error (then every
+    exercise is "not yet" with it)."""
+    error, retry = why or str(result.get("error") or ""), bool(why)
     try:
         verdicts = [RoomVerdict.from_json(r) for r in result["results"]] if not error else []
     except (KeyError, TypeError, ValueError) as exc:
-        error = f"its result is not the grader's ({exc})"
+        error, retry = f"its result is not the grader's ({exc})", True
     if error:
-        return unjudged(
+        run = unjudged(
             submission.user, submission.notebook, f"the grader could not judge this notebook ({error})", seconds
         )
+        return replace(run, retry=retry)
     return Judgement(submission.user, submission.notebook, verdicts, seconds, network=list(result.get("network") or []))
 
 
@@ -154,6 +159,8 @@ class Grader:
     def prepare(self) -> None:
         if self.base:
             build_grader_image(self.client, self.base, self.image)
+        # a board that was killed could not remove its warm graders: this board removes them before its own
+        remove_containers(self.client, self.room_id, "grader")
         for _ in range(self.warm):
             self._warm_one()
 
@@ -247,12 +254,28 @@ class Grader:
             return {}, f"it took longer than {self.limits.timeout_s:.0f} s and was stopped"
         lines = [line for line in logs.splitlines() if line.startswith(RESULT_MARK)]
         if not lines:
-            tail = " | ".join(logs.strip().splitlines()[-3:]) or "no output"
-            return {}, f"it ended without verdicts: {tail}"
+            return {}, self._how_it_ended(container, logs)
         try:
             return json.loads(lines[-1][len(RESULT_MARK) :]), ""
         except ValueError:
             return {}, "its result line was cut short"
+
+    def _how_it_ended(self, container: Any, logs: str) -> str:
+        """Why a run's output ended without its result line, as its container's state tells."""
+        try:
+            container.reload()
+            state = container.attrs.get("State") or {}
+        except docker.errors.NotFound:
+            return "its container was removed before it gave a verdict"
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            return f"the Docker engine lost its container ({exc})"
+        if state.get("OOMKilled"):
+            return f"its container ran out of memory ({self.limits.memory}) before it gave a verdict"
+        code = state.get("ExitCode")
+        if state.get("Running") or code in (137, 143):  # 128 + SIGKILL, SIGTERM
+            return f"its container was stopped (exit code {code}) before it gave a verdict"
+        tail = " | ".join(logs.strip().splitlines()[-3:]) or "no output"
+        return f"it ended (exit code {code}) without verdicts: {tail}"
 
 
 def _until_result(stream: Any) -> str:
@@ -397,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result-file", type=Path, help="also write the result there, cut to --result-limit bytes")
     parser.add_argument("--result-limit", type=int, default=4096)
     args = parser.parse_args(argv)
+    # the sandbox's HOME (under /tmp) is made here: IPython warns on every start about one it cannot write
+    Path(os.environ.get("HOME", tempfile.gettempdir())).mkdir(parents=True, exist_ok=True)
     kernel, work = None, None
     if args.warm:
         from jupyter_client.manager import KernelManager

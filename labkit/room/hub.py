@@ -1,10 +1,11 @@
 """The room's hub: a JupyterHub process of labkit's environment that outlives `labkit room up`.
 
     pid = start_hub(settings, plumbing, secrets)   # returns once the hub answers on settings.port
-    stop_hub(settings.directory)                   # `room down`: the hub stops its proxy and services
+    stop_hub(settings.directory)                   # `room down`: the hub, then whatever it left running
 
-Its pid is in ``<room>/hub.pid`` and its log in ``<room>/hub.log``. configurable-http-proxy (npm) is
-installed once into labkit's cache unless one is on PATH.
+The hub, its proxy, the board and the idle culler are recorded in ``<room>/processes/`` as each starts
+(labkit.room.processes), so a hub that died leaves nothing that `room up` or `room down` cannot find. Its
+log is ``<room>/hub.log``. configurable-http-proxy (npm) is installed once into labkit's cache.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+
+import psutil
 
 from .._downloads import cache_dir, fill_once, say
 from ..errors import (
@@ -28,11 +30,13 @@ from ..errors import (
 )
 from ..server._ports import ports_taken
 from ..server.polling import wait_until
+from . import processes
 from .hubconfig import SECRET_ENV, Plumbing, render_config
 from .settings import RoomSettings
 
 PROXY_PACKAGE = "configurable-http-proxy@4"
-PID_FILE = "hub.pid"
+HUB_ROLE = "hub"  # its record in <room>/processes/ (labkit.room.processes)
+PROXY_PID_FILE = "jupyterhub-proxy.pid"  # JupyterHub writes it in the hub's folder
 LOG_FILE = "hub.log"
 CONFIG_FILE = "jupyterhub_config.py"
 
@@ -85,14 +89,6 @@ def check_port(host: str, port: int) -> None:
         raise PortTakenError(port=port, service="room", host=host or "0.0.0.0")
 
 
-def _wait_gone(pids: list[int], timeout_s: float) -> None:
-    """Until every process of ``pids`` is gone, or ``timeout_s`` passed (the caller kills what is left)."""
-    try:
-        wait_until(lambda: all(_gone(pid) for pid in pids), timeout_s, "processes to end", interval_s=0.2)
-    except WaitTimeoutError:
-        pass
-
-
 def _log_tail(directory: Path, lines: int = 30) -> str:
     try:
         return "\n".join((directory / LOG_FILE).read_text(errors="replace").splitlines()[-lines:])
@@ -133,13 +129,12 @@ def start_hub(settings: RoomSettings, plumbing: Plumbing, secrets: dict[str, str
             env=env,
             start_new_session=True,
         )  # Ctrl-C in the teacher's shell does not stop the room
-    (directory / PID_FILE).write_text(f"{proc.pid}\n")
+    processes.write(processes.folder_of(directory), HUB_ROLE, proc.pid)
 
     def answers() -> bool:
         code = proc.poll()
         if code is not None:
-            (directory / PID_FILE).unlink(missing_ok=True)
-            _stop_proxy(directory)
+            stop_hub(directory)  # what it started before it exited
             raise ServerStartError(
                 f"The hub exited (code {code}) before it answered; see {directory / LOG_FILE}.",
                 _log_tail(directory),
@@ -158,91 +153,50 @@ def start_hub(settings: RoomSettings, plumbing: Plumbing, secrets: dict[str, str
     return proc.pid
 
 
-def _is_our_hub(pid: int, directory: Path) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"jupyterhub" in cmdline and str(directory / CONFIG_FILE).encode() in cmdline
+def _hub(directory: Path) -> psutil.Process | None:
+    """The room's running hub: its record's process, or (that record lost) the parent of a process the
+    hub started and recorded, when it runs in the room's folder as the hub does."""
+    folder = processes.folder_of(directory)
+    hub = processes.find(folder, HUB_ROLE)
+    if hub is not None:
+        return hub
+    for record in processes.read(folder):
+        child = processes.running(record)
+        try:
+            parent = child.parent() if child is not None else None
+            if parent is not None and parent.pid != 1 and Path(parent.cwd()) == directory:
+                return parent
+        except psutil.Error:
+            continue
+    return None
 
 
 def hub_pid(directory: Path) -> int | None:
-    """The pid of the room's running hub (from ``hub.pid``), or None."""
+    """The pid of the room's running hub, or None."""
+    hub = _hub(Path(directory).absolute())
+    return hub.pid if hub is not None else None
+
+
+def stop_hub(directory: Path, timeout_s: float = 120) -> list[str]:
+    """Stop the room's hub (SIGTERM: it stops its proxy and services, not the labs; SIGKILL after
+    ``timeout_s``), then end whatever else of the room's recorded processes still runs: the proxy, board and
+    culler of a hub that died. What was stopped, one ``role (pid N)`` each (empty: nothing ran)."""
     directory = directory.absolute()
-    try:
-        pid = int((directory / PID_FILE).read_text().strip())
-    except (OSError, ValueError):
-        return None
-    return pid if _is_our_hub(pid, directory) else None
-
-
-def _stop_proxy(directory: Path) -> None:
-    """The room's configurable-http-proxy, when its hub ended without stopping it (it runs in a session
-    of its own; JupyterHub writes its pid into the room directory)."""
-    try:
-        pid = int((directory / "jupyterhub-proxy.pid").read_text().strip())
-        if b"configurable-http-proxy" in Path(f"/proc/{pid}/cmdline").read_bytes():
-            os.kill(pid, signal.SIGTERM)
-    except (OSError, ValueError):
-        pass
-
-
-def _children(pid: int) -> list[int]:
-    """Processes whose parent is ``pid`` (the hub's proxy and services run in sessions of their own)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _gone(pid: int) -> bool:
-    try:  # our own child (the hub started by this process): reap it once it ended
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return True
-    except ChildProcessError:  # not our child: its parent (or init) reaps it
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:  # a zombie (our own child, not yet reaped) counts as gone
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def stop_hub(directory: Path, timeout_s: float = 120) -> bool:
-    """Stop the room's hub (SIGTERM: it stops the proxy and its services, not the labs; SIGKILL after
-    ``timeout_s``, then its remaining children by pid). False when no hub of this room ran."""
-    directory = directory.absolute()
-    pid = hub_pid(directory)
-    if pid is None:
-        (directory / PID_FILE).unlink(missing_ok=True)
-        return False
-    children = _children(pid)
-    os.kill(pid, signal.SIGTERM)
-    _wait_gone([pid], timeout_s)
-    if not _gone(pid):
-        print(f"labkit: the hub (pid {pid}) did not stop in {timeout_s:.0f} s; killing it", file=sys.stderr)
-        os.kill(pid, signal.SIGKILL)
-    _stop_proxy(directory)
-    # the board removes its grader and scan containers when stopped: let it finish before any SIGKILL
-    _wait_gone(children, 30)
-    for child in children:
-        if not _gone(child):
-            try:
-                os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    (directory / PID_FILE).unlink(missing_ok=True)
-    return True
+    folder = processes.folder_of(directory)
+    stopped = []
+    hub = _hub(directory)
+    if hub is not None:
+        hub.terminate()
+        _, alive = psutil.wait_procs([hub], timeout=timeout_s)
+        if alive:
+            print(f"labkit: the hub (pid {hub.pid}) did not stop in {timeout_s:.0f} s; killing it", file=sys.stderr)
+            hub.kill()
+            psutil.wait_procs([hub], timeout=10)
+        stopped.append(f"{HUB_ROLE} (pid {hub.pid})")
+    stopped += [s for s in processes.end(folder) if not s.startswith(f"{HUB_ROLE} ")]
+    # JupyterHub's own proxy pid file: its next start would signal that pid, whatever runs there by then
+    (directory / PROXY_PID_FILE).unlink(missing_ok=True)
+    return stopped
 
 
 def require_hub(directory: Path) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .processes import command_for
 from .settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
 
 #: Environment variables the rendered configuration reads its secrets from.
@@ -23,6 +24,7 @@ SECRET_ENV = {
 HOME = "/home/jovyan"
 WORK = f"{HOME}/work"  # each participant's volume; the notebooks are copied here at first start
 START_COMMAND = "/usr/local/bin/labkit-lab-start"  # in the participant image (labkit/room/image.py)
+LAB_POLL_S = 10
 WORK_LABEL = "labkit.room.work"  # participants' volumes: kept by `room down`, so not under ROOM_LABEL
 
 
@@ -120,14 +122,25 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
     directory = settings.directory.absolute()
     room = settings.room_id
     every = cull_every(settings)
-    culler = ["-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_s}", f"--cull-every={every}"]
+    culler = [
+        plumbing.python,
+        "-m",
+        "jupyterhub_idle_culler",
+        f"--timeout={settings.cull_idle_s}",
+        f"--cull-every={every}",
+    ]
     board, board_roles = [], []
     if settings.board:  # the hub stops when a managed service exits: only a board that exists is named
         board = [
             {
                 "name": "board",
                 "url": f"http://127.0.0.1:{plumbing.board_port}",
-                "command": [plumbing.python, "-m", "labkit.room.board", "--room-dir", str(directory)],
+                "command": command_for(
+                    directory,
+                    "board",
+                    [plumbing.python, "-m", "labkit.room.board", "--room-dir", str(directory)],
+                    plumbing.python,
+                ),
                 "oauth_no_confirm": True,
                 "environment": BOARD_ENV,
             }
@@ -161,7 +174,10 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             # The teacher's token, written into room.json for scripts and the tests (pending deprecation
             # in JupyterHub, still the one way to give a user a token known before the hub starts).
             "api_tokens": {_secret("teacher_token"): settings.teacher},
-            "services": [*board, {"name": "idle-culler", "command": [plumbing.python, *culler]}],
+            "services": [
+                *board,
+                {"name": "idle-culler", "command": command_for(directory, "idle-culler", culler, plumbing.python)},
+            ],
             "load_roles": [
                 *board_roles,
                 {
@@ -173,7 +189,9 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             ],
         },
         "ConfigurableHTTPProxy": {
-            "command": list(plumbing.proxy_command),
+            # the proxy, the board and the culler record themselves as they start (labkit.room.processes): a
+            # hub that dies leaves them running, and `room up` / `room down` end them by those records
+            "command": command_for(directory, "proxy", plumbing.proxy_command, plumbing.python),
             "api_url": f"http://127.0.0.1:{plumbing.proxy_api_port}",
             "auth_token": _secret("proxy_token"),
         },
@@ -186,6 +204,9 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             "admin_password": _secret("admin_password"),
         },
         "Spawner": {
+            # the hub asks each lab's container whether it still runs this often (JupyterHub's default: 30 s):
+            # a lab killed (out of memory, say) is seen stopped sooner, and its participant offered a restart
+            "poll_interval": LAB_POLL_S,
             "start_timeout": settings.start_timeout_s,
             "http_timeout": settings.start_timeout_s,
             "default_url": "/lab",

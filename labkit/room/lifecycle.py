@@ -4,8 +4,11 @@
     print(status_text(Path("room")))
     down(Path("room"), delete_work=False)
 
-The room directory holds ``room.json`` (url, teacher_token, ...), ``participants.csv`` (login,password),
-``jupyterhub_config.py``, ``hub.pid`` and ``hub.log``. Containers and the network carry the label
+The room directory holds ``room.json`` (url, teacher_token, the hub's internal address, ...),
+``participants.csv`` (login,password), ``jupyterhub_config.py``, ``processes/`` (the records of the hub, its
+proxy, the board and the culler) and ``hub.log``. `room up` on a room whose hub died ends what that hub
+left running first, by those records, and gives the new hub the old one's address, so that running labs
+keep working. Containers and the network carry the label
 ``labkit.room=<room id>``; the work volumes (participants', and the teacher's with --teacher-lab)
 ``labkit.room.work=<room id>`` (kept by `room down`; `room down --delete-work` removes every volume of the room).
 """
@@ -20,6 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from urllib.parse import urlparse
 
 import docker.client
 import docker.errors
@@ -35,7 +39,7 @@ from ..errors import (
     SetupError,
     WaitTimeoutError,
 )
-from ..server._ports import free_ports
+from ..server._ports import free_ports, ports_taken
 from ..server.polling import wait_until
 from . import hub as hub_process, record as room_record
 from .hubclient import HubClient
@@ -57,6 +61,8 @@ class RoomInfo:
     room_id: str
     hub_pid: int
     seconds: float  # from the call to the hub answering
+    recovered: tuple[str, ...] = ()  # what a hub that died had left running, ended first ("board (pid N)")
+    replaced_labs: tuple[str, ...] = ()  # labs made for another hub address: removed, their work kept
 
 
 def read_participants(path: Path) -> tuple[str, ...]:
@@ -87,12 +93,16 @@ def read_participants(path: Path) -> tuple[str, ...]:
     return tuple(logins)
 
 
-def _secrets(directory: Path) -> dict[str, str]:
-    """The room's secrets: kept from an earlier `room up` of this directory (logins stay valid), else new."""
+def _previous(directory: Path) -> RoomRecord:
+    """What an earlier `room up` of this directory recorded (empty when none, or unreadable)."""
     try:
-        old = room_record.read_if_any(directory) or RoomRecord()
+        return room_record.read_if_any(directory) or RoomRecord()
     except SetupError:
-        old = RoomRecord()
+        return RoomRecord()
+
+
+def _secrets(old: RoomRecord) -> dict[str, str]:
+    """The room's secrets: kept from an earlier `room up` of this directory (logins stay valid), else new."""
     return {
         "teacher_token": old.teacher_token or secrets.token_hex(32),
         "user_password": old.participant_password or secrets.token_urlsafe(9),
@@ -152,6 +162,34 @@ def _room_volumes(client: docker.client.DockerClient, room_id: str) -> list[dock
     return [found[name] for name in sorted(found)]
 
 
+def _ports(old: RoomRecord, gateway: str) -> tuple[int, int, int]:
+    """The hub's internal port, its proxy's API port and the board's: the room's earlier ones while all are
+    free and the network's gateway is the same (a lab keeps the hub address it was made with), else new."""
+    wanted = (old.hub_port, old.proxy_api_port, old.board_port)
+    if all(wanted) and old.hub_ip == gateway:
+        hosts = (gateway, "127.0.0.1", "127.0.0.1")
+        if not any(ports_taken([port], host) for port, host in zip(wanted, hosts)):
+            return wanted
+    hub_port, proxy_api_port, board_port = free_ports(3)
+    return hub_port, proxy_api_port, board_port
+
+
+def _replace_labs(client: docker.client.DockerClient, settings: RoomSettings, hub_at: str) -> list[str]:
+    """Remove the room's lab containers made for a hub at another address than ``hub_at`` (host:port): such
+    a lab cannot reach this hub, and would be started again as it is. Their work volumes stay; the hub
+    finds them gone and starts a new lab at the participant's next visit."""
+    labs = client.containers.list(
+        all=True, filters={"label": [f"{ROOM_LABEL}={settings.room_id}", f"{ROOM_LABEL}.user"]}
+    )
+    replaced = []
+    for lab in labs:
+        env = dict(line.split("=", 1) for line in lab.attrs["Config"].get("Env") or [] if "=" in line)
+        if urlparse(env.get("JUPYTERHUB_API_URL", "")).netloc != hub_at:
+            _remove(client, lab, kind="container")
+            replaced.append(lab.name)
+    return replaced
+
+
 def _ensure_image(client: docker.client.DockerClient, settings: RoomSettings) -> None:
     """The labs' image: labkit's own is built when missing, and rebuilt (saying why) when labkit's package
     files, the notebooks or the recipe differ from the ones it was built from; a site's own must exist."""
@@ -185,13 +223,18 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
             f"A hub of this room already runs (pid {hub_process.hub_pid(directory)}); "
             f"`labkit room down --dir {settings.directory}` first."
         )
+    # a hub that died left its proxy (on the room's port), board and culler running: end them first
+    recovered = hub_process.stop_hub(directory) if directory.is_dir() else []
     hub_process.check_port(settings.ip, settings.port)  # before anything is created for the room
     directory.mkdir(parents=True, exist_ok=True)
+    old = _previous(directory)
     client = connect(timeout=900)
     try:
         _ensure_image(client, settings)
         gateway = _network(client, settings)
         _volumes(client, settings)
+        hub_port, proxy_api_port, board_port = _ports(old, gateway)
+        replaced = _replace_labs(client, settings, f"{gateway}:{hub_port}")
     except docker.errors.APIError as exc:
         raise EngineError(
             f"The Docker engine refused to prepare the room: {exc.explanation or exc}.",
@@ -199,8 +242,7 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
         ) from None
     finally:
         client.close()
-    keys = _secrets(directory)
-    hub_port, proxy_api_port, board_port = free_ports(3)
+    keys = _secrets(old)
     plumbing = Plumbing(
         hub_ip=gateway,
         hub_port=hub_port,
@@ -225,12 +267,24 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
         participants=tuple(settings.participants),
         port=settings.port,
         teacher_lab=settings.teacher_lab,
+        hub_ip=gateway,
+        hub_port=hub_port,
+        proxy_api_port=proxy_api_port,
+        board_port=board_port,
     )
     record.write(directory)  # the board reads it at its start
     pid = hub_process.start_hub(settings, plumbing, keys, timeout_s=timeout_s)
     record = replace(record, hub_pid=pid)
     record.write(directory)
-    return RoomInfo(record.url, record.teacher_token, settings.room_id, pid, time.perf_counter() - t0)
+    return RoomInfo(
+        record.url,
+        record.teacher_token,
+        settings.room_id,
+        pid,
+        time.perf_counter() - t0,
+        tuple(recovered),
+        tuple(replaced),
+    )
 
 
 def status_rows(directory: Path) -> list[dict[str, str]]:
@@ -306,9 +360,7 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
     except SetupError:
         room_id = ""
     room_id = room_id or RoomSettings(directory=directory).room_id
-    removed = []
-    if hub_process.stop_hub(directory):
-        removed.append("hub")
+    removed = hub_process.stop_hub(directory)  # the hub, and whatever of its processes still runs
     client = connect(timeout=300)
     label = {"label": f"{ROOM_LABEL}={room_id}"}
     rounds = []

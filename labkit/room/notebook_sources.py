@@ -30,7 +30,7 @@ from .grader import RESULT_MARK, ROLE_LABEL, remove_containers
 from .grader_image import NOTEBOOKS
 from .hubclient import HubClient
 from .settings import BOARD_SCOPES, ROOM_LABEL
-from .submission import Submission, exercise_cells
+from .submission import Submission, submission_of
 
 log = logging.getLogger("labkit.room.notebook_sources")
 VOLUMES_AT = "/in"  # each participant's volume at /in/<user>, read-only, in the scanning container
@@ -130,14 +130,23 @@ class VolumeSource:
                 member = tar.next()
                 extracted = tar.extractfile(member) if member is not None and member.isfile() else None
                 data = extracted.read() if extracted is not None else b""
-            return Submission(user, notebook, exercise_cells(json.loads(data)))
-        except (*_ENGINE_ERRORS, tarfile.TarError, AttributeError, ValueError) as exc:
+        except (*_ENGINE_ERRORS, tarfile.TarError, AttributeError) as exc:
             raise SubmissionError(
-                f"Cannot read {user}'s {notebook} ({exc}); it is judged at its next save.",
+                f"Cannot read {user}'s {notebook} ({exc}); it is read again at the next scan.",
                 user=user,
                 notebook=notebook,
                 problem="unreachable",
             ) from None
+        try:
+            content = json.loads(data)
+        except ValueError as exc:
+            raise SubmissionError(
+                f"{user}'s {notebook} is not valid JSON ({exc}); it is judged again at its next save.",
+                user=user,
+                notebook=notebook,
+                problem="unreadable",
+            ) from None
+        return submission_of(user, notebook, content)
 
     def _container(self, mounts: dict[str, dict[str, str]]) -> Any:
         if self._scanner is None or self._scanner[1] != mounts:
@@ -213,18 +222,20 @@ class JupyterSource:
 
     def read(self, user: str, notebook: str) -> Submission:
         path = self.servers.get(user, f"/user/{quote(user, safe='')}/")
-        model = self._get(
-            f"{self.labs_url}{path}api/contents/{quote(notebook)}", {"content": "1", "type": "notebook"}, user, notebook
-        )
-        content = model.get("content") if isinstance(model, dict) else None
-        if not isinstance(content, dict):
+        url = f"{self.labs_url}{path}api/contents/{quote(notebook)}"
+        try:
+            model = self._get(url, {"content": "1", "type": "notebook"}, user, notebook)
+        except SubmissionError as exc:
+            if exc.status_code != 400:  # Jupyter's contents API answers 400 for a file it cannot read as a notebook
+                raise
             raise SubmissionError(
-                f"{user}'s lab did not return {notebook} as a notebook; it is judged at its next save.",
+                f"{user}'s {notebook} is not a notebook Jupyter can read; it is judged again at its next save.",
                 user=user,
                 notebook=notebook,
-                problem="unreachable",
-            )
-        return Submission(user, notebook, exercise_cells(content))
+                problem="unreadable",
+                status_code=400,
+            ) from None
+        return submission_of(user, notebook, model.get("content") if isinstance(model, dict) else None)
 
     def close(self) -> None:
         self.client.close()

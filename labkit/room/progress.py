@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,10 @@ from .submission import is_started
 from .verdicts import RoomVerdict
 
 PASSED, NOT_YET, NOT_STARTED = "passed", "not yet", "not started"
-STATES = (PASSED, NOT_YET, NOT_STARTED)
+# Marks that are no verdict on the participant's code: the grader failed (its container killed, the engine's
+# error, its own time limit) on every try; the notebook saved last is not one that can be read.
+COULD_NOT_JUDGE, UNREADABLE = "could not judge", "unreadable"
+STATES = (PASSED, NOT_YET, NOT_STARTED, COULD_NOT_JUDGE, UNREADABLE)
 FILE_NAME = "progress.json"
 
 
@@ -40,6 +43,13 @@ class Mark:
     hint: str = ""
     checked: float = 0.0
     digest: str = ""
+
+
+def label(mark: Mark) -> str:
+    """A mark's state in words, as the board shows it ("unreadable since 14:03")."""
+    if mark.state == UNREADABLE:
+        return f"{UNREADABLE} since {time.strftime('%H:%M', time.localtime(mark.checked))}"
+    return mark.state
 
 
 def digest_of(source: str) -> str:
@@ -65,16 +75,28 @@ def mark_of(verdict: RoomVerdict, checked: float) -> Mark:
 
 @dataclass
 class Progress:
-    """The table, and which saved notebook (by mtime) each participant's marks come from."""
+    """The table, and which saved notebook (by mtime) each participant's marks come from; ``unreadable``:
+    the notebooks whose last save is not a notebook, since when and why (their marks are kept underneath)."""
 
     participants: list[str]
     marks: dict[str, dict[str, Mark]] = field(default_factory=dict)
     judged: dict[str, dict[str, float]] = field(default_factory=dict)  # user -> notebook path -> mtime judged
+    unreadable: dict[str, dict[str, tuple[float, str]]] = field(default_factory=dict)  # user -> path -> (since, why)
 
-    def mark(self, user: str, exercise: str) -> Mark:
+    def _kept(self, user: str, exercise: str) -> Mark:
         return self.marks.get(user, {}).get(
             exercise, Mark(hint=REGISTRY[exercise].hint if exercise in REGISTRY else "")
         )
+
+    def mark(self, user: str, exercise: str) -> Mark:
+        """What the board shows: the exercise's mark, or "unreadable" while its notebook's last save is not
+        a notebook (saying since when, and the mark it had)."""
+        kept = self._kept(user, exercise)
+        known = REGISTRY.get(exercise)
+        for notebook, (since, why) in sorted(self.unreadable.get(user, {}).items()):
+            if known is not None and Path(notebook).stem == known.notebook:
+                return Mark(UNREADABLE, f"{why} Its mark before: {kept.state}.", "", since, kept.digest)
+        return kept
 
     def needs_check(self, user: str, notebook: str, mtime: float) -> bool:
         """Whether this saved version of the notebook has not been judged yet."""
@@ -84,7 +106,7 @@ class Progress:
         """``{exercise: digest}`` of the started exercise ``cells`` whose source differs from the one their
         mark was judged on."""
         digests = {e: digest_of(source) for e, source in cells.items() if is_started(e, source)}
-        return {e: d for e, d in digests.items() if self.mark(user, e).digest != d}
+        return {e: d for e, d in digests.items() if self._kept(user, e).digest != d}
 
     def record(
         self, user: str, notebook: str, mtime: float, results: list[RoomVerdict], checked: float | None = None
@@ -97,6 +119,30 @@ class Progress:
         for verdict in results:
             row[verdict.exercise] = mark_of(verdict, now)
         self.judged.setdefault(user, {})[notebook] = mtime
+        self.unreadable.get(user, {}).pop(notebook, None)
+
+    def could_not_judge(self, user: str, notebook: str, mtime: float, exercises: list[str], why: str) -> None:
+        """The grader failed on every try for ``exercises`` of this save: marked so (no digest: the next save,
+        or the teacher's "judge again", judges them)."""
+        now = time.time()
+        row = self.marks.setdefault(user, {})
+        for exercise in exercises:
+            row[exercise] = Mark(COULD_NOT_JUDGE, why, "the teacher can judge it again from the board", now)
+        self.judged.setdefault(user, {})[notebook] = mtime
+
+    def cannot_read(self, user: str, notebook: str, mtime: float, why: str) -> None:
+        """This save of ``notebook`` is not a notebook: its exercises show "unreadable" (since the first such
+        save) until a readable save; this save is not read again."""
+        self.judged.setdefault(user, {})[notebook] = mtime
+        broken = self.unreadable.setdefault(user, {})
+        broken[notebook] = (broken[notebook][0] if notebook in broken else time.time(), why)
+
+    def forget(self, user: str) -> None:
+        """The teacher's "judge again": every saved notebook of ``user`` is judged again, every exercise run
+        (their marks stay shown until the new verdicts replace them)."""
+        self.judged.pop(user, None)
+        self.unreadable.pop(user, None)
+        self.marks[user] = {e: replace(m, digest="") for e, m in self.marks.get(user, {}).items()}
 
     def table(self) -> dict[str, dict[str, dict[str, str]]]:
         """``{"participants": {"p01": {"01-bad-request": "passed", ...}, ...}}``: every participant, every exercise."""
@@ -108,6 +154,7 @@ class Progress:
             "participants": list(self.participants),
             "marks": {u: {e: asdict(m) for e, m in row.items()} for u, row in self.marks.items()},
             "judged": self.judged,
+            "unreadable": self.unreadable,
         }
 
     @classmethod
@@ -117,6 +164,7 @@ class Progress:
             list(data.get("participants", [])),
             marks,
             {u: {n: float(t) for n, t in row.items()} for u, row in data.get("judged", {}).items()},
+            {u: {n: (float(w[0]), str(w[1])) for n, w in row.items()} for u, row in data.get("unreadable", {}).items()},
         )
 
 

@@ -32,6 +32,12 @@ class RoomRecord:
     port: int = 0
     teacher_lab: bool = False
     hub_pid: int = 0
+    # Where the labs reach the hub, and its proxy's and board's ports: kept from one `room up` to the next,
+    # since a lab keeps the hub address it was created with (its JUPYTERHUB_API_URL).
+    hub_ip: str = ""
+    hub_port: int = 0
+    proxy_api_port: int = 0
+    board_port: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RoomRecord:

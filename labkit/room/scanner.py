@@ -18,19 +18,19 @@ import time
 from fnmatch import fnmatch
 from pathlib import Path
 
+from ..errors import SubmissionError
 from .grader import RESULT_MARK
 from .grader_image import NOTEBOOKS
-from .submission import Submission, exercise_cells
+from .submission import submission_of
 
 Found = dict[str, dict[str, list[float | bool]]]  # user -> notebook path -> [mtime, untouched]
 
 
 def _untouched(path: Path) -> bool:
     try:
-        cells = exercise_cells(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        return False  # unreadable now (half written): judged, and judged again at its next save
-    return Submission("", path.name, cells).untouched
+        return submission_of("", path.name, json.loads(path.read_text())).untouched
+    except (OSError, ValueError, SubmissionError):
+        return False  # unreadable: the board reads it and marks it so
 
 
 def notebooks_of(top: Path) -> list[Path]:

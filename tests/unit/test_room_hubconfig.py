@@ -13,6 +13,7 @@ from labkit.errors import InvalidNameError, SetupError
 from labkit.room import commands as room_cli
 from labkit.room.hubconfig import SECRET_ENV, WORK, Plumbing, render_config
 from labkit.room.lifecycle import read_participants
+from labkit.room.processes import command_for
 from labkit.room.settings import ROOM_LABEL, RoomSettings
 
 PLUMBING = Plumbing(
@@ -74,12 +75,20 @@ def test_services_and_roles(tmp_path, monkeypatch):
     settings = RoomSettings(directory=tmp_path / "room", cull_idle_s=900)
     c = _load(render_config(settings, PLUMBING), monkeypatch)
     services = {s["name"]: s for s in c.JupyterHub.services}
-    assert services["board"]["command"] == [
+    folder = settings.directory.absolute() / "processes"
+    board = ["/env/bin/python", "-m", "labkit.room.board", "--room-dir", str(settings.directory.absolute())]
+    # each records itself first (labkit.room.processes), so that a hub that dies leaves nothing unknown
+    assert services["board"]["command"] == command_for(settings.directory, "board", board, "/env/bin/python")
+    assert services["board"]["command"][:4] == ["/env/bin/python", "-m", "labkit.room.processes", str(folder)]
+    assert services["idle-culler"]["command"][4:6] == ["idle-culler", "--"]
+    assert c.ConfigurableHTTPProxy.command == [
         "/env/bin/python",
         "-m",
-        "labkit.room.board",
-        "--room-dir",
-        str(settings.directory.absolute()),
+        "labkit.room.processes",
+        str(folder),
+        "proxy",
+        "--",
+        "/opt/chp/bin/configurable-http-proxy",
     ]
     assert services["board"]["url"] == "http://127.0.0.1:41003"
     monkeypatch.setenv("DOCKER_HOST", "unix:///tmp/other.sock")
