@@ -35,9 +35,12 @@ demo: $(BIN)/.lab
 
 # The suite on parallel workers (pytest-xdist): a file's tests (a notebook's cells) stay together in one worker.
 # Most of its time is spent waiting for servers, containers, hubs and kernels, which overlap well on 2 cores.
+# Then the browser tests, alone: Chromium aborts a page's requests when another test changes the machine's
+# networks (a container started, a Docker network made). TEST_REPORT=PREFIX writes PREFIX-*.xml (JUnit).
 TEST_WORKERS ?= 2
 test: $(BIN)/.installed lint
-	$(BIN)/python -m pytest --nbval -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest --nbval -n $(TEST_WORKERS) --dist loadfile -m "not browser" $(if $(TEST_REPORT),--junitxml=$(TEST_REPORT)-parallel.xml)
+	$(BIN)/python -m pytest -m browser $(if $(TEST_REPORT),--junitxml=$(TEST_REPORT)-browser.xml)
 
 lint: $(BIN)/.installed  # ruff (lint and format) on labkit/ and tests/, mypy on labkit/ (pyproject.toml says how)
 	$(BIN)/ruff check labkit tests

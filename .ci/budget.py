@@ -1,7 +1,7 @@
-"""The tests' wall time against CI's budget, from the suite's JUnit report: one line when within it; past it,
+"""The tests' wall time against CI's budget, from the suite's JUnit reports: one line when within it; past it,
 a warning, the files that took longest and the slowest tests. Never fails CI: a machine's noise is not a bug.
 
-    .venv/bin/python .ci/budget.py REPORT.xml --seconds WALL --budget-min 45
+    .venv/bin/python .ci/budget.py REPORT.xml... --seconds WALL --budget-min 45
 """
 
 from __future__ import annotations
@@ -13,14 +13,15 @@ import xml.etree.ElementTree as ET
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("report", help="pytest's --junitxml report")
+    parser.add_argument("reports", nargs="+", help="pytest's --junitxml reports (the parallel part, the browser part)")
     parser.add_argument("--seconds", type=int, required=True, help="the tests' wall time")
     parser.add_argument("--budget-min", type=float, required=True)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
     cases = [
         (float(case.get("time", 0)), f"{case.get('classname', '')}::{case.get('name', '')}")
-        for case in ET.parse(args.report).getroot().iter("testcase")
+        for report in args.reports
+        for case in ET.parse(report).getroot().iter("testcase")
     ]
     by_file: collections.Counter[str] = collections.Counter()
     for seconds, name in cases:

@@ -4,6 +4,7 @@ and offline CPU image the Docker tests need."""
 from __future__ import annotations
 
 import os
+import signal
 import tarfile
 import tempfile
 from pathlib import Path
@@ -49,6 +50,17 @@ def triton_default_ports():
     time across the suite's parallel workers (`make test` runs pytest-xdist)."""
     with FileLock(Path(tempfile.gettempdir()) / "labkit-tests-triton-default-ports.lock"):
         yield
+
+
+@pytest.fixture()
+def kernel_interrupts():
+    """Ctrl-C raises KeyboardInterrupt, as in a notebook's kernel, whatever this process inherited: a shell
+    that starts a job in the background (a CI script's `cmd &`) starts it with SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture()

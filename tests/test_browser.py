@@ -18,6 +18,8 @@ from waiting_support import within
 
 from labkit.server._ports import free_ports
 
+pytestmark = pytest.mark.browser  # run alone, after the parallel part (Makefile)
+
 NOTEBOOK = "03_dynamic_batching.ipynb"
 
 

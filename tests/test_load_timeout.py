@@ -103,7 +103,7 @@ def test_the_limit_can_be_set_per_call_and_a_stub_stuck_below_python_is_ended(fr
     _serves_the_fix(fresh_server)
 
 
-def test_a_kernel_interrupt_ends_the_stuck_load_the_same_way(fresh_server):
+def test_a_kernel_interrupt_ends_the_stuck_load_the_same_way(fresh_server, kernel_interrupts):
     fresh_server.repository.write_config(CONFIG)
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()

@@ -17,7 +17,11 @@ from labkit.exercises import REGISTRY
 from labkit.room import progress as progress_store
 from labkit.room.verdicts import RoomVerdict
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(600),
+    pytest.mark.browser,
+]  # browser: alone, after the parallel part
 PARTICIPANTS = [f"p{i:02d}" for i in range(1, 51)]
 TOKENS = {"teacher": "teacher-token-" + os.urandom(8).hex()}
 SCREEN = {"width": 1600, "height": 900}

@@ -23,7 +23,11 @@ from labkit.room.settings import RoomSettings
 from labkit.server._ports import free_ports
 from labkit.server.polling import wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+    pytest.mark.browser,
+]  # browser: alone, after the parallel part
 NOTEBOOK = "01_python_backend.ipynb"
 EXERCISE = "01-output2"
 # the cells the exercise needs, by a line of each: the lab's start, the magics, add_sub3's config, the answer, its check

@@ -33,6 +33,8 @@ from labkit.docker import cpu_image
 from labkit.exercises import REGISTRY, TAG_PREFIX
 from labkit.teach import course, lesson_pages, workshop
 
+pytestmark = pytest.mark.browser  # run alone, after the parallel part (Makefile)
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 #: Terms from the lessons that the search page must find.
@@ -137,11 +139,15 @@ def _solution_lines(exercise: str, elsewhere: set[str]) -> list[str]:
 
 
 def _lesson_lines() -> set[str]:
-    """Every line of the saved lessons' cells but the exercise cells: sources and text outputs."""
+    """Every line the lessons show: their cells' sources and text outputs, an exercise cell as its starter
+    (the page shows the starter, whatever the notebook was saved with)."""
     lines: set[str] = set()
     for path in _lessons():
         for cell in nbformat.read(path, as_version=4).cells:
-            if any(tag.startswith(TAG_PREFIX) for tag in cell.get("metadata", {}).get("tags", [])):
+            tags = cell.get("metadata", {}).get("tags", [])
+            exercise = next((tag[len(TAG_PREFIX) :] for tag in tags if tag.startswith(TAG_PREFIX)), None)
+            if exercise is not None:
+                lines |= {line.strip() for line in REGISTRY[exercise].starter().splitlines()}
                 continue
             texts = [cell.source] + [
                 str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))

@@ -106,7 +106,7 @@ def test_the_server_default_limit_applies_to_helpers(fresh_server):
     assert info.value.limit_s == 1.5 and f"model.py:{HANG_LINE}" in info.value.stack
 
 
-def test_a_kernel_interrupt_ends_the_wait_with_the_same_report(fresh_server):
+def test_a_kernel_interrupt_ends_the_wait_with_the_same_report(fresh_server, kernel_interrupts):
     fresh_server.repository.write_config(CONFIG)
     fresh_server.python_model("hang", _hanging(1, "time.sleep(100000)"))
     for protocol in ("http", "grpc"):
