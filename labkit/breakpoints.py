@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .server.stubs import DEBUG_DIR
+from .stub_side import DEBUG_DIR
 
 REQUEST_MARK = "labkit-debug-"  # labkit_stub.REQUEST_MARK, on the stub side
 ATTACH_ANY = "attach-any"

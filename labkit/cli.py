@@ -17,14 +17,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import _triton_dist, breakpoints, doctor
-from .client.transport import Transport
+from . import breakpoints, doctor
 from .docker import cpu_image
 from .docker.orphans import cleanup
 from .errors import ConfigError, LabkitError, SetupError
 from .native import Build, build_backend, cmake_build, deploy, export_backend
-from .observe import _perf_dist, benchmark as bench
+from .observe import benchmark as bench, perf_dist
 from .observe.perf_analyzer import check_steps, perf as sweep_with_perf_analyzer
+from .plumbing import triton_dist
+from .plumbing.transport import Transport
 from .python_envs import command as python_env_cli
 from .repository import ModelRepository, repository_export
 from .room import commands as room_cli
@@ -279,9 +280,9 @@ def _perf(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    dist = _triton_dist.locate()
+    dist = triton_dist.locate()
     print(f"tritonserver  {dist.binary}")
-    print(f"perf_analyzer {_perf_dist.locate(check=True).binary}")
+    print(f"perf_analyzer {perf_dist.locate(check=True).binary}")
     from .native.official import (
         rapidjson_include,  # official-mode C++ builds (Triton's triton_json.h)
     )

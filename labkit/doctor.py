@@ -13,15 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _triton_dist
 from .docker.cpu_image import IMAGE, image_recipe, recipe_hash
 from .docker.engine import engine_status
 from .errors import LabkitError, SetupError
 from .gpu import cuda_kit, detect as gpu_detect
 from .native.build import json_include
 from .native.toolchain import LocalToolchain
-from .observe import _perf_dist
-from .server._ports import free_ports
+from .observe import perf_dist
+from .plumbing import triton_dist
+from .plumbing.ports import free_ports
 from .server.launchers.embedded import LIBPYTHON, libpython_dir
 from .stuck.debuggers import available as debug_tools_here
 
@@ -97,14 +97,14 @@ def _libpython() -> Finding:
 
 
 def _triton() -> Finding:
-    item = f"Triton 23.12 (tritonserver {_triton_dist.SERVER_VERSION})"
-    found = _triton_dist.present()
+    item = f"Triton 23.12 (tritonserver {triton_dist.SERVER_VERSION})"
+    found = triton_dist.present()
     if found is None:
         return Finding(
             item,
             False,
-            f"{_triton_dist.WHEEL} is not installed",
-            f"`pip install --no-deps {_triton_dist.WHEEL}` (or let labkit.start() download it once, about 40 MB)",
+            f"{triton_dist.WHEEL} is not installed",
+            f"`pip install --no-deps {triton_dist.WHEEL}` (or let labkit.start() download it once, about 40 MB)",
         )
     dist, where = found
     if not os.access(dist.binary, os.X_OK):
@@ -112,13 +112,13 @@ def _triton() -> Finding:
             item,
             False,
             f"{dist.binary} is not executable",
-            f"reinstall it: `pip install --force-reinstall --no-deps {_triton_dist.WHEEL}`",
+            f"reinstall it: `pip install --force-reinstall --no-deps {triton_dist.WHEEL}`",
         )
     return Finding(item, True, f"{where}: {dist.binary}")
 
 
 def _stub() -> Finding:
-    found = _triton_dist.present()
+    found = triton_dist.present()
     stubs = found[0].server_dir / "python_backend_stubs" if found is not None else None
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     have = (
@@ -180,9 +180,9 @@ def _shm() -> Finding:
 
 
 def _perf_analyzer() -> Finding:
-    item = f"perf_analyzer {_perf_dist.VERSION} (Triton 23.12's)"
+    item = f"perf_analyzer {perf_dist.VERSION} (Triton 23.12's)"
     try:
-        found = _perf_dist.installed()
+        found = perf_dist.installed()
     except SetupError as exc:
         return Finding(item, False, str(exc).splitlines()[0], "`labkit setup` sets it up again", required=False)
     if found is None:

@@ -23,6 +23,7 @@ from waiting_support import eventually, within
 from labkit.docker import engine as lk_engine
 from labkit.errors import SetupError
 from labkit.exercises import REGISTRY
+from labkit.plumbing.ports import free_ports
 from labkit.room.hub import proxy_command
 from labkit.room.k8s_board import service_environment
 from labkit.room.settings import (
@@ -33,7 +34,6 @@ from labkit.room.settings import (
     RoomSettings,
     volume_name,
 )
-from labkit.server._ports import free_ports
 
 NOTEBOOK = "01_python_backend.ipynb"
 NOTEBOOKS_DIR = os.path.join(os.path.dirname(__file__), "..", "notebooks")

@@ -168,7 +168,7 @@ extern "C" void _ZNSt28__atomic_futex_unsigned_base19_M_futex_notify_allEPj(unsi
 
 def _payload_execute_range() -> str:
     """Where Payload::Execute lies in the server library (from its symbol table), as "start,end" in hex."""
-    library = next(labkit._triton_dist.locate().lib_dir.glob("libtritonserver*.so*"))
+    library = next(labkit.plumbing.triton_dist.locate().lib_dir.glob("libtritonserver*.so*"))
     out = subprocess.run(["nm", "-S", str(library)], capture_output=True, text=True, check=True).stdout
     start, size = next(
         line.split()[:2] for line in out.splitlines() if line.endswith(" _ZN6triton4core7Payload7ExecuteEPb")

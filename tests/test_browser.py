@@ -16,7 +16,7 @@ import pytest
 from browser_support import ARTIFACTS, launch, require_chromium
 from waiting_support import within
 
-from labkit.server._ports import free_ports
+from labkit.plumbing.ports import free_ports
 
 pytestmark = pytest.mark.browser  # run alone, after the parallel part (Makefile)
 

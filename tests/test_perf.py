@@ -122,7 +122,7 @@ def test_cli_writes_the_table_as_json(tmp_path):
 
 
 def test_the_command_it_prints_is_perf_analyzers_own_and_runs_as_printed(server, capsys):
-    from labkit.observe import _perf_dist
+    from labkit.observe import perf_dist
 
     sweep = labkit.perf(server, "add_sub", concurrency=[2, 3], **QUICK)
     printed = capsys.readouterr().out
@@ -130,7 +130,7 @@ def test_the_command_it_prints_is_perf_analyzers_own_and_runs_as_printed(server,
     argv = shlex.split(sweep.commands[1])
     assert argv[0] == "perf_analyzer" and argv[argv.index("-m") + 1] == "add_sub"
     assert argv[argv.index("--concurrency-range") + 1] == "3" and "-f" not in argv
-    tool = _perf_dist.locate()
+    tool = perf_dist.locate()
     proc = subprocess.run([str(tool.binary), *argv[1:]], env=tool.env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Concurrency: 3, throughput:" in proc.stdout

@@ -105,7 +105,7 @@ def test_the_board_looks_for_the_volumes_the_hub_mounts(tmp_path):
 
 
 def test_grades_from_a_board_that_does_not_answer_say_so(tmp_path, capsys):
-    from labkit.server._ports import free_ports
+    from labkit.plumbing.ports import free_ports
 
     nowhere = f"http://127.0.0.1:{free_ports(1)[0]}"
     with pytest.raises(BoardError) as exc:

@@ -17,11 +17,11 @@ from room_board_support import leftovers
 
 from labkit.errors import WaitTimeoutError
 from labkit.exercises import REGISTRY
+from labkit.plumbing.polling import wait_until
+from labkit.plumbing.ports import free_ports
 from labkit.room import hub as hub_process
 from labkit.room.lifecycle import down, up
 from labkit.room.settings import RoomSettings
-from labkit.server._ports import free_ports
-from labkit.server.polling import wait_until
 
 pytestmark = [
     pytest.mark.slow,

@@ -32,12 +32,12 @@ from room_board_support import (
 from waiting_support import eventually
 
 from labkit.errors import LabkitError
+from labkit.plumbing.ports import free_ports
 from labkit.room import processes, progress as progress_store
 from labkit.room.grader import INBOX, READY_FILE, ROLE_LABEL, SUBMISSION_FILE
 from labkit.room.lifecycle import down, status_rows, up
 from labkit.room.settings import ROOM_LABEL, RoomSettings
 from labkit.room.submission import Submission
-from labkit.server._ports import free_ports
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 PARTICIPANTS = RoomSettings.numbered(3)

@@ -22,13 +22,13 @@ from labkit.errors import (
     SetupError,
     SubmissionError,
 )
+from labkit.plumbing.ports import free_ports
 from labkit.room import hub as hub_process, processes
 from labkit.room.grader import Grader
 from labkit.room.hubconfig import WORK_LABEL
 from labkit.room.lifecycle import _replace_labs, down, status_rows, up
 from labkit.room.notebook_sources import JupyterSource
 from labkit.room.settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
-from labkit.server._ports import free_ports
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 PARTICIPANTS = RoomSettings.numbered(3)

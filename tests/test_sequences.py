@@ -17,7 +17,7 @@ import labkit
 import labkit.errors
 import labkit.observe.sequence_timeline
 import labkit.server
-from labkit.client._sequence_ids import sequence_of, tag
+from labkit.client.sequence_ids import sequence_of, tag
 from labkit.repository import ModelRepository, is_stateful
 from labkit.teach import reference
 

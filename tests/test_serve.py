@@ -23,7 +23,7 @@ import labkit
 import labkit.errors
 import labkit.repository
 import labkit.server
-from labkit.server._ports import free_ports
+from labkit.plumbing.ports import free_ports
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 

@@ -166,8 +166,8 @@ def test_rss_counts_the_server_and_its_stubs(fresh_server):
 _ORPHAN_MAKER = textwrap.dedent(
     """
     import time, labkit
-    from labkit.server import _process
-    _process._die_with_parent = lambda parent: None  # as where the kernel offers no parent-death signal
+    from labkit.plumbing import process_groups
+    process_groups.die_with_parent = lambda parent: None  # as where the kernel offers no parent-death signal
     lab = labkit.start()
     lab.repository.copy_model_from(labkit.reference_repository(), "add_sub")
     lab.load("add_sub")

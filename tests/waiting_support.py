@@ -1,4 +1,4 @@
-"""One way for tests to wait, built on labkit's own (``labkit.server.polling.wait_until``): ``eventually``
+"""One way for tests to wait, built on labkit's own (``labkit.plumbing.polling.wait_until``): ``eventually``
 waits for a condition and fails the test naming it; ``within`` says whether it came true in time (for a
 test that asserts with a message of its own after it); ``never`` keeps watching for a window in which a
 condition must not become true (a negative check: it fails as soon as it does).
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from labkit.errors import WaitTimeoutError
-from labkit.server.polling import wait_until
+from labkit.plumbing.polling import wait_until
 
 T = TypeVar("T")
 

@@ -24,6 +24,7 @@ from urllib.parse import quote
 import numpy as np
 
 from ..errors import InferenceError, LabkitError, RequestError
+from ..plumbing.pending import CallbackPending
 from ..server.base import TritonServer
 from ..server.connection import CONNECTION_ERRORS
 from . import request_fit, waiting
@@ -153,7 +154,7 @@ def generate_stream(
     # http.client rather than requests: the helper owns the socket, so a wait given up on (time limit,
     # interrupt) can shut it and end the reader, which requests offers no way to do from another thread.
     connection = http.client.HTTPConnection(server.endpoints.host, server.endpoints.http_port, timeout=_CONNECT_S)
-    pending = waiting.CallbackPending()
+    pending = CallbackPending()
     collected: list[dict[str, Any]] = []
 
     def read() -> None:

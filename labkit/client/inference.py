@@ -35,12 +35,13 @@ from ..errors import (
     RequestError,
     SequenceError,
 )
+from ..plumbing.pending import SOCKET_TIMEOUT_S, CallbackPending, HttpPending, Pending
+from ..plumbing.transport import Transport, closing_http
 from ..server import shm_regions, stubs
 from ..server.base import TritonServer
 from ..server.connection import CONNECTION_ERRORS
-from . import _sequence_ids, request_fit, waiting
+from . import request_fit, sequence_ids, waiting
 from .infer_parameters import request_parameters
-from .transport import Transport, closing_http
 
 
 def prepare(
@@ -313,8 +314,8 @@ def _send(
     limit = waiting.limit_of(server, timeout_s)
     own = client is None
     if own:
-        client = server.client(transport, network_timeout_s=waiting.SOCKET_TIMEOUT_S)
-    request_id = _sequence_ids.tag(
+        client = server.client(transport, network_timeout_s=SOCKET_TIMEOUT_S)
+    request_id = sequence_ids.tag(
         breakpoints.request_id() if waiting.interactive() else "", sequence.get("sequence_id", 0)
     )
     since = time.time()
@@ -322,11 +323,11 @@ def _send(
     server.health.track_request(model, 1)
     try:
         if transport is Transport.HTTP:
-            pending: waiting.Pending = waiting.HttpPending(
+            pending: Pending = HttpPending(
                 lambda: client.infer(model, tensors, outputs=wanted, request_id=request_id, **sequence)
             )
         else:
-            pending = waiting.CallbackPending()
+            pending = CallbackPending()
             call = client.async_infer(
                 model, tensors, pending.callback, outputs=wanted, request_id=request_id, **sequence
             )
@@ -417,7 +418,7 @@ def stream_infer(
     client = server.client(Transport.GRPC)
     limit = waiting.limit_of(server, timeout_s)
     request_id = breakpoints.request_id() if waiting.interactive() else ""
-    pending = waiting.CallbackPending()
+    pending = CallbackPending()
     pending.on_cancel = lambda: client.stop_stream(cancel_requests=True)  # else it waits for the server
     collected: list[dict[str, np.ndarray]] = []
     hint = lambda: (  # noqa: E731 - said only when the wait ends without the final flag

@@ -42,8 +42,8 @@ from filelock import FileLock
 
 import docker
 
-from .. import _triton_dist
 from ..errors import EngineError, SetupError
+from ..plumbing import triton_dist
 from .engine import connect
 
 #: Its tag; LABKIT_CPU_IMAGE names another (a workshop's own tag, or a test's image that is not built).
@@ -104,7 +104,7 @@ class ImageBuild:
 
 
 def _work_dir() -> Path:
-    return _triton_dist.cache_dir() / "image"
+    return triton_dist.cache_dir() / "image"
 
 
 def _say(progress: bool, text: str) -> None:
@@ -115,7 +115,7 @@ def _say(progress: bool, text: str) -> None:
 # -- inputs and their hash ----------------------------------------------------------------------
 
 
-def _triton_files(dist: _triton_dist.TritonDist) -> dict[str, Path]:
+def _triton_files(dist: triton_dist.TritonDist) -> dict[str, Path]:
     """Image path (relative to /) -> host file, for every Triton file the image takes from the wheel."""
     root = TRITON_ROOT.lstrip("/")
     files = {f"{root}/bin/tritonserver": dist.binary}
@@ -140,9 +140,9 @@ def _base_hash() -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def recipe_hash(dist: _triton_dist.TritonDist | None = None) -> str:
+def recipe_hash(dist: triton_dist.TritonDist | None = None) -> str:
     """A hash of every input of the image: the base system, the Triton files (by content), ENV."""
-    dist = dist or _triton_dist.locate()
+    dist = dist or triton_dist.locate()
     h = hashlib.sha256()
     h.update(_base_hash().encode())
     h.update(json.dumps(ENV, sort_keys=True).encode())
@@ -277,7 +277,7 @@ def base_rootfs(progress: bool = True, force: bool = False) -> Path:
     return rootfs
 
 
-def _install_triton(rootfs: Path, dist: _triton_dist.TritonDist) -> None:
+def _install_triton(rootfs: Path, dist: triton_dist.TritonDist) -> None:
     target_root = rootfs / TRITON_ROOT.lstrip("/")
     shutil.rmtree(target_root, ignore_errors=True)
     for target, source in _triton_files(dist).items():
@@ -307,12 +307,12 @@ def _tar_stream(rootfs: Path) -> Iterator[bytes]:
             raise SetupError(f"tar of {rootfs} failed: {stderr.read().decode(errors='replace')[-800:]}")
 
 
-def _changes(recipe: str, dist: _triton_dist.TritonDist) -> list[str]:
+def _changes(recipe: str, dist: triton_dist.TritonDist) -> list[str]:
     labels = {
         "labkit.recipe": recipe,
-        "labkit.triton": _triton_dist.SERVER_VERSION,
+        "labkit.triton": triton_dist.SERVER_VERSION,
         "labkit.release": "23.12",
-        "labkit.source": f"{_triton_dist.WHEEL} + debian {SUITE}",
+        "labkit.source": f"{triton_dist.WHEEL} + debian {SUITE}",
         "org.opencontainers.image.title": "labkit Triton 23.12 CPU",
         "org.opencontainers.image.description": "Triton Inference Server 2.41.0 (CPU only) with Python 3.11, numpy<2 and g++",
     }
@@ -330,7 +330,7 @@ def build_image(force: bool = False, progress: bool = True, *, tag: str = IMAGE)
     """
     t0 = time.perf_counter()
     client = connect(timeout=900)
-    dist = _triton_dist.locate()
+    dist = triton_dist.locate()
     recipe = recipe_hash(dist)
     if not force and image_recipe(tag, client) == recipe:
         image = client.images.get(tag)
@@ -347,7 +347,7 @@ def build_image(force: bool = False, progress: bool = True, *, tag: str = IMAGE)
 
 def _build(
     client: docker.client.DockerClient,
-    dist: _triton_dist.TritonDist,
+    dist: triton_dist.TritonDist,
     recipe: str,
     tag: str,
     force: bool,
@@ -355,7 +355,7 @@ def _build(
     t0: float,
 ) -> ImageBuild:
     rootfs = base_rootfs(progress, force=force)
-    _say(progress, f"adding Triton {_triton_dist.SERVER_VERSION} from {_triton_dist.WHEEL}")
+    _say(progress, f"adding Triton {triton_dist.SERVER_VERSION} from {triton_dist.WHEEL}")
     _install_triton(rootfs, dist)
     repository, _, version = tag.rpartition(":")
     if not repository or "/" in version:

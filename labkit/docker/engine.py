@@ -13,8 +13,8 @@ import requests.exceptions
 
 import docker
 
-from .. import _triton_dist
 from ..errors import SetupError
+from ..plumbing import triton_dist
 
 HOW_TO_START = (
     "Start one: `sudo dockerd` (on this project's CI machines `sudo .ci/docker-engine.sh` installs docker.io "
@@ -96,7 +96,7 @@ def gpu_runtime(client: docker.client.DockerClient) -> str | None:
 
 def engine_note(engine_id: str, key: str, value: bool | None = None) -> bool:
     """Read (``value`` None) or remember what an engine refused, so a launch need not try twice."""
-    path = _triton_dist.cache_dir() / "docker-engines.json"
+    path = triton_dist.cache_dir() / "docker-engines.json"
     try:
         notes = json.loads(path.read_text())
     except (FileNotFoundError, ValueError):

@@ -17,7 +17,7 @@ import docker.errors
 import docker
 
 from ..errors import EngineError
-from ..server.owner import UNKNOWN, Owner
+from ..plumbing.owner import UNKNOWN, Owner
 from .engine import connect
 
 LABEL_MANAGED = "labkit.managed"

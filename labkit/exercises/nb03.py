@@ -36,9 +36,9 @@ from ..errors import WaitTimeoutError
 from ..native import deploy
 from ..native.build import reference_source
 from ..observe.stats import model_stats
+from ..plumbing.polling import wait_until
 from ..repository import ModelRepository
 from ..server.base import TritonServer
-from ..server.polling import wait_until
 from ..teach import reference
 from ..traffic.generator import run_load
 from . import model_side as stub_side

@@ -15,8 +15,8 @@ import threading
 import numpy as np
 
 from ..client.inference import infer
-from ..client.transport import closing_http
 from ..errors import InferenceError, ModelLoadError
+from ..plumbing.transport import closing_http
 from ..repository import ModelRepository
 from ..server.base import TritonServer
 from ..teach import reference

@@ -17,8 +17,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._downloads import cache_dir, fill_once, make_executable, pip_download, say
 from ..errors import SetupError
+from ..plumbing.downloads import cache_dir, fill_once, make_executable, pip_download, say
 
 RELEASE = "13.0"
 #: (pip requirement, file pattern, size): one CUDA release, unpacked into one tree (nvidia/cu13/).

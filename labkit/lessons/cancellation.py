@@ -25,9 +25,9 @@ import numpy as np
 
 from ..client.inference import infer
 from ..errors import InferenceError
+from ..plumbing.polling import wait_until
 from ..repository import model_config
 from ..server.base import TritonServer
-from ..server.polling import wait_until
 from . import decoupled_cpp
 from ._c_logging import LOG_HELPERS
 from .outcome import Outcome

@@ -21,9 +21,9 @@ import numpy as np
 
 from ..client.inference import infer
 from ..errors import WaitTimeoutError
+from ..plumbing.polling import wait_until
 from ..repository import model_config
 from ..server.base import TritonServer
-from ..server.polling import wait_until
 from .outcome import Outcome
 
 MODEL = "logger_levels"

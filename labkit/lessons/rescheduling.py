@@ -30,9 +30,9 @@ import numpy as np
 
 from ..client.inference import infer, stream_infer
 from ..observe.stats import model_stats
+from ..plumbing.polling import wait_until
 from ..repository import ModelConfig, model_config
 from ..server.base import TritonServer
-from ..server.polling import wait_until
 from .outcome import Outcome
 
 MODEL = "collatz_steps"

@@ -26,10 +26,9 @@ from pathlib import Path
 from filelock import FileLock
 
 from ..errors import BuildError, SetupError
-from ..gpu import cuda_build
 from ..repository.files import write_atomic
 from ..repository.names import check_name
-from . import defines as defines_, official, triton_sources
+from . import cuda_build, defines as defines_, official, triton_sources
 from .diagnostics import compile_error
 from .helpers import INCLUDE_DIR, SRC_DIR, digest, folder_digest, helper_objects, prune
 from .sources import STAGED, collect, stage
@@ -168,7 +167,7 @@ def build_backend(
     ``required``: entry points the library must export; by default TRITONBACKEND_ModelInstanceExecute,
     or, for a library that exports TRITONBACKEND_ModelBatch* functions and no Execute (a batching
     strategy), all five of BATCH_ENTRY_POINTS. ``cuda``: compile the cell and ``.cu`` files with nvcc,
-    the rest with LABKIT_CUDA defined, and link cudart (labkit.gpu.cuda_build; here only). ``defines``:
+    the rest with LABKIT_CUDA defined, and link cudart (labkit.native.cuda_build; here only). ``defines``:
     "NAME=VALUE" texts or a mapping, each a ``-DNAME=VALUE`` for the compiler (the utilities' and helpers' too).
     A compile error's BuildError has the ``file`` and ``line`` of the first error.
     """

@@ -32,9 +32,9 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .._downloads import cache_dir, fill_once
 from ..errors import BuildError, ConfigError, SetupError
 from ..gpu import detect
+from ..plumbing.downloads import cache_dir, fill_once
 from ..repository.names import check_name
 from . import defines as defines_, official, triton_sources
 from .build import Build, _check_symbols

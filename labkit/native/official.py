@@ -11,7 +11,7 @@ import re
 import tarfile
 from pathlib import Path
 
-from .._downloads import cache_dir, fill_once, pip_download
+from ..plumbing.downloads import cache_dir, fill_once, pip_download
 from . import triton_sources
 from .helpers import compiled
 from .toolchain import Toolchain

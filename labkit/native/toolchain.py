@@ -13,8 +13,8 @@ import subprocess
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from .. import _triton_dist
 from ..errors import SetupError
+from ..plumbing import triton_dist
 
 #: Compiler messages must read the same on every machine (notebooks compare them): no translations.
 COMPILER_ENV = {"LC_ALL": "C", "LANG": "C"}
@@ -81,7 +81,7 @@ class LocalToolchain(Toolchain):
 
     @property
     def cache_root(self) -> Path:
-        return _triton_dist.cache_dir() / "builds"
+        return triton_dist.cache_dir() / "builds"
 
     def version(self) -> str:
         if self._version is None:
@@ -92,7 +92,7 @@ class LocalToolchain(Toolchain):
     def triton_library(self) -> str | None:
         # The embedded server's: the wheel renames libtritonserver.so (a hashed name).
         try:
-            found = sorted(_triton_dist.locate().lib_dir.glob("libtritonserver*.so*"))
+            found = sorted(triton_dist.locate().lib_dir.glob("libtritonserver*.so*"))
         except SetupError:
             return None
         return str(found[0]) if found else None

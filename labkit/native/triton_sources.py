@@ -18,8 +18,8 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from .._downloads import cache_dir, fill_once, say
 from ..errors import SetupError
+from ..plumbing.downloads import cache_dir, fill_once, say
 
 ENV = "LABKIT_TRITON_SOURCES"
 #: repository -> (archive name in a LABKIT_TRITON_SOURCES folder, commit of its r23.12 branch)

@@ -16,9 +16,9 @@ from .plots import DashboardData
 
 
 def _serve(conn: Connection, parent_pid: int) -> None:
-    from ..server._process import _die_with_parent
+    from ..plumbing.process_groups import die_with_parent
 
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a kernel interrupt is for the kernel, not for drawing
     from .dashboard_canvas import DashboardCanvas
 

@@ -24,9 +24,9 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from ..client.transport import closing_http
 from ..errors import LabkitError
 from ..gpu import metrics as gpu_metrics
+from ..plumbing.transport import closing_http
 from ..server.base import TritonServer
 from ..traffic.generator import Inputs, Load, LoadResult
 from . import _render, plots

@@ -27,10 +27,10 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from ..client.transport import Transport
 from ..errors import ModelNotFoundError, PerfAnalyzerError, UnstableMeasurementError
+from ..plumbing.transport import Transport
 from ..server.base import TritonServer
-from . import _perf_dist
+from . import perf_dist
 from .plots import Picture
 
 # perf_analyzer's exit statuses (perf_analyzer/constants.h, 23.12)
@@ -289,7 +289,7 @@ def perf(
     missing = _not_loaded(server, model)
     if missing is not None:
         raise missing
-    tool = _perf_dist.locate()
+    tool = perf_dist.locate()
     base = [
         str(tool.binary),
         "-m",

@@ -7,7 +7,7 @@
 
 Triton's sequence batcher (the default, "direct" strategy) gives each live sequence a batch slot of
 its own until its last request; the traces say which requests ran together and (through labkit's
-request ids, see labkit.client._sequence_ids) which sequence each belongs to, not the slot. The slots here are
+request ids, see labkit.client.sequence_ids) which sequence each belongs to, not the slot. The slots here are
 assigned the way the batcher does it: a new sequence takes the lowest free slot and keeps it until its
 last traced request.
 """

@@ -16,12 +16,12 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ..client.transport import closing_http
 from ..errors import WaitTimeoutError
 from ..gpu.metrics import GpuUsage, usage as gpu_usage
+from ..plumbing.polling import wait_until
+from ..plumbing.transport import closing_http
 from ..repository.ensemble_config import is_ensemble, step_models
 from ..server.base import TritonServer
-from ..server.polling import wait_until
 
 _PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
 

@@ -35,10 +35,10 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from ..client import _sequence_ids
+from ..client import sequence_ids
 from ..errors import ConfigError, TraceError, WaitTimeoutError
+from ..plumbing.polling import wait_until
 from ..server.base import TritonServer
-from ..server.polling import wait_until
 from .plots import Picture
 from .stats import ModelStats, model_stats
 
@@ -93,7 +93,7 @@ def trace_records(fragments: list[dict], fields: tuple[str, ...]) -> dict[int, d
 
 def _traced(i: int, trace: dict[str, Any]) -> TracedRequest:
     queue_start, compute_start, compute_end, request_end = (trace[k] for k in _NEEDED)
-    sequence = _sequence_ids.sequence_of(str(trace.get("request_id", "")))
+    sequence = sequence_ids.sequence_of(str(trace.get("request_id", "")))
     return TracedRequest(i, trace.get("rows", 1), queue_start, compute_start, compute_end, request_end, sequence)
 
 

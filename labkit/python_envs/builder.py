@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._downloads import cache_dir, fill_once, system_has
 from ..errors import PythonEnvError
+from ..plumbing.downloads import cache_dir, fill_once, system_has
 from .stub_pythons import StubRuntime, Version, parse_version, runtime_stubs, version_text
 
 NUMPY_PIN = "numpy<2"  # 23.12's stub (pybind11 over numpy 1's ABI) answers with empty outputs under numpy 2

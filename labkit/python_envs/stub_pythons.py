@@ -14,9 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import _triton_dist
 from ..docker import cpu_image, images
 from ..errors import PythonEnvError
+from ..plumbing import triton_dist
 
 Version = tuple[int, int]
 
@@ -63,7 +63,7 @@ def runtime_stubs(runtime: str = "embedded", image: str | None = None) -> StubRu
     """The stubs ``runtime`` holds ("embedded"; "docker" with ``image``, default labkit's CPU image)."""
     if runtime == "embedded":
         own: Version = (sys.version_info[0], sys.version_info[1])
-        return StubRuntime("embedded", "", own, _triton_dist.STUB_PYTHONS, "")
+        return StubRuntime("embedded", "", own, triton_dist.STUB_PYTHONS, "")
     if runtime != "docker":
         raise PythonEnvError(
             f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}.", problem="runtime", runtime=runtime

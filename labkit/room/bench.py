@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from .._downloads import say
 from ..errors import LabkitError, WaitTimeoutError
-from ..server.polling import wait_until
+from ..plumbing.downloads import say
+from ..plumbing.polling import wait_until
 from . import record as room_record
 from .hubclient import HubClient
 from .settings import RoomSettings

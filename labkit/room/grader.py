@@ -34,7 +34,7 @@ import requests.exceptions
 
 from ..errors import SubmissionError
 from ..exercises import REGISTRY
-from ..server.polling import wait_until
+from ..plumbing.polling import wait_until
 from . import slices
 from .grader_image import HOME_IN_IMAGE, build_grader_image, tar_of
 from .sandbox import GraderRun, Limits

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import psutil
 
-from .._downloads import cache_dir, fill_once, say
 from ..errors import (
     PortTakenError,
     ServerNotRunningError,
@@ -28,8 +27,9 @@ from ..errors import (
     SetupError,
     WaitTimeoutError,
 )
-from ..server._ports import ports_taken
-from ..server.polling import wait_until
+from ..plumbing.downloads import cache_dir, fill_once, say
+from ..plumbing.polling import wait_until
+from ..plumbing.ports import ports_taken
 from . import processes
 from .hubconfig import SECRET_ENV, Plumbing, render_config
 from .settings import RoomSettings

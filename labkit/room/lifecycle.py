@@ -39,8 +39,8 @@ from ..errors import (
     SetupError,
     WaitTimeoutError,
 )
-from ..server._ports import free_ports, ports_taken
-from ..server.polling import wait_until
+from ..plumbing.polling import wait_until
+from ..plumbing.ports import free_ports, ports_taken
 from . import hub as hub_process, record as room_record
 from .hubclient import HubClient
 from .hubconfig import WORK_LABEL, Plumbing

@@ -25,7 +25,7 @@ import docker.errors
 import requests
 
 from ..errors import EngineError, HubError, SubmissionError, WaitTimeoutError
-from ..server.polling import wait_until
+from ..plumbing.polling import wait_until
 from .grader import RESULT_MARK, ROLE_LABEL, remove_containers
 from .grader_image import NOTEBOOKS
 from .hubclient import HubClient

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import RoomSettingsError, SetupError, SubmissionError, WaitTimeoutError
-from ..server.polling import wait_until
+from ..plumbing.polling import wait_until
 from .grader import Judgement, judgement_of
 from .sandbox import GraderRun, Limits
 from .settings import GRADER_IMAGE, ROOM_LABEL

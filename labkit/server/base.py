@@ -20,13 +20,13 @@ from typing import Any
 
 from ..errors import ServerNotRunningError, ServerStartError, WaitTimeoutError
 from ..native.crash import Crash
+from ..plumbing.endpoints import Endpoints
+from ..plumbing.polling import wait_until
 from ..repository import ModelConfig, ModelRepository
 from .control import ControlPlane
-from .endpoints import Endpoints
 from .health import Health
 from .logs import LogView
 from .model_control import Models
-from .polling import wait_until
 from .runtime import Runtime, RuntimeDefaults, Workspace
 from .server_config import ServerConfig
 
@@ -121,7 +121,7 @@ class TritonServer:
 
     def client(self, protocol: str = "http", *, network_timeout_s: float = 60.0) -> Any:
         """A new tritonclient client for this server. They are not thread-safe: make one per thread.
-        An HTTP one is a ``labkit.client.transport.HttpClient``: it closes once, so any thread may release it."""
+        An HTTP one is a ``labkit.plumbing.transport.HttpClient``: it closes once, so any thread may release it."""
         return self._control.client(protocol, network_timeout_s=network_timeout_s)
 
     # -- lifecycle ------------------------------------------------------------------------------------------

@@ -11,10 +11,10 @@ from typing import Any
 
 from tritonclient.utils import InferenceServerException
 
-from ..client.transport import HttpClient, Transport
 from ..errors import LabkitError, ServerError, ServerNotRunningError
+from ..plumbing.endpoints import Endpoints
+from ..plumbing.transport import HttpClient, Transport
 from .connection import CONNECTION_ERRORS
-from .endpoints import Endpoints
 from .health import Health
 
 

@@ -9,8 +9,8 @@ import time
 
 from ..errors import ServerNotRunningError, WaitTimeoutError
 from ..native.crash import Crash, read as read_crash
+from ..plumbing.polling import wait_until
 from .connection import unreachable
-from .polling import wait_until
 from .runtime import Runtime
 
 

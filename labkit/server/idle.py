@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import WaitTimeoutError
-from .polling import wait_until
+from ..plumbing.polling import wait_until
 
 #: Process states of a thread that is in the middle of something (running or runnable, or in
 #: uninterruptible I/O); an idle backend thread waits on a condition variable (S).

@@ -10,7 +10,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-from .owner import UNKNOWN, Owner
+from ..plumbing.owner import UNKNOWN, Owner
 from .runtime import OWNER_FILE, OWNER_START_FILE, SERVER_FILE, WORKDIR_PREFIX
 
 _SHM = Path("/dev/shm")

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import WaitTimeoutError
-from .polling import wait_until
+from ..plumbing.polling import wait_until
 
 # Triton prints these on every CPU-only start; they are noise, not problems.
 _CPU_ONLY_NOISE = (

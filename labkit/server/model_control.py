@@ -18,7 +18,6 @@ from typing import Any
 
 from tritonclient.utils import InferenceServerException
 
-from ..client import waiting
 from ..errors import (
     LabkitError,
     ModelLoadError,
@@ -31,6 +30,8 @@ from ..native import deploy
 from ..native.build import Build, build_backend
 from ..native.export import export_backend
 from ..native.sources import collect
+from ..plumbing.pending import POLL_S, SOCKET_TIMEOUT_S, HttpPending, Pending
+from ..plumbing.polling import wait_until
 from ..repository import ModelConfig, ModelRepository, check_name
 from ..repository.files import write_atomic
 from ..repository.python_source import model_source
@@ -40,7 +41,6 @@ from . import env_checks, idle, refusals, stubs
 from .attempts import Attempt, digest, recording
 from .connection import CONNECTION_ERRORS
 from .control import ControlPlane
-from .polling import wait_until
 from .runtime import Runtime, Workspace
 from .server_config import ServerConfig
 
@@ -139,12 +139,12 @@ class Models:
     def _load_within(self, name: str, limit_s: float) -> None:
         """Triton's load call, waited for in short steps on a client of its own (a stuck load is then
         ended while the call is under way, and its answer read)."""
-        client = self.control.client("http", network_timeout_s=waiting.SOCKET_TIMEOUT_S)
-        pending = waiting.HttpPending(lambda: client.load_model(name))
+        client = self.control.client("http", network_timeout_s=SOCKET_TIMEOUT_S)
+        pending = HttpPending(lambda: client.load_model(name))
         try:
             started, interrupted = time.monotonic(), False
             try:
-                while not pending.wait(waiting.POLL_S):
+                while not pending.wait(POLL_S):
                     if time.monotonic() - started > limit_s:
                         break
                 else:
@@ -398,7 +398,7 @@ class Models:
         )
 
 
-def _refusal(pending: waiting.Pending) -> str:
+def _refusal(pending: Pending) -> str:
     """Triton's reason for a load that it answered with a failure ("" if it answered otherwise)."""
     try:
         pending.result()

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Protocol
 
 from ..native.toolchain import LocalToolchain, Toolchain
+from ..plumbing.endpoints import Endpoints
+from ..plumbing.owner import Owner
 from ..repository import ModelRepository
 from ..stuck.debuggers import Beside
-from .endpoints import Endpoints
 from .logs import LogView
-from .owner import Owner
 from .server_config import ServerConfig
 
 WORKDIR_PREFIX = "labkit-"

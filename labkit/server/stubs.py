@@ -17,17 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..repository.files import source_line, write_atomic
-from ..stub_side import FOLDER, PLACED
-
-STUB = "triton_python_backend_stub"
-UTILS = "triton_python_backend_utils.py"
-#: Triton's files that labkit's stand-ins run from ``python/stub/``.
-TRITON_OWN = (STUB, UTILS)
-TRITON_DIR = "stub"
-RECORDS_DIR = "labkit-stubs"
-DEBUG_DIR = "labkit-debug"
-#: What install() puts in the python/ folder besides Triton's library.
-OWN_NAMES = frozenset({*PLACED.values(), TRITON_DIR, RECORDS_DIR, DEBUG_DIR})
+from ..stub_side import DEBUG_DIR, FOLDER, PLACED, RECORDS_DIR, STUB, TRITON_DIR
 
 
 def install(python_dir: Path) -> None:

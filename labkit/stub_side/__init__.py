@@ -2,7 +2,9 @@
 
 ``launcher.py`` becomes ``backends/python/triton_python_backend_stub`` and ``pb_utils_shim.py``
 becomes ``backends/python/triton_python_backend_utils.py`` (Triton's own two move to ``stub/``);
-``labkit_stub.py`` goes beside them. None of them imports labkit.
+``labkit_stub.py`` goes beside them. None of them imports labkit. The names below are the folder's
+contract with labkit's side (labkit.server.stubs installs the files; labkit.stuck and labkit.breakpoints
+read what the stub records), kept here, at the bottom, so that all of them import downward.
 """
 
 from pathlib import Path
@@ -14,3 +16,12 @@ PLACED = {
     "pb_utils_shim.py": "triton_python_backend_utils.py",
     "labkit_stub.py": "labkit_stub.py",
 }
+STUB = "triton_python_backend_stub"
+UTILS = "triton_python_backend_utils.py"
+#: Triton's files that labkit's stand-ins run from ``python/stub/``.
+TRITON_OWN = (STUB, UTILS)
+TRITON_DIR = "stub"
+RECORDS_DIR = "labkit-stubs"
+DEBUG_DIR = "labkit-debug"
+#: What install() puts in the python/ folder besides Triton's library.
+OWN_NAMES = frozenset({*PLACED.values(), TRITON_DIR, RECORDS_DIR, DEBUG_DIR})

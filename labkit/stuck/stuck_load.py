@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import LoadTimeoutError
-from ..server.stubs import RECORDS_DIR
+from ..stub_side import RECORDS_DIR
 from .debuggers import PY_SPY, missing_text
 from .native_stack import busy_threads, describe_threads, innermost_line
 from .python_stack import Stub, busy_stubs, describe_frames

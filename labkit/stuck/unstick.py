@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InferenceError, ModelLoadError, WaitTimeoutError
-from ..server.polling import wait_until
-from ..server.stubs import RECORDS_DIR
+from ..plumbing.polling import wait_until
+from ..stub_side import RECORDS_DIR
 from .native_stack import busy_threads, describe_threads
 from .python_stack import busy_stubs, python_stack, stub_processes
 from .report import backend_of, is_python

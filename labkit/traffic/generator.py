@@ -3,7 +3,7 @@
 ``run_load`` sends a number of requests (or for a time) and returns a LoadResult; ``Load`` is the same
 load running in the background, whose concurrency can change while it runs (the dashboard drives one).
 The workers are coroutines on one asyncio loop in one thread, each with its own connection, so that
-the client costs little CPU beside the server on a small machine (see labkit.client._transports);
+the client costs little CPU beside the server on a small machine (see labkit.client.transports);
 ``labkit bench --only perf_analyzer_ratio`` compares it with perf_analyzer on the same server.
 """
 
@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 from tritonclient.utils import InferenceServerException
 
-from ..client._transports import CONNECTIONS, RequestExpired, build_request
 from ..client.inference import translate
-from ..client.transport import Transport, closing_http
+from ..client.transports import CONNECTIONS, RequestExpired, build_request
 from ..errors import (
     LabkitError,
     ModelNotFoundError,
@@ -31,6 +30,7 @@ from ..errors import (
     SequenceError,
     ServerNotRunningError,
 )
+from ..plumbing.transport import Transport, closing_http
 from ..server.base import TritonServer
 
 Inputs = Mapping[str, np.ndarray]

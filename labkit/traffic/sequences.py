@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..client._transports import SequenceStep, build_request
+from ..client.transports import SequenceStep, build_request
 from ..server.base import TritonServer
 from .generator import Load, LoadResult
 

@@ -15,7 +15,7 @@ from labkit.docker.orphans import (
     owner_labels,
 )
 from labkit.native.build import _tidy
-from labkit.server.owner import UNKNOWN, Owner, process_start
+from labkit.plumbing.owner import UNKNOWN, Owner, process_start
 
 
 def _ended_pid() -> int:

@@ -17,8 +17,8 @@ import labkit.errors
 import labkit.server
 from labkit import cli
 from labkit.errors import WaitTimeoutError
-from labkit.server.endpoints import Endpoints
-from labkit.server.polling import wait_until
+from labkit.plumbing.endpoints import Endpoints
+from labkit.plumbing.polling import wait_until
 from labkit.server.server_config import ServerConfig, TritonPlace, argv
 
 
@@ -127,7 +127,7 @@ def test_ports_asked_for_are_config_options_and_zero_means_a_free_one():
 
 
 def test_ports_claimed_fixed_ones_kept_free_ones_picked_and_a_taken_one_refused():
-    from labkit.server._ports import claim_ports, free_ports
+    from labkit.plumbing.ports import claim_ports, free_ports
 
     wanted = free_ports(1)[0]
     got = claim_ports({"http": wanted, "grpc": 0, "metrics": 0})

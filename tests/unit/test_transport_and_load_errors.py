@@ -15,7 +15,6 @@ import labkit
 import labkit.errors
 import labkit.server
 import labkit.traffic.generator
-from labkit.client.transport import HttpClient, Transport
 from labkit.errors import (
     InferenceError,
     InputSizeError,
@@ -23,7 +22,8 @@ from labkit.errors import (
     RequestError,
     RequestTimeoutError,
 )
-from labkit.server.endpoints import Endpoints
+from labkit.plumbing.endpoints import Endpoints
+from labkit.plumbing.transport import HttpClient, Transport
 from labkit.traffic.generator import LoadErrorRecord, _kind
 
 _WHERE = Endpoints("localhost", 8000, 8001, 8002)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from docker.types import Mount
 
+from ... import stub_side
 from ...docker.compiler import BUILDS
 from ...docker.mounts import container_path
 from ...errors import SetupError
@@ -120,14 +121,14 @@ class ContainerLayout:
         if python.is_symlink():  # the layout of older labkit versions: a link to the image's folder
             python.unlink()
         if python.is_dir():  # what an earlier run (embedded, or another image) put there is replaced
-            known = stubs.OWN_NAMES | {"libtriton_python.so", "__pycache__"}
+            known = stub_side.OWN_NAMES | {"libtriton_python.so", "__pycache__"}
             if {p.name for p in python.iterdir()} - known:
                 raise SetupError(
                     f"{python} holds files other than Triton's Python backend and labkit's; move "
                     f"them, the container links the image's Python backend there."
                 )
             for entry in python.iterdir():
-                if entry.name not in stubs.OWN_NAMES or entry.name == stubs.TRITON_DIR:
+                if entry.name not in stub_side.OWN_NAMES or entry.name == stub_side.TRITON_DIR:
                     shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
         stubs.install(python)
 

@@ -25,7 +25,6 @@ from docker.types import DeviceRequest, Mount, Ulimit
 
 import docker
 
-from ... import _triton_dist
 from ...docker import engine, images
 from ...docker.compiler import ContainerToolchain
 from ...docker.mounts import container_path
@@ -43,13 +42,14 @@ from ...errors import (
     SetupError,
     WaitTimeoutError,
 )
+from ...plumbing import triton_dist
+from ...plumbing.endpoints import Endpoints
+from ...plumbing.polling import wait_until
+from ...plumbing.ports import check_free
 from ...python_envs.stub_pythons import KNOWN_IMAGES
 from ...stuck.debuggers import PY_SPY as PY_SPY_NAME, host_tool
 from .. import user_backends
-from .._ports import check_free
 from ..base import TritonServer, compose
-from ..endpoints import Endpoints
-from ..polling import wait_until
 from ..runtime import RuntimeDefaults, Workspace
 from ..server_config import ServerConfig, TritonPlace, argv
 from ._container_layout import PY_SPY, ContainerLayout
@@ -105,7 +105,7 @@ class DockerRuntime(RuntimeDefaults):
         self.environment = dict(environment or {})
         self.user = user if user is not None else (None if os.geteuid() == 0 else f"{os.getuid()}:{os.getgid()}")
         self.progress = progress
-        self.build_root = _triton_dist.cache_dir() / "docker-builds"
+        self.build_root = triton_dist.cache_dir() / "docker-builds"
         self.layout = ContainerLayout(workspace, self.build_root)
         #: True when the container got a GPU device request.
         self.uses_gpus = False

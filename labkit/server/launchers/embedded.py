@@ -11,15 +11,16 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-from ... import _triton_dist
-from ..._downloads import system_has
+from ... import stub_side
 from ...errors import SetupError
 from ...gpu import detect as gpu
+from ...plumbing import process_groups, triton_dist
+from ...plumbing.downloads import system_has
+from ...plumbing.endpoints import Endpoints
+from ...plumbing.ports import claim_ports, ports_taken
 from ...stuck.debuggers import host_tool
-from .. import _process, leftovers, stubs, user_backends
-from .._ports import claim_ports, ports_taken
+from .. import leftovers, stubs, user_backends
 from ..base import TritonServer, compose
-from ..endpoints import Endpoints
 from ..runtime import SERVER_FILE, RuntimeDefaults, Workspace
 from ..server_config import ServerConfig, TritonPlace, argv
 
@@ -56,8 +57,8 @@ class EmbeddedRuntime(RuntimeDefaults):
         super().__init__(workspace)
         self.extra_env = dict(env or {})
         self.kill_on_end = kill_on_end
-        _triton_dist.check_python(sys.version_info[:2], sys.executable)  # before the wheel is fetched
-        self.dist = _triton_dist.locate()
+        triton_dist.check_python(sys.version_info[:2], sys.executable)  # before the wheel is fetched
+        self.dist = triton_dist.locate()
         self._proc: subprocess.Popen | None = None
         self._ports: tuple[int, int, int] = (0, 0, 0)
         self._fixed = False  # ports were asked for: a taken one is never retried on others
@@ -68,14 +69,14 @@ class EmbeddedRuntime(RuntimeDefaults):
         python = self.workspace.backend_dir / "python"
         python.mkdir(parents=True, exist_ok=True)
         files = [p for p in self.dist.python_backend_dir.iterdir() if p.is_file()]
-        for src in (p for p in files if p.name not in stubs.TRITON_OWN):
+        for src in (p for p in files if p.name not in stub_side.TRITON_OWN):
             dst = python / src.name
             if dst.is_symlink():  # a link into a container image, from a Docker run in this workdir
                 dst.unlink()
             if not dst.exists() or dst.stat().st_size != src.stat().st_size:
                 shutil.copy2(src, dst)  # copies, not links: the folder may be mounted into a container later
         # labkit's stand-ins take the stub's and the utilities' places and run Triton's own from stub/.
-        own = [p for p in files if p.name in stubs.TRITON_OWN] + [self.dist.stub_for(sys.version_info[:2])]
+        own = [p for p in files if p.name in stub_side.TRITON_OWN] + [self.dist.stub_for(sys.version_info[:2])]
         stubs.copy_triton_own(python, own)
         stubs.install(python)
 
@@ -112,7 +113,7 @@ class EmbeddedRuntime(RuntimeDefaults):
             metrics,
             gpu_metrics=gpu.visible(),
         )
-        self._proc = _process.spawn(
+        self._proc = process_groups.spawn(
             argv(config, place, str(self.dist.binary)), env, self.workspace.logs.path, self.workspace.workdir
         )
         (self.workspace.workdir / SERVER_FILE).write_text(str(self._proc.pid))
@@ -137,7 +138,7 @@ class EmbeddedRuntime(RuntimeDefaults):
         if self._proc is not None:
             # No grace: stop() has unloaded the models already, and Triton's own exit would take another
             # second or more (its exit loop polls once a second; --exit-timeout-secs with a stuck model).
-            _process.stop_group(self._proc, grace_s=0.0)
+            process_groups.stop_group(self._proc, grace_s=0.0)
         if self._shm_prefix:
             leftovers.free_shm(self._shm_prefix)  # a killed stub cannot unlink its regions
 

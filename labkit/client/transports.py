@@ -26,9 +26,9 @@ from tritonclient.utils import (
     serialize_byte_tensor,
 )
 
-from . import _sequence_ids
+from ..plumbing.transport import Transport
+from . import sequence_ids
 from .inference import prepare
-from .transport import Transport
 
 Inputs = Mapping[str, np.ndarray]
 
@@ -72,7 +72,7 @@ def http_request(
             "sequence_id": step.sequence_id,
             "sequence_start": step.start,
             "sequence_end": step.end,
-            "request_id": _sequence_ids.tag("", step.sequence_id),
+            "request_id": sequence_ids.tag("", step.sequence_id),
         }
     )
     body, json_size = httpclient.InferenceServerClient.generate_request_body(tensors, outputs=wanted, **sequence)
@@ -175,7 +175,7 @@ def grpc_request(
     tensors, _ = prepare(Transport.GRPC, inputs, outputs)
     message = service_pb2.ModelInferRequest(model_name=model)
     if step is not None:  # as tritonclient's own grpc client sets them
-        message.id = _sequence_ids.tag("", step.sequence_id)
+        message.id = sequence_ids.tag("", step.sequence_id)
         message.parameters["sequence_id"].int64_param = step.sequence_id
         message.parameters["sequence_start"].bool_param = step.start
         message.parameters["sequence_end"].bool_param = step.end

@@ -14,7 +14,7 @@ from .polling import wait_until
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int) -> None:
     # Runs in the child between fork and exec. SIGKILL of the parent (a killed kernel)
     # skips atexit, so the kernel must do the cleanup: PDEATHSIG asks it to.
     libc = ctypes.CDLL(None, use_errno=True)
@@ -35,7 +35,7 @@ def spawn(argv: list[str], env: dict[str, str], log_path: Path, cwd: Path) -> su
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=lambda: _die_with_parent(parent),
+            preexec_fn=lambda: die_with_parent(parent),
         )
 
 

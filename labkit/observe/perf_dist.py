@@ -16,15 +16,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._downloads import (
-    cache_dir,
-    fill_once,
-    make_executable,
-    pip_download,
-    say,
-    system_has,
-)
 from ..errors import SetupError
+from ..plumbing.downloads import cache_dir, fill_once, make_executable, pip_download, say, system_has
 
 VERSION = "2.41.0"  # release 23.12
 CLIENT_WHEEL = f"tritonclient=={VERSION}"

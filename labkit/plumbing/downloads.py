@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import SetupError
+from ..errors import SetupError
 
 
 def cache_dir() -> Path:

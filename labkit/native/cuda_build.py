@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import BuildError, SetupError
-from ..native.sources import Sources
-from ..native.toolchain import LocalToolchain, Toolchain, compiler
-from . import cuda_kit
-from .cuda_kit import CudaKit
+from ..gpu import cuda_kit
+from ..gpu.cuda_kit import CudaKit
+from .sources import Sources
+from .toolchain import LocalToolchain, Toolchain, compiler
 
 
 def kit_for(backend: str, sources: Sources, toolchain: Toolchain, cuda: bool) -> CudaKit | None:

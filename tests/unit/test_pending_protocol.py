@@ -1,4 +1,4 @@
-"""labkit.client.waiting.Pending is a Protocol: labkit's pendings and any object with its three methods conform
+"""labkit.plumbing.pending.Pending is a Protocol: labkit's pendings and any object with its three methods conform
 by their shape alone, and wait_for takes them."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Protocol
 
-from labkit.client import waiting
+from labkit.client.waiting import wait_for
+from labkit.plumbing.pending import CallbackPending, HttpPending, Pending
 
 
 class _Answered:
@@ -23,23 +24,23 @@ class _Answered:
 
 
 def test_pending_is_a_protocol_its_implementers_do_not_inherit():
-    assert issubclass(waiting.Pending, Protocol) and getattr(waiting.Pending, "_is_protocol", False)
+    assert issubclass(Pending, Protocol) and getattr(Pending, "_is_protocol", False)
     members = ("wait", "result", "cancel")
-    for cls in (waiting.HttpPending, waiting.CallbackPending, _Answered):
-        assert waiting.Pending not in cls.__mro__
+    for cls in (HttpPending, CallbackPending, _Answered):
+        assert Pending not in cls.__mro__
         for name in members:
-            ours, theirs = inspect.signature(getattr(cls, name)), inspect.signature(getattr(waiting.Pending, name))
+            ours, theirs = inspect.signature(getattr(cls, name)), inspect.signature(getattr(Pending, name))
             assert list(ours.parameters) == list(theirs.parameters), (cls, name)
 
 
 def test_wait_for_takes_any_object_of_that_shape():
-    pending: waiting.Pending = _Answered()
-    session = waiting.wait_for(server=None, model="m", pending=pending, limit_s=1.0)
-    assert not session.quit and pending.result() == 42
+    answered: Pending = _Answered()
+    session = wait_for(server=None, model="m", pending=answered, limit_s=1.0)
+    assert not session.quit and answered.result() == 42
 
 
 def test_a_callback_pending_waits_then_gives_its_answer():
-    pending = waiting.CallbackPending()
+    pending = CallbackPending()
     assert pending.wait(0.01) is False
     pending.callback("answer", None)
     assert pending.wait(0.01) and pending.result() == "answer"

@@ -21,7 +21,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from ..errors import UnknownProtocolError
-from ..server.endpoints import Endpoints
+from .endpoints import Endpoints
 
 
 class HttpClient(httpclient.InferenceServerClient):

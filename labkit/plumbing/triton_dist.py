@@ -7,8 +7,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._downloads import cache_dir, fill_once, make_executable, pip_download
-from .errors import SetupError
+from ..errors import SetupError
+from .downloads import cache_dir, fill_once, make_executable, pip_download
 
 __all__ = ["SERVER_VERSION", "STUB_PYTHONS", "WHEEL", "TritonDist", "cache_dir", "check_python", "locate", "present"]
 
