@@ -2,7 +2,7 @@
 
 Sources: the lesson notebooks as saved (docs/notebooks links to ../notebooks; every file that matches the
 course's pattern is a page, nothing to list here), never executed, so a page shows the outputs nbval checks;
-labkit.teach.lesson_pages makes each lesson's page from its saved text. Beside them: this folder's pages,
+labkit.course.lesson_pages makes each lesson's page from its saved text. Beside them: this folder's pages,
 which include the README's user sections rather than copy them; the API reference from the docstrings of
 every name in ``labkit.__all__``, and the CLI reference from labkit's argparse parsers. Mermaid diagrams are
 drawn into SVG at build time by mermaidx (Mermaid 11 in an embedded JavaScript engine): no CDN, no browser.
@@ -19,7 +19,7 @@ from sphinx.application import Sphinx
 
 import labkit
 from labkit import exercises
-from labkit.teach import course, lesson_pages
+from labkit.course import course, lesson_pages
 
 project = "labkit"
 author = "labkit's authors"

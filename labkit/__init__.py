@@ -9,14 +9,14 @@
 
 ``__all__`` names what a notebook calls; every error class is in ``labkit.errors`` (the ones a notebook
 catches are here too), and the wings hold the rest: ``labkit.client`` (requests), ``labkit.traffic`` (load
-generation), ``labkit.observe`` (statistics, timelines, plots), ``labkit.teach`` (the course), and
+generation), ``labkit.observe`` (statistics, timelines, plots), ``labkit.course`` (the course), and
 ``server``, ``repository``, ``native``, ``docker``, ``gpu``, ``stuck``, ``room``, ``lessons``, ``exercises``.
 """
 
 import importlib as _importlib
 import typing as _typing
 
-from . import errors, exercises, gpu, native
+from . import errors, gpu, native
 from ._start import (
     load_ipython_extension as load_ipython_extension,  # IPython's hook for %load_ext
     reference_repository,
@@ -24,6 +24,8 @@ from ._start import (
 )
 from .client.generate import generate_stream
 from .client.inference import infer, infer_with_parameters, stream_infer
+from .course import exercises, reference
+from .course.checks import check_add_sub, check_passthrough
 from .errors import (
     BuildError,
     InferenceError,
@@ -42,8 +44,6 @@ from .repository.ensemble_config import Step, ensemble_config
 from .repository.repository_export import export_repository
 from .server import current
 from .stuck.report import debug_tools, where_stuck
-from .teach import reference
-from .teach.checks import check_add_sub, check_passthrough
 from .traffic.generator import run_load
 from .traffic.sequences import run_sequences
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from . import _cells
+from .course import reference
 from .magics import register
 from .server import TritonServer, create as create_server
-from .teach import reference
 
 
 def start(

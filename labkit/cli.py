@@ -17,12 +17,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import breakpoints, doctor
+from . import benchmark as bench, breakpoints, doctor
+from .course import reference, tour, workshop
 from .docker import cpu_image
 from .docker.orphans import cleanup
 from .errors import ConfigError, LabkitError, SetupError
 from .native import Build, build_backend, cmake_build, deploy, export_backend
-from .observe import benchmark as bench, perf_dist
+from .observe import perf_dist
 from .observe.perf_analyzer import check_steps, perf as sweep_with_perf_analyzer
 from .plumbing import triton_dist
 from .plumbing.transport import Transport
@@ -31,7 +32,6 @@ from .repository import ModelRepository, repository_export
 from .room import commands as room_cli
 from .server import ServerConfig, create, kinds
 from .server.logs import LogFollower
-from .teach import reference, tour, workshop
 
 EXIT_OK = 0
 EXIT_NOT_PASSED = 1  # a verdict, not an error: `workshop check` not yet, `doctor` FAIL, a demo check

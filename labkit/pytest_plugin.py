@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 
 from .client.inference import infer
+from .course import reference
 from .docker.cpu_image import IMAGE as CPU_IMAGE
 from .errors import LabkitError
 from .native import deploy
 from .server import create, kinds
 from .server.base import TritonServer
-from .teach import reference
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

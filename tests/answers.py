@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from labkit import exercises
-from labkit.exercises import REGISTRY
+from labkit.course.exercises import REGISTRY
 from labkit.server.base import current
 
 

@@ -5,7 +5,7 @@ test_exercise_corpus_a.py runs them against a real Triton and asserts the check'
 
 from __future__ import annotations
 
-from labkit.exercises import REGISTRY
+from labkit.course.exercises import REGISTRY
 
 RIGHT, WRONG = True, False
 

@@ -7,8 +7,8 @@ import docker.errors
 
 import labkit
 import labkit.repository
+from labkit.course.reference import add_sub_source
 from labkit.docker import engine as lk_engine
-from labkit.teach.reference import add_sub_source
 
 ADD_SUB_SOURCE = add_sub_source()
 

@@ -20,9 +20,9 @@ import requests
 from ci_rules import skip_or_fail
 from waiting_support import eventually, within
 
+from labkit.course.exercises import REGISTRY
 from labkit.docker import engine as lk_engine
 from labkit.errors import SetupError
-from labkit.exercises import REGISTRY
 from labkit.plumbing.ports import free_ports
 from labkit.room.hub import proxy_command
 from labkit.room.k8s_board import service_environment

@@ -13,7 +13,7 @@ import pytest
 
 import labkit
 import labkit.server
-from labkit.teach.reference import add_sub_source
+from labkit.course.reference import add_sub_source
 
 X = {"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)}
 

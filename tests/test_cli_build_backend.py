@@ -15,7 +15,7 @@ import pytest
 import labkit
 import labkit.repository
 import labkit.server
-from labkit.teach.reference import add_sub_source
+from labkit.course.reference import add_sub_source
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 

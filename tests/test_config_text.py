@@ -10,9 +10,9 @@ import pytest
 
 import labkit
 from labkit import magics
+from labkit.course import reference
+from labkit.course.lessons import server_flags
 from labkit.errors import ConfigError
-from labkit.lessons import server_flags
-from labkit.teach import reference
 
 ADD_SUB = """# add_sub, written by hand
 name: "add_sub"

@@ -11,9 +11,9 @@ import pytest
 import labkit
 import labkit.errors
 import labkit.server
+from labkit.course import reference
 from labkit.native import build_backend, reference_source
 from labkit.native.build import INCLUDE_DIR, exported_symbols
-from labkit.teach import reference
 
 MINIMAL = reference_source("minimal").read_text()
 

@@ -12,9 +12,9 @@ from waiting_support import eventually
 
 import labkit
 import labkit.errors
+from labkit.course import reference
 from labkit.native import reference_source
 from labkit.observe.stats import model_stats
-from labkit.teach import reference
 
 SEGFAULT = """
 #include "labkit/backend.hpp"

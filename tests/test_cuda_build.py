@@ -138,10 +138,10 @@ def test_cuda_built_helpers_serve_cpu_memory_as_before(kit):
     (memcpy, no driver asked), so a CUDA build of a passthrough answers here."""
     with labkit.server.EmbeddedServer() as lab:
         lab.start()
-        lab.repository.copy_model_from(labkit.teach.reference.repository(), "minimal_nonbatching")
+        lab.repository.copy_model_from(labkit.course.reference.repository(), "minimal_nonbatching")
         passthrough = labkit.native.reference_source("minimal").read_text()
         lab.cpp_backend("minimal", passthrough, ["minimal_nonbatching"], cuda=True)
-        inputs = labkit.teach.reference.sample_inputs("minimal_nonbatching")
+        inputs = labkit.course.reference.sample_inputs("minimal_nonbatching")
         out = labkit.infer(lab, "minimal_nonbatching", inputs)
         np.testing.assert_array_equal(out["OUT0"], inputs["IN0"])
         with pytest.raises(labkit.RequestError):  # a wrong request is still refused as before
@@ -157,8 +157,8 @@ def test_cuda_shared_memory_fails_as_labkit_error_when_the_driver_is_missing(kit
     monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], None))  # claim a GPU; none answers
     with labkit.server.EmbeddedServer() as lab:
         lab.start()
-        labkit.teach.reference.serve(lab, ["add_sub"])
-        inputs = labkit.teach.reference.sample_inputs("add_sub", server=lab)
+        labkit.course.reference.serve(lab, ["add_sub"])
+        inputs = labkit.course.reference.sample_inputs("add_sub", server=lab)
         with pytest.raises(labkit.errors.GpuUnavailableError) as info:
             labkit.infer(lab, "add_sub", inputs, shared_memory="cuda")
         assert info.value.missing == "CUDA device" and info.value.wanted == "CUDA shared memory"

@@ -11,7 +11,7 @@ import pytest
 import labkit
 import labkit.errors
 import labkit.server
-from labkit.lessons import custom_metrics as cm
+from labkit.course.lessons import custom_metrics as cm
 from labkit.observe.stats import family_totals
 from labkit.server.refusals import metric_families
 

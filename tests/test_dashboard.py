@@ -10,7 +10,7 @@ from nbclient import NotebookClient
 from waiting_support import eventually
 
 import labkit
-from labkit.teach import reference
+from labkit.course import reference
 
 
 def test_controls_change_the_load_and_the_config_while_it_runs(fresh_server, capfd):

@@ -127,7 +127,7 @@ def test_cpp_backend_compiled_in_the_container_and_reloaded(dserver):
 
 
 def test_reference_cpp_backend_builds_and_batches_in_the_container(dserver):
-    from labkit.teach import reference
+    from labkit.course import reference
 
     reference.serve(dserver, ["recommended_batching"])  # labkit's headers and backend.hpp, g++ of the image
     assert labkit.check_passthrough(dserver, "recommended_batching", concurrent=2).ok

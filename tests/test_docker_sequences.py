@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from labkit.lessons import stateful
+from labkit.course.lessons import stateful
 
 pytestmark = pytest.mark.slow
 

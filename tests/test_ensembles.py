@@ -10,7 +10,7 @@ import labkit
 import labkit.errors
 import labkit.repository
 import labkit.server
-from labkit.lessons import ensemble
+from labkit.course.lessons import ensemble
 from labkit.repository.config import to_text
 
 
@@ -182,7 +182,7 @@ def test_notebooks_09_and_16_write_the_lessons_sources_from_their_cells():
     import json
     from pathlib import Path
 
-    from labkit.lessons import custom_metrics
+    from labkit.course.lessons import custom_metrics
 
     folder = Path(__file__).resolve().parents[1] / "notebooks"
     cells = [

@@ -11,8 +11,8 @@ from corpus_a import CASES, RULES
 import labkit
 import labkit.server
 from labkit import exercises, magics
+from labkit.course import reference
 from labkit.errors import LabkitError
-from labkit.teach import reference
 
 pytestmark = pytest.mark.slow
 

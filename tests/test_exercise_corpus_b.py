@@ -13,8 +13,8 @@ from answers import body, edit, judge
 import labkit
 import labkit.server
 from labkit import exercises
-from labkit.exercises import REGISTRY
-from labkit.teach import reference
+from labkit.course import reference
+from labkit.course.exercises import REGISTRY
 
 # -- 02-raw-execute ----------------------------------------------------------------------------------------
 
@@ -394,7 +394,7 @@ def test_a_check_before_its_cells_ran_says_so_and_writes_nothing(fresh_server):
 
 
 def test_a_memory_error_is_reported_at_the_cells_line(lab):
-    from labkit.exercises.sanitized import sanitized_run
+    from labkit.course.exercises.sanitized import sanitized_run
 
     source = "#line 2\n" + RAW["the loop counts bytes"][0]  # as the magic builds it: its first line is the cell's 2nd
     loop = next(n for n, line in enumerate(REGISTRY["02-raw-execute"].solution().splitlines(), 1) if "k < size" in line)

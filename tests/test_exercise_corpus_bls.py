@@ -12,8 +12,8 @@ from answers import body, edit, judge
 
 import labkit
 import labkit.server
-from labkit.exercises import nb12
-from labkit.lessons import decoupled
+from labkit.course.exercises import nb12
+from labkit.course.lessons import decoupled
 
 
 @pytest.fixture(scope="module")

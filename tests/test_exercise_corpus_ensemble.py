@@ -10,9 +10,9 @@ from answers import judge
 
 import labkit
 import labkit.server
+from labkit.course.exercises import REGISTRY
+from labkit.course.lessons import ensemble
 from labkit.errors import LabkitError
-from labkit.exercises import REGISTRY
-from labkit.lessons import ensemble
 
 pytestmark = pytest.mark.slow
 

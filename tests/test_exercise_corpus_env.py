@@ -9,7 +9,7 @@ import pytest
 from answers import judge
 
 import labkit
-from labkit.exercises import REGISTRY
+from labkit.course.exercises import REGISTRY
 
 MOO = """
 import cowsay

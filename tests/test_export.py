@@ -12,9 +12,9 @@ import numpy as np
 
 import labkit
 import labkit.server
+from labkit.course import reference
 from labkit.native import build_project, reference_source
 from labkit.native.build import dynamic_symbols
-from labkit.teach import reference
 
 EDITED = (
     reference_source("minimal")

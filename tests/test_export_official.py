@@ -18,10 +18,10 @@ import pytest
 import labkit
 import labkit.repository
 import labkit.server
+from labkit.course.reference import add_sub_source
 from labkit.native import build_project, export_backend
 from labkit.native.build import dynamic_symbols
 from labkit.native.export import _tool
-from labkit.teach.reference import add_sub_source
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 

@@ -16,9 +16,9 @@ import tritonclient.http as httpclient
 from waiting_support import eventually
 
 import labkit
+from labkit.course import reference
 from labkit.errors import RepositoryError
 from labkit.repository.repository_export import IMAGE, export_repository
-from labkit.teach import reference
 
 SCALER = """import json
 import triton_python_backend_utils as pb_utils

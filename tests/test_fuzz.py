@@ -88,7 +88,7 @@ def test_malformed_configs_get_labkit_errors(server, extra, drop_inputs):
         base = base.split("input {")[0]
     model_dir = server.repository.root / "fuzzed"
     (model_dir / "1").mkdir(parents=True, exist_ok=True)
-    (model_dir / "1" / "model.py").write_text(labkit.teach.reference.add_sub_source())
+    (model_dir / "1" / "model.py").write_text(labkit.course.reference.add_sub_source())
     (model_dir / "config.pbtxt").write_text(base + "\n" + "\n".join(extra) + "\n")
     server.repository.mark_changed("fuzzed")
     try:

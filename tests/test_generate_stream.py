@@ -12,7 +12,7 @@ import pytest
 import labkit
 import labkit.errors
 import labkit.server
-from labkit.lessons import decoupled
+from labkit.course.lessons import decoupled
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ COUNTDOWN_CONFIG.model_transaction_policy.decoupled = True
 @pytest.fixture(scope="module")
 def countdown_lab(decoupled_lab):
     """The countdown exercise's reference solution: several responses to a request of one element."""
-    cell = labkit.exercises.REGISTRY["07-countdown"].solution()
+    cell = labkit.course.exercises.REGISTRY["07-countdown"].solution()
     decoupled_lab.python_model("countdown", cell.split("\n", 1)[1], COUNTDOWN_CONFIG)
     return decoupled_lab
 

@@ -12,9 +12,9 @@ import pytest
 
 import labkit
 import labkit.server
+from labkit.course import reference
 from labkit.gpu import cuda_kit, detect, examples, metrics as gpu_metrics
 from labkit.observe.stats import parse_metrics
-from labkit.teach import reference
 
 pytestmark = pytest.mark.skipif(not detect.visible(), reason=f"needs a GPU: {detect.probe().line()}")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.exercises import REGISTRY
+from labkit.course.exercises import REGISTRY
 from labkit.room.grader import exercises_of, judge_cells
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from room_board_support import NOTEBOOK, NOTEBOOKS_DIR, notebook
 
-from labkit.exercises import REGISTRY
+from labkit.course.exercises import REGISTRY
+from labkit.course.workshop import run_notebook
 from labkit.room.grader import judge_cells
-from labkit.teach.workshop import run_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -46,7 +46,7 @@ class TritonPythonModel:
         forge()
 """
 )
-PATCH = "import labkit.exercises as e\ne.check = lambda name, *a, **k: e.Verdict(name, True)"
+PATCH = "import labkit.course.exercises as e\ne.check = lambda name, *a, **k: e.Verdict(name, True)"
 
 
 def _last(verdicts) -> dict:

@@ -22,8 +22,8 @@ import labkit
 import labkit.repository
 import labkit.server
 from labkit.client.inference import translate
+from labkit.course import reference
 from labkit.native import reference_source
-from labkit.teach import reference
 
 PASSTHROUGH = """
 #include "labkit/backend.hpp"

@@ -1,4 +1,4 @@
-"""The backend-API lessons (labkit.lessons), each exercised against a real Triton 23.12."""
+"""The backend-API lessons (labkit.course.lessons), each exercised against a real Triton 23.12."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import labkit
 import labkit.server
-from labkit.lessons import (
+from labkit.course.lessons import (
     artifacts,
     auto_complete,
     bls,
@@ -17,10 +17,10 @@ from labkit.lessons import (
     response_parameters,
     volume_batching,
 )
+from labkit.course.tour import api_tour_section
 from labkit.native import build_backend
 from labkit.native.build import exported_symbols
 from labkit.server.server_config import TritonPlace, argv
-from labkit.teach.tour import api_tour_section
 
 
 @pytest.fixture(scope="module")

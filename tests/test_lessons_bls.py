@@ -1,4 +1,4 @@
-"""Notebook 12's lessons (labkit.lessons.model_loading, bls_decoupled, bls_stateful, rescheduling,
+"""Notebook 12's lessons (labkit.course.lessons.model_loading, bls_decoupled, bls_stateful, rescheduling,
 request_parameters, python_logging, backend_attributes), each against a real Triton 23.12 started with
 ``--log-verbose=1`` as the notebook's is, with its failure paths: a rescheduled request Triton drops, a
 refused async_exec, parameters labkit or the backend refuses."""
@@ -12,8 +12,7 @@ import labkit
 import labkit.errors
 import labkit.server
 from labkit.client.dropped import dropped_error
-from labkit.gpu import detect
-from labkit.lessons import (
+from labkit.course.lessons import (
     backend_attributes,
     bls_decoupled,
     bls_stateful,
@@ -22,6 +21,7 @@ from labkit.lessons import (
     request_parameters,
     rescheduling,
 )
+from labkit.gpu import detect
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The C++ lessons on instances, decoupled responses and cancellation (labkit.lessons.instances,
+"""The C++ lessons on instances, decoupled responses and cancellation (labkit.course.lessons.instances,
 decoupled_cpp, cancellation): each backend, written against Triton's C API alone, compiled and served by
 a real Triton 23.12, its behaviour asserted, and a failure path each."""
 
@@ -15,7 +15,7 @@ import pytest
 import labkit
 import labkit.errors
 import labkit.server
-from labkit.lessons import cancellation, decoupled_cpp, instances
+from labkit.course.lessons import cancellation, decoupled_cpp, instances
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 

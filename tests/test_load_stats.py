@@ -74,7 +74,7 @@ def test_counter_reset_after_reload(fresh_server):
         labkit.check_add_sub(fresh_server)
     before = model_stats(fresh_server, "add_sub", settle=True)
     assert before.inference_count == 6  # the fixture loads add_sub but sends nothing
-    fresh_server.python_model("add_sub", labkit.teach.reference.add_sub_source())
+    fresh_server.python_model("add_sub", labkit.course.reference.add_sub_source())
     for _ in range(2):
         labkit.check_add_sub(fresh_server)
     after = model_stats(fresh_server, "add_sub", settle=True)
@@ -83,7 +83,7 @@ def test_counter_reset_after_reload(fresh_server):
 
 
 def test_collector_totals_survive_a_reload(fresh_server):
-    source = labkit.teach.reference.add_sub_source()
+    source = labkit.course.reference.add_sub_source()
     with StatsCollector(fresh_server, ["add_sub"], interval_s=0.05) as col:
         run_load(fresh_server, "add_sub", ONE, requests=40)
         fresh_server.python_model("add_sub", source)

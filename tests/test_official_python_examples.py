@@ -19,7 +19,7 @@ import pytest
 
 import labkit
 import labkit.server
-from labkit.teach.reference import add_sub_source
+from labkit.course.reference import add_sub_source
 
 # The bls example's README serves examples/pytorch as the model "pytorch", whose model.py needs
 # PyTorch (not installed here). This stand-in has the same inputs and outputs (it is served with

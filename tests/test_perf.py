@@ -12,7 +12,7 @@ import pytest
 
 import labkit
 import labkit.errors
-from labkit.teach import reference
+from labkit.course import reference
 
 QUICK = {"measurement_ms": 500, "stability_percent": 50}  # the machine is shared: loose, short windows
 

@@ -9,7 +9,7 @@ from waiting_support import eventually
 import labkit
 import labkit.errors
 from labkit.client.inference import infer_together
-from labkit.teach.reference import add_sub_source
+from labkit.course.reference import add_sub_source
 
 ADD_SUB_SOURCE = add_sub_source()
 

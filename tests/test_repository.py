@@ -13,7 +13,7 @@ import labkit.errors
 import labkit.repository
 import labkit.server
 
-ADD_SUB = labkit.teach.reference.add_sub_source()
+ADD_SUB = labkit.course.reference.add_sub_source()
 
 
 def test_bad_backend_name_refused(fresh_server):

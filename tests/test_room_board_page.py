@@ -13,7 +13,7 @@ import pytest
 from browser_support import ARTIFACTS, launch, require_chromium
 from room_board_support import board_hub, room_engine
 
-from labkit.exercises import REGISTRY
+from labkit.course.exercises import REGISTRY
 from labkit.room import progress as progress_store
 from labkit.room.verdicts import RoomVerdict
 

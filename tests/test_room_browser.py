@@ -15,8 +15,8 @@ import requests
 from browser_support import ARTIFACTS, launch, require_chromium
 from room_board_support import leftovers
 
+from labkit.course.exercises import REGISTRY
 from labkit.errors import WaitTimeoutError
-from labkit.exercises import REGISTRY
 from labkit.plumbing.polling import wait_until
 from labkit.plumbing.ports import free_ports
 from labkit.room import hub as hub_process

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import labkit
 import labkit.server
+from labkit.course import reference
 from labkit.native import reference_source
-from labkit.teach import reference
 
 ASAN = "/usr/lib/x86_64-linux-gnu/libasan.so.8"  # gcc 12's runtime, shipped with g++ on Debian 12
 BACKENDS = {"minimal": "minimal_batching", "recommended": "recommended_batching", "custom": "custom_passthrough"}

@@ -18,8 +18,8 @@ import labkit.errors
 import labkit.observe.sequence_timeline
 import labkit.server
 from labkit.client.sequence_ids import sequence_of, tag
+from labkit.course import reference
 from labkit.repository import ModelRepository, is_stateful
-from labkit.teach import reference
 
 MODELS = ("sequence_accumulate", "sequence_accumulate_cpp")
 CLIENTS = {"http": httpclient, "grpc": grpcclient}
@@ -267,7 +267,7 @@ def test_sequence_tags_round_trip():
 
 
 def test_the_stateful_lesson_holds(lab):
-    from labkit.lessons import stateful
+    from labkit.course.lessons import stateful
 
     outcome = stateful.run(lab)
     assert outcome.ok, outcome.record

@@ -159,7 +159,7 @@ def test_rss_counts_the_server_and_its_stubs(fresh_server):
     assert with_one_stub > 20 * 2**20  # tritonserver alone holds tens of MB
     cfg = fresh_server.repository.read_config("add_sub")
     cfg.name = "add_sub_twin"
-    fresh_server.python_model("add_sub_twin", labkit.teach.reference.add_sub_source(), cfg)  # one more stub process
+    fresh_server.python_model("add_sub_twin", labkit.course.reference.add_sub_source(), cfg)  # one more stub process
     assert fresh_server.runtime.rss_bytes() > with_one_stub
 
 

@@ -26,12 +26,12 @@ import nbformat
 import pytest
 from browser_support import ARTIFACTS, launch, require_chromium
 from ci_rules import skip_or_fail
+from labkit.course.exercises import REGISTRY, TAG_PREFIX
 
 import labkit
 from labkit import cli
+from labkit.course import lesson_pages, schedule, workshop
 from labkit.docker import cpu_image
-from labkit.exercises import REGISTRY, TAG_PREFIX
-from labkit.teach import course, lesson_pages, workshop
 
 pytestmark = pytest.mark.browser  # run alone, after the parallel part (Makefile)
 
@@ -44,7 +44,7 @@ SPHINX = ["-M", "html", "docs", "-W", "--keep-going", "-q"]
 
 
 def _lessons() -> list[Path]:
-    return sorted(NOTEBOOKS.glob(course.NOTEBOOK_PATTERN))
+    return sorted(NOTEBOOKS.glob(schedule.NOTEBOOK_PATTERN))
 
 
 @pytest.fixture(scope="session")
@@ -113,7 +113,7 @@ def test_every_lesson_is_a_page_with_its_opening_run_box_figures_and_hints(site)
     assert _lessons(), "no lesson notebooks found"
     for path in _lessons():
         nb = nbformat.read(path, as_version=4)
-        lesson = course.read_lesson(path)
+        lesson = schedule.read_lesson(path)
         page = _page(site / "notebooks" / f"{path.stem}.html")
         text = _words(page.text)
         assert ("a", f"notebooks/{path.stem}.html") in lessons.refs, path.stem

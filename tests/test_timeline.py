@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.teach import reference
+from labkit.course import reference
 
 ONE_BATCHED = {"INPUT0": np.ones((1, 4), np.float32), "INPUT1": np.ones((1, 4), np.float32)}
 

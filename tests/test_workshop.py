@@ -15,8 +15,8 @@ import labkit
 import labkit.errors
 import labkit.server
 from labkit import exercises
-from labkit.exercises import REGISTRY
-from labkit.teach import workshop
+from labkit.course import workshop
+from labkit.course.exercises import REGISTRY
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

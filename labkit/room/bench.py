@@ -176,7 +176,7 @@ def lab_memory(container_name: str) -> int:
 def save_notebooks(room: HubClient, users: tuple[str, ...], name: str, which: int = 0) -> dict[str, float]:
     """Save ``name`` in each lab with its exercise number ``which`` solved (as the participant would: the
     contents API; the board learns of it as of any save); when each was saved."""
-    from ..exercises import REGISTRY
+    from ..course.exercises import REGISTRY
     from .grader import exercises_of
 
     exercise = exercises_of(name)[which]

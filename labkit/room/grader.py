@@ -32,8 +32,8 @@ from typing import Any, Protocol
 import docker.errors
 import requests.exceptions
 
+from ..course.exercises import REGISTRY
 from ..errors import SubmissionError
-from ..exercises import REGISTRY
 from ..plumbing.polling import wait_until
 from . import slices
 from .grader_image import HOME_IN_IMAGE, build_grader_image, tar_of
@@ -318,7 +318,7 @@ def judge_cells(
     still as shipped is "not started" without running. ``kernel``: a kernel already started in ``work``."""
     import nbformat
 
-    from ..teach.workshop import exercise_of, run_notebook
+    from ..course.workshop import exercise_of, run_notebook
 
     template = (pristine or Path(HOME_IN_IMAGE) / "notebooks") / Path(name).name
     if not template.exists():

@@ -39,10 +39,10 @@ import docker.models.containers
 
 import docker
 
+from ..course.exercises.nb11 import ENVIRONMENT_PACKAGES
 from ..docker import cpu_image
 from ..docker.engine import connect
 from ..errors import EngineError, SetupError
-from ..exercises.nb11 import ENVIRONMENT_PACKAGES
 from ..plumbing.downloads import cache_dir, say
 from .hubconfig import HOME, START_COMMAND, WORK
 from .settings import PARTICIPANT_IMAGE

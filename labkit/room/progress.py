@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..course.exercises import REGISTRY
 from ..errors import BoardError, HubError, LabkitError
-from ..exercises import REGISTRY
 from . import record as room_record
 from .hubclient import HubClient
 from .submission import is_started

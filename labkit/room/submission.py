@@ -11,8 +11,8 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..course.exercises import REGISTRY, TAG_PREFIX
 from ..errors import SubmissionError
-from ..exercises import REGISTRY, TAG_PREFIX
 
 ENV = "LABKIT_SUBMISSION"
 MAX_ENCODED = 96 * 1024  # Linux caps one environment string at 128 KiB (MAX_ARG_STRLEN)

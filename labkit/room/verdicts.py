@@ -1,4 +1,4 @@
-"""A verdict as the room keeps it: an exercise's check (labkit.exercises.Verdict), whether its cell was
+"""A verdict as the room keeps it: an exercise's check (labkit.course.exercises.Verdict), whether its cell was
 started, and the digest of the cell judged. It crosses the grader's boundary as JSON (the result line, a
 Pod's termination message) and is read back here, whatever the other side wrote."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..exercises import REGISTRY, Verdict
+from ..course.exercises import REGISTRY, Verdict
 
 
 @dataclass(frozen=True)

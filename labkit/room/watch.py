@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+from ..course.exercises import REGISTRY
 from ..errors import LabkitError, SubmissionError
-from ..exercises import REGISTRY
 from . import progress as progress_store
 from .board_page import PageState
 from .grader import Runner, untouched_results

@@ -8,22 +8,22 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from labkit.course.exercises import REGISTRY
 
+from labkit.course import lesson_time, schedule, workshop
 from labkit.errors import CourseError
-from labkit.exercises import REGISTRY
-from labkit.teach import course, lesson_time, workshop
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 GUIDE = ROOT / "docs" / "workshop.md"
 
 
-def _lesson(number: str, minutes: int, core: bool = True) -> course.Lesson:
-    return course.Lesson(number, f"{number}_x", f"lesson {number}", minutes, core, ())
+def _lesson(number: str, minutes: int, core: bool = True) -> schedule.Lesson:
+    return schedule.Lesson(number, f"{number}_x", f"lesson {number}", minutes, core, ())
 
 
 def test_every_notebook_is_a_lesson_whose_opening_cell_says_what_its_metadata_says():
-    lessons = course.lessons(NOTEBOOKS)
+    lessons = schedule.lessons(NOTEBOOKS)
     assert [lesson.name for lesson in lessons] == sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     for lesson in lessons:
         opening = nbformat.read(NOTEBOOKS / f"{lesson.name}.ipynb", as_version=4).cells[0].source
@@ -37,16 +37,16 @@ def test_every_notebook_is_a_lesson_whose_opening_cell_says_what_its_metadata_sa
 
 
 def test_the_core_day_keeps_the_hours_and_every_lesson_takes_at_least_what_the_rule_gives():
-    lessons = course.lessons(NOTEBOOKS)
-    slots = course.day(lessons)
-    assert course.problems(slots) == []
+    lessons = schedule.lessons(NOTEBOOKS)
+    slots = schedule.day(lessons)
+    assert schedule.problems(slots) == []
     assert [s.pause for s in slots if s.lesson is None] == [
-        course.SETUP,
-        course.BREAK,
-        course.LUNCH,
-        course.BREAK,
-        course.OWN,
-    ] or [s.pause for s in slots if s.lesson is None].count(course.BREAK) == 2
+        schedule.SETUP,
+        schedule.BREAK,
+        schedule.LUNCH,
+        schedule.BREAK,
+        schedule.OWN,
+    ] or [s.pause for s in slots if s.lesson is None].count(schedule.BREAK) == 2
     for lesson in lessons:
         assert lesson.needed is not None and lesson.needed.untimed == 0, lesson.name
         assert lesson.minutes >= lesson.needed.minutes, (lesson.name, lesson.minutes, lesson.needed)
@@ -64,7 +64,7 @@ def test_the_guide_lists_every_lesson_with_its_time_path_and_exercises():
             "core" if lesson.core else "optional",
             ", ".join(f"`{e}`" for e in lesson.exercises) or "none",
         )
-        for lesson in course.lessons(NOTEBOOKS)
+        for lesson in schedule.lessons(NOTEBOOKS)
     }
     assert rows == expected
 
@@ -77,52 +77,58 @@ def test_the_guide_shows_the_plan_that_the_command_prints(capsys):
 
 def test_a_day_has_set_up_a_break_each_half_lunch_in_its_window_and_own_backends_last():
     lessons = [_lesson(f"{k:02d}", m) for k, m in enumerate((80, 70, 60, 50, 60), start=1)]
-    slots = course.day(lessons, start="09:00")
-    kinds = [(course.clock(s.start), s.pause or s.lesson.number, s.minutes) for s in slots]
+    slots = schedule.day(lessons, start="09:00")
+    kinds = [(schedule.clock(s.start), s.pause or s.lesson.number, s.minutes) for s in slots]
     assert kinds == [
-        ("09:00", course.SETUP, 30),
+        ("09:00", schedule.SETUP, 30),
         ("09:30", "01", 80),
-        ("10:50", course.BREAK, 15),
+        ("10:50", schedule.BREAK, 15),
         ("11:05", "02", 70),
-        ("12:15", course.LUNCH, 60),
+        ("12:15", schedule.LUNCH, 60),
         ("13:15", "03", 60),
-        ("14:15", course.BREAK, 15),
+        ("14:15", schedule.BREAK, 15),
         ("14:30", "04", 50),
         ("15:20", "05", 60),
-        ("16:20", course.OWN, 30),
+        ("16:20", schedule.OWN, 30),
     ]
-    assert course.problems(slots) == []
+    assert schedule.problems(slots) == []
     assert all(a.end == b.start for a, b in zip(slots, slots[1:]))
 
 
 def test_a_day_that_cannot_keep_the_hours_says_why():
     long_day = [_lesson(f"{k:02d}", 100) for k in range(1, 6)]
-    found = course.problems(course.day(long_day))
+    found = schedule.problems(schedule.day(long_day))
     assert any(p.startswith("ends at") for p in found)
     late_lunch = [_lesson("01", 230), _lesson("02", 30)]
-    assert any(p.startswith("lunch starts at 13:35") for p in course.problems(course.day(late_lunch)))
-    text = course.plan(late_lunch, course.day(late_lunch))
+    assert any(p.startswith("lunch starts at 13:35") for p in schedule.problems(schedule.day(late_lunch)))
+    text = schedule.plan(late_lunch, schedule.day(late_lunch))
     assert "It does not keep the day's hours: lunch starts at 13:35" in text
 
 
 def test_any_set_of_notebooks_makes_a_day_optional_ones_only_with_all():
     lessons = [_lesson("01", 90), _lesson("02", 80), _lesson("03", 60), _lesson("09", 60)]
     lessons += [_lesson("11", 40, core=False), _lesson("12", 45, core=False)]
-    core = course.day(lessons)
+    core = schedule.day(lessons)
     assert [s.lesson.number for s in core if s.lesson] == ["01", "02", "03", "09"]
-    assert course.problems(core) == []
-    every = course.day(lessons, optional=True)
+    assert schedule.problems(core) == []
+    every = schedule.day(lessons, optional=True)
     assert [s.lesson.number for s in every if s.lesson] == ["01", "02", "03", "09", "11", "12"]
-    assert course.day([_lesson("11", 40, core=False)]) == []
-    one = course.day([_lesson("01", 60)])
-    assert [s.pause or s.lesson.number for s in one] == [course.SETUP, course.BREAK, "01", course.LUNCH, course.OWN]
+    assert schedule.day([_lesson("11", 40, core=False)]) == []
+    one = schedule.day([_lesson("01", 60)])
+    assert [s.pause or s.lesson.number for s in one] == [
+        schedule.SETUP,
+        schedule.BREAK,
+        "01",
+        schedule.LUNCH,
+        schedule.OWN,
+    ]
 
 
 def test_optional_lessons_join_the_day_only_when_asked():
     lessons = [_lesson("01", 30), _lesson("02", 30, core=False), _lesson("03", 30)]
-    assert [s.lesson.number for s in course.day(lessons) if s.lesson] == ["01", "03"]
-    assert [s.lesson.number for s in course.day(lessons, optional=True) if s.lesson] == ["01", "02", "03"]
-    text = course.plan(lessons, course.day(lessons))
+    assert [s.lesson.number for s in schedule.day(lessons) if s.lesson] == ["01", "03"]
+    assert [s.lesson.number for s in schedule.day(lessons, optional=True) if s.lesson] == ["01", "02", "03"]
+    text = schedule.plan(lessons, schedule.day(lessons))
     assert "02 lesson 02 (30 min)" in text.splitlines()[-1]
 
 
@@ -143,7 +149,7 @@ def test_a_notebook_without_usable_metadata_is_refused_naming_the_field(tmp_path
     path = tmp_path / "01_lesson.ipynb"
     nbformat.write(nb, path)
     with pytest.raises(CourseError) as caught:
-        course.read_lesson(path)
+        schedule.read_lesson(path)
     assert (caught.value.notebook, caught.value.field) == (str(path), field)
 
 
@@ -153,7 +159,7 @@ def test_a_notebook_whose_opening_is_not_its_numbered_title_is_refused(tmp_path)
     path = tmp_path / "02_lesson.ipynb"
     nbformat.write(nb, path)
     with pytest.raises(CourseError) as caught:
-        course.read_lesson(path)
+        schedule.read_lesson(path)
     assert caught.value.field == "title"
 
 
@@ -177,7 +183,7 @@ def test_plan_explains_its_rule_for_every_lesson(capsys):
     assert workshop.main(["plan", "--dir", str(NOTEBOOKS), "--explain"]) == 0
     printed = capsys.readouterr().out
     assert lesson_time.RULE in printed
-    for lesson in course.lessons(NOTEBOOKS):
+    for lesson in schedule.lessons(NOTEBOOKS):
         assert any(line.startswith(f"  {lesson.number} ") for line in printed.splitlines()), lesson.name
     assert "LESS THAN THE RULE" not in printed
 

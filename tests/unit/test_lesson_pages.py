@@ -1,4 +1,4 @@
-"""A lesson's page as the site shows it (labkit.teach.lesson_pages), made from small notebooks: the run box
+"""A lesson's page as the site shows it (labkit.course.lesson_pages), made from small notebooks: the run box
 after the opening cell, an exercise cell as its starter (a saved solution and its outputs never reach the
 page), the exercise's hint after its check, widgets' static fallbacks; the saved notebook is left as it was."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import nbformat
 import pytest
 
+from labkit.course import lesson_pages
+from labkit.course.exercises import REGISTRY
 from labkit.errors import UnknownExerciseError
-from labkit.exercises import REGISTRY
-from labkit.teach import lesson_pages
 
 EXERCISE = "01-output2"
 PNG = "iVBORw0KGgo="  # a PNG's signature, base64: the page keeps the output, nothing decodes it here

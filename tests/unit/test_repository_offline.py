@@ -13,7 +13,7 @@ import labkit.errors
 import labkit.repository
 from labkit.repository import config as cfgmod
 
-ADD_SUB = labkit.teach.reference.add_sub_source()
+ADD_SUB = labkit.course.reference.add_sub_source()
 
 
 def test_config_round_trip(tmp_path):

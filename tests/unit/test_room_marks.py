@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from labkit.course.exercises import REGISTRY
 from labkit.errors import SubmissionError
-from labkit.exercises import REGISTRY
 from labkit.room import progress
 from labkit.room.board_page import PageState, render_page
 from labkit.room.grader import judgement_of

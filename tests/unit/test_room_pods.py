@@ -13,8 +13,8 @@ import kubernetes.client
 import kubernetes_validate
 import pytest
 
+from labkit.course.exercises import REGISTRY
 from labkit.errors import RoomSettingsError, SetupError
-from labkit.exercises import REGISTRY
 from labkit.room import pods, sandbox
 from labkit.room.grader import Limits, exercises_of, fit
 from labkit.room.submission import ENV, Submission

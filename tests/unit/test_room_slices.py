@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit.exercises import REGISTRY
+from labkit.course.exercises import REGISTRY
 from labkit.room import progress, scanner, slices
 from labkit.room.verdicts import RoomVerdict
 

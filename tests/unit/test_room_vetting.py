@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from labkit.exercises import REGISTRY
+from labkit.course.exercises import REGISTRY
 from labkit.room.vetting import refusal
 
 
@@ -43,7 +43,7 @@ def test_right_answers_written_otherwise_run(exercise, source):
 @pytest.mark.parametrize(
     "exercise, source",
     [
-        ("01-output2", "import labkit.exercises as e\ne.check = lambda *a, **k: None"),  # the magic line removed
+        ("01-output2", "import labkit.course.exercises as e\ne.check = lambda *a, **k: None"),  # the magic line removed
         ("01-output2", "%%triton_python another_model\nclass TritonPythonModel: pass"),
         ("01-output2", "%%bash\necho passed"),
         ("03-delay", "delay_us = 2000\nimport labkit"),

@@ -1,0 +1,335 @@
+"""`labkit workshop`: run the notebooks' exercises and say, per exercise, passed or not yet.
+
+    labkit workshop check [NOTEBOOK ...] [--all] [--solutions]
+    labkit workshop reset NOTEBOOK ...
+    labkit workshop plan [--start HH:MM] [--all] [--explain]
+
+``check`` executes each notebook (a copy; the file is not changed) with a real kernel and collects the
+verdict of every check cell; ``--solutions`` first fills each exercise cell with its reference solution.
+``reset`` puts a participant's notebook back to its starters, keeping a timestamped backup in
+``.labkit-backups/`` beside it (out of the notebooks' pattern, so ``check --all`` does not run it).
+A cell that raises does not stop ``check``: the notebook runs on, and an exercise cell's error becomes
+that exercise's verdict. ``plan`` prints the day's schedule from the notebooks' metadata (labkit.course.schedule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+from ..errors import LabkitError, UnknownExerciseError
+from . import schedule
+from .exercises import REGISTRY, TAG_PREFIX, Exercise, Verdict
+from .exercises.core import OUTPUT_METADATA
+
+CELL_TIMEOUT_S = 600
+BACKUP_FOLDER = ".labkit-backups"
+_PATTERN = "[0-9][0-9]_*.ipynb"
+
+
+def exercise_of(cell: nbformat.NotebookNode) -> str | None:
+    """The exercise id a cell is tagged with (``exercise:<id>``), or None."""
+    for tag in cell.get("metadata", {}).get("tags", []):
+        if tag.startswith(TAG_PREFIX):
+            return tag[len(TAG_PREFIX) :]
+    return None
+
+
+def _registered(exercise_id: str, notebook: Path) -> Exercise:
+    """The exercise a cell's tag names; UnknownExerciseError (nothing changed) when labkit has none by that id."""
+    if exercise_id not in REGISTRY:
+        raise UnknownExerciseError(exercise=exercise_id, notebook=str(notebook), known=sorted(REGISTRY))
+    return REGISTRY[exercise_id]
+
+
+def default_folder(cwd: Path | None = None) -> Path:
+    """Where the notebooks are: ``notebooks/`` under the working directory, or the working directory
+    itself when it holds them (``make lab`` opens JupyterLab in ``notebooks/``)."""
+    cwd = cwd or Path.cwd()
+    if (cwd / "notebooks").is_dir() or not any(cwd.glob(_PATTERN)):
+        return cwd / "notebooks"
+    return cwd
+
+
+def find_notebooks(names: list[str], folder: Path) -> list[Path]:
+    """Notebooks by path, file name or number prefix ("01"); all of ``folder``'s when ``names`` is empty."""
+    every = sorted(folder.glob(_PATTERN))
+    if not names:
+        return every
+    found = []
+    for name in names:
+        path = Path(name)
+        if path.suffix == ".ipynb" and path.exists():
+            found.append(path)
+            continue
+        matches = [p for p in every if p.stem == name or p.stem.startswith(f"{name}_") or p.name == name]
+        if len(matches) != 1:
+            raise LabkitError(
+                f"No single notebook matches {name!r} in {folder}; give a path or one of: "
+                f"{', '.join(p.stem for p in every)}."
+            )
+        found.append(matches[0])
+    return found
+
+
+@dataclass(frozen=True)
+class CellFailure:
+    """A cell that raised while ``check`` ran on: ``cell`` counts every cell from 1 (markdown too), as
+    JupyterLab's list shows them; ``exercise`` is the id of an exercise cell, else ""."""
+
+    cell: int
+    ename: str
+    evalue: str
+    exercise: str = ""
+
+    def line(self) -> str:
+        return f"{self.ename}: {self.evalue}, cell {self.cell}"
+
+
+@dataclass
+class NotebookRun:
+    notebook: Path
+    verdicts: list[Verdict]
+    stopped: str = ""  # why execution stopped early, if it did
+    failures: list[CellFailure] = field(default_factory=list)  # cells that raised (the run went on)
+    skipped: str = ""  # why the notebook was not run (this machine lacks what it needs), if so
+
+    @property
+    def passed(self) -> bool:
+        return not (self.stopped or self.skipped or self.failures) and all(v.passed for v in self.verdicts)
+
+
+def _fill_solutions(nb: nbformat.NotebookNode, path: Path) -> None:
+    for cell in nb.cells:
+        exercise_id = exercise_of(cell)
+        if exercise_id is not None:
+            cell.source = _registered(exercise_id, path).solution()
+
+
+def _failures(nb: nbformat.NotebookNode) -> list[CellFailure]:
+    """The cells whose execution ended in an error, from the outputs nbclient recorded (not those
+    tagged ``raises-exception``: a lesson may show an error on purpose)."""
+    found = []
+    for number, cell in enumerate(nb.cells, 1):
+        if cell.cell_type != "code" or "raises-exception" in cell.get("metadata", {}).get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                evalue = str(output.get("evalue", "")).strip()
+                found.append(
+                    CellFailure(
+                        number,
+                        str(output.get("ename", "Error")),
+                        evalue.splitlines()[0] if evalue else "",
+                        exercise_of(cell) or "",
+                    )
+                )
+    return found
+
+
+def _output_verdicts(nb: nbformat.NotebookNode) -> list[Verdict]:
+    """The verdicts the check cells (never an exercise cell) displayed, from their outputs' metadata."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or exercise_of(cell) is not None:
+            continue
+        for output in cell.get("outputs", []):
+            verdict = output.get("metadata", {}).get(OUTPUT_METADATA)
+            if isinstance(verdict, dict):
+                found.append(Verdict(**verdict))
+    return found
+
+
+def _with_cell_errors(verdicts: list[Verdict], failures: list[CellFailure]) -> list[Verdict]:
+    """An exercise whose own cell raised gets that error as its verdict (the check after it only sees
+    the consequence, e.g. a model that is not loaded)."""
+    raised = {f.exercise: f for f in failures if f.exercise}
+    out = [v for v in verdicts if v.exercise not in raised]
+    for exercise_id, failure in raised.items():
+        hint = REGISTRY[exercise_id].hint if exercise_id in REGISTRY else ""
+        out.append(Verdict(exercise_id, False, f"the exercise cell raised an error ({failure.line()}).", hint))
+    return out
+
+
+def _missing_for(path: Path) -> str:
+    """What this machine lacks for the notebook, or "": the Docker lesson needs an engine and the image."""
+    if not path.stem.startswith("05_docker"):
+        return ""
+    from ..docker.cpu_image import lesson_status
+
+    ok, why = lesson_status()
+    return "" if ok else why
+
+
+def run_notebook(
+    path: Path, solutions: bool = False, from_outputs: bool = False, kernel: KernelManager | None = None
+) -> NotebookRun:
+    """Execute a copy of the notebook and collect its checks' verdicts (in the order they ran).
+    ``from_outputs``: read them from the check cells' outputs, which only the kernel writes (the room's
+    grader), instead of the report file, which a model's own process could write too. ``kernel``: one
+    started before the notebook was known (a warm grader's, started in the notebook's folder); the caller
+    shuts it down (the grader answers first). A kernel started here is shut down here."""
+    nb = nbformat.read(path, as_version=4)
+    expected = [e for e in (exercise_of(c) for c in nb.cells) if e is not None]
+    if solutions:
+        _fill_solutions(nb, path)
+    missing = _missing_for(path)
+    if missing:  # as nbval does: skip the notebook, and say what to do for its exercises
+        return NotebookRun(path, [Verdict(e, False, f"not checked: {missing}.") for e in expected], skipped=missing)
+    with tempfile.TemporaryDirectory(prefix="labkit-workshop-") as tmp:
+        report = Path(tmp) / "verdicts.jsonl"
+        if not from_outputs:  # the kernel, and every process it starts, inherits it
+            os.environ["LABKIT_WORKSHOP_REPORT"] = str(report)
+        stopped = ""
+        # ipc: the kernel talks over local sockets, not TCP ports (and says nothing about encryption)
+        own = kernel is None
+        kernel = kernel or KernelManager(
+            kernel_name="python3", transport="ipc", connection_file=str(Path(tmp) / "kernel.json")
+        )
+        try:
+            # allow_errors: one broken cell must not hide the verdicts of the exercises after it
+            NotebookClient(
+                nb,
+                km=kernel,
+                timeout=CELL_TIMEOUT_S,
+                allow_errors=True,
+                resources={"metadata": {"path": str(path.parent.resolve())}},
+            ).execute()
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+            stopped = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        finally:
+            os.environ.pop("LABKIT_WORKSHOP_REPORT", None)
+            if own and kernel.has_kernel:  # a kernel manager given to nbclient is ours to shut down
+                kernel.shutdown_kernel(now=False)
+        lines = report.read_text().splitlines() if report.exists() else []
+    failures = _failures(nb)
+    found = _output_verdicts(nb) if from_outputs else [Verdict(**json.loads(line)) for line in lines]
+    verdicts = _with_cell_errors(found, failures)
+    seen = {v.exercise for v in verdicts}
+    for missing in (e for e in expected if e not in seen):
+        verdicts.append(
+            Verdict(
+                missing,
+                False,
+                f"not checked: the notebook stopped before its check ({stopped or 'no check cell ran'}).",
+                "run the notebook top to bottom in JupyterLab to see the failing cell.",
+            )
+        )
+    return NotebookRun(path, verdicts, stopped, failures)
+
+
+def check(names: list[str], folder: Path, solutions: bool = False) -> int:
+    """Run the notebooks, print one line per exercise; 0 only when every exercise passed."""
+    ok = True
+    for path in find_notebooks(names, folder):
+        print(f"{path.stem}{' (with the reference solutions)' if solutions else ''}:", flush=True)
+        t0 = time.monotonic()
+        run = run_notebook(path, solutions)
+        for verdict in run.verdicts:
+            print(f"  {verdict.line()}", flush=True)
+        for failure in (f for f in run.failures if not f.exercise):
+            print(f"  a cell raised an error ({failure.line()}); the notebook ran on", flush=True)
+        if run.stopped:
+            print(f"  the notebook stopped early: {run.stopped}", flush=True)
+        if run.skipped:
+            print(f"  skipped: {run.skipped}", flush=True)
+        if not run.verdicts:
+            print("  (no exercises)", flush=True)
+        print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
+        ok = ok and run.passed
+    return 0 if ok else 1
+
+
+def reset(names: list[str], folder: Path) -> int:
+    """Put exercise cells back to their starters (outputs cleared), after a timestamped backup."""
+    if not names:
+        raise LabkitError("Name the notebook(s) to reset, e.g. `labkit workshop reset 01`; nothing was changed.")
+    for path in find_notebooks(names, folder):
+        nb = nbformat.read(path, as_version=4)
+        tagged = [(c, exercise_id) for c in nb.cells if (exercise_id := exercise_of(c)) is not None]
+        cells = [c for c, _ in tagged]
+        starters = [_registered(exercise_id, path).starter() for _, exercise_id in tagged]  # all known before a write
+        backup = path.parent / BACKUP_FOLDER / f"{path.stem}.{time.strftime('%Y%m%d-%H%M%S')}.bak.ipynb"
+        backup.parent.mkdir(exist_ok=True)
+        shutil.copy2(path, backup)
+        for cell, starter in zip(cells, starters):
+            cell.source = starter
+            cell.outputs = []
+            cell.execution_count = None
+        nbformat.write(nb, path)
+        print(
+            f"{path}: {len(cells)} exercise cell(s) back to their starters; your version is in "
+            f"{backup.relative_to(path.parent)}"
+        )
+    return 0
+
+
+def parser(folder: Path | None = None) -> argparse.ArgumentParser:
+    """`labkit workshop`'s command line (the site's CLI reference is generated from it)."""
+    root = argparse.ArgumentParser(prog="labkit workshop", description=__doc__.split("\n\n")[0])
+    sub = root.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("check", help="run notebooks and say, per exercise, passed or not yet (with a hint)")
+    c.add_argument(
+        "notebooks", nargs="*", help="paths, names or number prefixes (01); default with --all: every notebook"
+    )
+    c.add_argument("--all", action="store_true", help="every notebook in the folder")
+    c.add_argument("--solutions", action="store_true", help="fill each exercise with its reference solution first")
+    r = sub.add_parser("reset", help="restore notebooks' exercise cells to their starters (keeps a backup)")
+    r.add_argument("notebooks", nargs="+")
+    pl = sub.add_parser("plan", help="the day's schedule: the core lessons with their times, breaks and lunch")
+    pl.add_argument(
+        "--start", default="09:00", type=_time_of_day, help="when the day starts (HH:MM, default %(default)s)"
+    )
+    pl.add_argument("--all", action="store_true", help="the optional lessons too, in the notebooks' order")
+    pl.add_argument("--explain", action="store_true", help="also the rule that gives each lesson's least minutes")
+    for p in (c, r, pl):
+        p.add_argument(
+            "--dir",
+            type=Path,
+            default=folder or default_folder(),
+            help="the notebooks folder (default: ./notebooks, or . when it holds the notebooks)",
+        )
+    return root
+
+
+def main(args: list[str] | None = None, folder: Path | None = None) -> int:
+    command_line = parser(folder)
+    parsed = command_line.parse_args(args)
+    if parsed.command == "check":
+        if not parsed.notebooks and not parsed.all:
+            command_line.error("name notebooks or pass --all")
+        return check(parsed.notebooks, parsed.dir, parsed.solutions)
+    if parsed.command == "plan":
+        lessons = schedule.lessons(parsed.dir)
+        if not lessons:
+            raise LabkitError(f"No lesson notebooks (NN_name.ipynb) in {parsed.dir}; give --dir, the notebooks folder.")
+        print(schedule.plan(lessons, schedule.day(lessons, start=parsed.start, optional=parsed.all)))
+        if parsed.explain:
+            print()
+            print(schedule.explain(lessons))
+        return 0
+    return reset(parsed.notebooks, parsed.dir)
+
+
+def _time_of_day(text: str) -> str:
+    try:
+        schedule.minute_of_day(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())
