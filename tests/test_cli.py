@@ -97,7 +97,7 @@ def test_bench_reports_numbers(tmp_path):
     assert results.pop("server") == "embedded"
     assert set(results) == {"cold_start_s", "python_reload_s"}
     assert all(isinstance(v, float) and v > 0 for v in results.values())
-    assert "python_reload_s" in proc.stdout and "target < 0.5" in proc.stdout  # labkit.benchmark.TARGETS
+    assert "python_reload_s" in proc.stdout and "target < 0.5" in proc.stdout  # labkit.cli.benchmark.TARGETS
 
 
 def test_doctor_says_the_lab_can_run_and_names_what_is_missing():

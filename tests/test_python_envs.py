@@ -17,8 +17,8 @@ import tritonclient.http as http
 from tritonclient.utils import InferenceServerException
 
 import labkit
-from labkit import _triton_dist
 from labkit.errors import ExecutionEnvError, MissingModuleError, ModelLoadError, PythonEnvError
+from labkit.plumbing import triton_dist
 from labkit.python_envs.env_contents import read_env
 
 DOUBLE = """
@@ -187,7 +187,7 @@ def test_a_backend_folders_own_stub_serves_another_python(lab, tmp_path):
     # The Python-based backends rule: a backend folder's own stub, utilities and libtriton_python.so win.
     lab.python_backend("own310", source, reload=False)
     folder = lab.workspace.backend_dir / "own310"
-    dist = _triton_dist.locate()
+    dist = triton_dist.locate()
     shutil.copy(dist.stub_for((3, 10)), folder)
     for name in ("libtriton_python.so", "triton_python_backend_utils.py"):
         shutil.copy(dist.python_backend_dir / name, folder)

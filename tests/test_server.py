@@ -136,10 +136,10 @@ def test_no_orphan_after_owner_ends(how):
 
 def test_wheel_fallback_unpacks_a_runnable_server(tmp_path, monkeypatch):
     # Without the wheel installed, labkit downloads it (no deps) and unpacks it into its cache.
-    from labkit import _triton_dist
+    from labkit.plumbing import triton_dist
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    dist = _triton_dist.TritonDist(_triton_dist._download_and_unpack(tmp_path / "labkit" / "unpacked"))
+    dist = triton_dist.TritonDist(triton_dist._download_and_unpack(tmp_path / "labkit" / "unpacked"))
     assert os.access(dist.binary, os.X_OK)
     assert os.access(dist.stub_for((3, 11)), os.X_OK)
     with pytest.raises(labkit.errors.SetupError) as info:

@@ -26,11 +26,11 @@ import nbformat
 import pytest
 from browser_support import ARTIFACTS, launch, require_chromium
 from ci_rules import skip_or_fail
-from labkit.course.exercises import REGISTRY, TAG_PREFIX
 
 import labkit
 from labkit import cli
 from labkit.course import lesson_pages, schedule, workshop
+from labkit.course.exercises import REGISTRY, TAG_PREFIX
 from labkit.docker import cpu_image
 
 pytestmark = pytest.mark.browser  # run alone, after the parallel part (Makefile)

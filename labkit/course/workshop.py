@@ -276,16 +276,14 @@ def reset(names: list[str], folder: Path) -> int:
     return 0
 
 
-def parser(folder: Path | None = None) -> argparse.ArgumentParser:
-    """`labkit workshop`'s command line (the site's CLI reference is generated from it)."""
-    root = argparse.ArgumentParser(prog="labkit workshop", description=__doc__.split("\n\n")[0])
-    sub = root.add_subparsers(dest="command", required=True)
+def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], folder: Path | None) -> None:
     c = sub.add_parser("check", help="run notebooks and say, per exercise, passed or not yet (with a hint)")
     c.add_argument(
         "notebooks", nargs="*", help="paths, names or number prefixes (01); default with --all: every notebook"
     )
     c.add_argument("--all", action="store_true", help="every notebook in the folder")
     c.add_argument("--solutions", action="store_true", help="fill each exercise with its reference solution first")
+    c.set_defaults(usage_error=c.error)
     r = sub.add_parser("reset", help="restore notebooks' exercise cells to their starters (keeps a backup)")
     r.add_argument("notebooks", nargs="+")
     pl = sub.add_parser("plan", help="the day's schedule: the core lessons with their times, breaks and lunch")
@@ -301,17 +299,34 @@ def parser(folder: Path | None = None) -> argparse.ArgumentParser:
             default=folder or default_folder(),
             help="the notebooks folder (default: ./notebooks, or . when it holds the notebooks)",
         )
+
+
+def parser(folder: Path | None = None) -> argparse.ArgumentParser:
+    """`labkit workshop`'s command line (the site's CLI reference is generated from it)."""
+    root = argparse.ArgumentParser(prog="labkit workshop", description=__doc__.split("\n\n")[0])
+    _add_commands(root.add_subparsers(dest="workshop_command", required=True), folder)
     return root
 
 
-def main(args: list[str] | None = None, folder: Path | None = None) -> int:
-    command_line = parser(folder)
-    parsed = command_line.parse_args(args)
-    if parsed.command == "check":
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `labkit workshop` and its subcommands to labkit's parser."""
+    work = sub.add_parser(
+        "workshop",
+        help="the notebooks' exercises: `labkit workshop check [NOTEBOOK...|--all] "
+        "[--solutions]`, `labkit workshop reset NOTEBOOK` or `labkit workshop plan`",
+        description=__doc__.split("\n\n")[0],
+    )
+    _add_commands(work.add_subparsers(dest="workshop_command", required=True), None)
+    work.set_defaults(func=run)
+
+
+def run(parsed: argparse.Namespace) -> int:
+    """Carry out a parsed `labkit workshop` command line."""
+    if parsed.workshop_command == "check":
         if not parsed.notebooks and not parsed.all:
-            command_line.error("name notebooks or pass --all")
+            parsed.usage_error("name notebooks or pass --all")
         return check(parsed.notebooks, parsed.dir, parsed.solutions)
-    if parsed.command == "plan":
+    if parsed.workshop_command == "plan":
         lessons = schedule.lessons(parsed.dir)
         if not lessons:
             raise LabkitError(f"No lesson notebooks (NN_name.ipynb) in {parsed.dir}; give --dir, the notebooks folder.")
@@ -321,6 +336,10 @@ def main(args: list[str] | None = None, folder: Path | None = None) -> int:
             print(schedule.explain(lessons))
         return 0
     return reset(parsed.notebooks, parsed.dir)
+
+
+def main(args: list[str] | None = None, folder: Path | None = None) -> int:
+    return run(parser(folder).parse_args(args))
 
 
 def _time_of_day(text: str) -> str:

@@ -394,26 +394,44 @@ def _build(
     return built
 
 
-def parser() -> argparse.ArgumentParser:
-    """`labkit image`'s command line (the site's CLI reference is generated from it)."""
-    root = argparse.ArgumentParser(prog="labkit image", description="The offline CPU Triton 23.12 image.")
-    sub = root.add_subparsers(dest="command")
+def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     b = sub.add_parser("build", help=f"build {IMAGE} (reused when nothing changed)")
     b.add_argument("--force", action="store_true", help="rebuild even if the recipe is unchanged")
     b.add_argument("--tag", default=IMAGE)
     sub.add_parser("status", help="say whether the image exists and is current")
+
+
+def parser() -> argparse.ArgumentParser:
+    """`labkit image`'s command line (the site's CLI reference is generated from it)."""
+    root = argparse.ArgumentParser(prog="labkit image", description="The offline CPU Triton 23.12 image.")
+    _add_commands(root.add_subparsers(dest="image_command"))
     return root
 
 
-def main(argv: list[str] | None = None) -> int:  # labkit image [build [--force]] | status
-    args = parser().parse_args(argv)
-    if args.command == "status":
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `labkit image` and its subcommands to labkit's parser."""
+    image = sub.add_parser(
+        "image",
+        help="the offline CPU Triton image: `labkit image build [--force]` or `status`",
+        description="The offline CPU Triton 23.12 image.",
+    )
+    _add_commands(image.add_subparsers(dest="image_command"))
+    image.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:  # labkit image [build [--force]] | status
+    """Carry out a parsed `labkit image` command line."""
+    if args.image_command == "status":
         label = image_recipe()
         state = "missing" if label is None else ("current" if label == recipe_hash() else "outdated")
         print(f"{IMAGE}: {state}")
         return 0 if state == "current" else 1
     print(build_image(force=getattr(args, "force", False), tag=getattr(args, "tag", IMAGE)))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(parser().parse_args(argv))
 
 
 if __name__ == "__main__":

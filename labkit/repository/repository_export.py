@@ -127,7 +127,7 @@ def _readme(exported: ExportedRepository) -> str:
     return "\n".join(lines) + "\n"
 
 
-def add_command(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``labkit export-repository REPOSITORY DIR``: its arguments, and what it prints."""
     command = commands.add_parser(
         "export-repository",

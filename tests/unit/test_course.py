@@ -8,9 +8,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from labkit.course.exercises import REGISTRY
 
 from labkit.course import lesson_time, schedule, workshop
+from labkit.course.exercises import REGISTRY
 from labkit.errors import CourseError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import labkit
 import labkit.errors
 import labkit.repository
 import labkit.server
-from labkit import _triton_dist
 from labkit.gpu import detect
+from labkit.plumbing import triton_dist
 from labkit.repository.config import to_text
 from labkit.server.server_config import ServerConfig, TritonPlace, argv
 
@@ -75,13 +75,13 @@ def test_gpus_refused_unless_device_numbers_of_a_gpu_group(kind, gpus):
 
 @pytest.mark.parametrize("version", [(3, 8), (3, 9), (3, 10), (3, 11)])
 def test_pythons_with_a_stub_pass(version):
-    _triton_dist.check_python(version)
+    triton_dist.check_python(version)
 
 
 @pytest.mark.parametrize("version", [(3, 12), (3, 13), (3, 7)])
 def test_pythons_without_a_stub_fail_early_naming_the_version(version):
     with pytest.raises(labkit.errors.SetupError) as info:
-        _triton_dist.check_python(version, "/usr/bin/python3")
+        triton_dist.check_python(version, "/usr/bin/python3")
     assert info.value.missing == f"Python backend stub for Python {version[0]}.{version[1]}"
     assert info.value.reason == "not in the wheel"
 
@@ -181,7 +181,7 @@ def test_gpu_lesson_sources_are_valid_python_and_cuda_cpp_text():
 
 
 def test_doctor_has_an_optional_gpu_line_both_ways(monkeypatch):
-    from labkit import doctor
+    from labkit.cli import doctor
 
     monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
     none = doctor._gpu()

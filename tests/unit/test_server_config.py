@@ -15,7 +15,7 @@ import pytest
 import labkit
 import labkit.errors
 import labkit.server
-from labkit import cli
+from labkit.cli import serve
 from labkit.errors import WaitTimeoutError
 from labkit.plumbing.endpoints import Endpoints
 from labkit.plumbing.polling import wait_until
@@ -149,7 +149,7 @@ def test_serve_asks_for_tritons_ports_unless_any_ports():
         )
         for key, value in zip(argv[::2], argv[1::2]):
             setattr(args, key, value)
-        return cli._serve_options(args, [])
+        return serve.serve_options(args, [])
 
     assert options() == {
         "http_port": 8000,
@@ -162,7 +162,7 @@ def test_serve_asks_for_tritons_ports_unless_any_ports():
     chosen = options("any_ports", True, "grpc_port", 9001, "backend_directory", "/b")
     assert (chosen["http_port"], chosen["grpc_port"], chosen["backend_directory"]) == (0, 9001, "/b")
     assert (
-        cli._serve_options(
+        serve.serve_options(
             argparse.Namespace(http_port=1, grpc_port=2, metrics_port=3, any_ports=False, backend_directory=None), ["m"]
         )["auto_complete"]
         is True

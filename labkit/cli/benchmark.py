@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import signal
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .client.inference import infer
-from .course import reference
-from .course.checks import check_add_sub
-from .errors import LoadTimeoutError, RequestTimeoutError, ServerNotRunningError, UnstableMeasurementError
-from .native import deploy, reference_source
-from .observe.dashboard import Dashboard
-from .observe.perf_analyzer import perf
-from .repository import model_config
-from .server import EmbeddedServer
-from .server.base import TritonServer
-from .server.launchers.embedded import EmbeddedRuntime
-from .traffic.generator import run_load
+from ..client.inference import infer
+from ..course import reference
+from ..course.checks import check_add_sub
+from ..errors import LoadTimeoutError, RequestTimeoutError, ServerNotRunningError, UnstableMeasurementError
+from ..native import deploy, reference_source
+from ..observe.dashboard import Dashboard
+from ..observe.perf_analyzer import perf
+from ..repository import model_config
+from ..server import EmbeddedServer
+from ..server.base import TritonServer
+from ..server.launchers.embedded import EmbeddedRuntime
+from ..traffic.generator import run_load
+from .options import server_for, with_server
 
 _RELOAD_ROUNDS = 5
 _COLD_ROUNDS = 3
@@ -376,3 +380,20 @@ def run(only: list[str] | None = None, factory: Factory = EmbeddedServer) -> dic
             results[name] = round(value, 4)
             print(f"{name:37s} {value:10.3f}{_verdict(name, value)}", flush=True)
     return results
+
+
+def _bench(args: argparse.Namespace) -> int:
+    results = run(args.only, lambda: server_for(args))
+    results = {"server": args.server, **results}
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `labkit bench` to labkit's parser."""
+    bench = with_server(sub.add_parser("bench", help="measure start, reload, build and load-generation figures"))
+    bench.add_argument("--json", metavar="PATH")
+    bench.add_argument("--only", action="append", help="run only this benchmark (repeatable)")
+    bench.set_defaults(func=_bench)

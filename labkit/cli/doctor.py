@@ -13,17 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .docker.cpu_image import IMAGE, image_recipe, recipe_hash
-from .docker.engine import engine_status
-from .errors import LabkitError, SetupError
-from .gpu import cuda_kit, detect as gpu_detect
-from .native.build import json_include
-from .native.toolchain import LocalToolchain
-from .observe import perf_dist
-from .plumbing import triton_dist
-from .plumbing.ports import free_ports
-from .server.launchers.embedded import LIBPYTHON, libpython_dir
-from .stuck.debuggers import available as debug_tools_here
+from ..docker.cpu_image import IMAGE, image_recipe, recipe_hash
+from ..docker.engine import engine_status
+from ..errors import LabkitError, SetupError
+from ..gpu import cuda_kit, detect as gpu_detect
+from ..native.build import json_include
+from ..native.toolchain import LocalToolchain
+from ..observe import perf_dist
+from ..plumbing import triton_dist
+from ..plumbing.ports import free_ports
+from ..server.launchers.embedded import LIBPYTHON, libpython_dir
+from ..stuck.debuggers import available as debug_tools_here
 
 _MIN_SHM_MB = 64  # Triton's Python backend moves tensors through /dev/shm; Docker's default is 64 MB
 

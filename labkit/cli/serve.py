@@ -1,0 +1,145 @@
+"""`labkit serve`: a model repository served until Ctrl-C, a drop-in for ``tritonserver --model-repository``."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from .. import breakpoints
+from ..course import reference
+from ..errors import LabkitError
+from ..native import deploy
+from ..repository import ModelRepository
+from ..server import ServerConfig
+from ..server.logs import LogFollower
+from .options import builds_reference, port_number, server_for, with_server
+
+TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}  # tritonserver's own defaults
+AUTO_COMPLETE_WARNING = (
+    "auto-complete on: {models} {have} no config.pbtxt, so Triton asks the backend for one.\n"
+    "Write a config.pbtxt for each model to keep auto-complete off: each model then serves the config you see."
+)
+
+
+def serve_options(args: argparse.Namespace, unconfigured: list[str]) -> dict[str, Any]:
+    """The ServerConfig options of `labkit serve`: Triton's ports unless --any-ports, auto-complete
+    when a model has no config, the person's backend folder."""
+    ports = {f"{name}_port": getattr(args, f"{name}_port") for name in TRITON_PORTS}
+    ports = {
+        key: (0 if args.any_ports else TRITON_PORTS[key[:-5]]) if port is None else port for key, port in ports.items()
+    }
+    try:
+        ServerConfig(**ports)  # ports that clash: a usage error, said before anything starts
+    except ValueError as exc:
+        raise LabkitError(f"{exc}; give three different ports.") from None
+    return {**ports, "auto_complete": bool(unconfigured), "backend_directory": args.backend_directory}
+
+
+def _serve(args: argparse.Namespace) -> int:
+    repo = Path(args.repository)
+    if not repo.is_dir():
+        raise LabkitError(f"No model repository at {repo}; give a folder holding <model>/config.pbtxt.")
+    unconfigured = [m for m in ModelRepository(repo).unconfigured() if not args.model or m in args.model]
+    options = serve_options(args, unconfigured)
+    if unconfigured:
+        print(
+            AUTO_COMPLETE_WARNING.format(
+                models=", ".join(unconfigured), have="has" if len(unconfigured) == 1 else "have"
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
+    build_reference = builds_reference(args, repo)
+    own = reference.is_reference_repository(repo)  # labkit's own models: served from a copy in the server's workspace
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    server = server_for(args, None if own else repo, **options)
+    follower = LogFollower(server.logs, lambda line: print(line, file=sys.stderr, flush=True)).start()
+    try:
+        server.start()
+        if own:  # never built into: the reference repository stays as shipped (as committed in a checkout)
+            reference.copy_into(server, args.model)
+        names = args.model or sorted({*server.repository.models(), *unconfigured})
+        failed = {}
+        for name in names:
+            try:
+                if build_reference:
+                    deploy.load_models(server.models, [name])  # builds C++ reference backends first
+                else:
+                    server.load(name)
+            except LabkitError as exc:
+                failed[name] = str(exc)
+        for name, url in server.endpoints.urls().items():
+            print(f"{name:8s} {url}")
+        print(f"serving  {', '.join(server.loaded_models()) or 'no models'}")
+        if own:
+            print(f"repository {server.repository.root} (a copy of {repo}, removed when the server stops)")
+        for name, reason in failed.items():
+            print(f"NOT LOADED {name}: {reason}", file=sys.stderr)
+        print(
+            f"log      {server.logs.path}\nPress Ctrl-C to stop. A breakpoint() in a model.py opens pdb here.",
+            flush=True,
+        )
+        breakpoints.attach_any(server)  # any client's request may stop at a breakpoint: we attach
+        while not stop.wait(0.2):
+            if not server.alive:
+                print("Triton exited:\n" + server.logs.tail(20), file=sys.stderr)
+                return 1
+            for hit in breakpoints.stops(server):
+                with follower.paused():  # pdb talks in this terminal
+                    breakpoints.attach(hit)
+    finally:
+        follower.stop()
+        server.stop(keep_log=True)
+        if server.logs.path.exists():
+            print(f"log kept {server.logs.path}", flush=True)
+    print("stopped.")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `labkit serve` to labkit's parser."""
+    serve = with_server(
+        sub.add_parser(
+            "serve",
+            help="serve a model repository until Ctrl-C (a drop-in for tritonserver --model-repository)",
+            description="Serve a model repository until Ctrl-C or SIGTERM, on Triton's ports 8000/8001/8002 "
+            "(127.0.0.1). Triton's log (the models' print() and pb_utils.Logger lines) shows here as it "
+            "comes; the log file is kept and its path printed at exit. A model folder without "
+            "config.pbtxt turns Triton's auto-complete on (with a warning). The repository is served "
+            "as it is: nothing is built or written into it (unless --build-reference-backends).",
+        )
+    )
+    serve.add_argument("repository", nargs="?", default="model_repository")
+    serve.add_argument("--model", action="append", help="load only this model (repeatable)")
+    for name, port in TRITON_PORTS.items():
+        serve.add_argument(
+            f"--{name}-port",
+            type=port_number,
+            metavar="PORT",
+            help=f"{name} port (default {port}; taken: labkit stops at once, PortTakenError)",
+        )
+    serve.add_argument(
+        "--any-ports",
+        action="store_true",
+        help="listen on free ports labkit picks, not 8000/8001/8002 (those given still count)",
+    )
+    serve.add_argument(
+        "--backend-directory",
+        metavar="DIR",
+        help="serve the backends built in DIR (DIR/<name>/libtriton_<name>.so) beside labkit's "
+        "Python backend; DIR is linked, never written",
+    )
+    serve.add_argument(
+        "--build-reference-backends",
+        action="store_true",
+        help="build labkit's reference C++ backends (minimal, recommended, custom) for models "
+        "that name them, writing the library into their version folders (done anyway for "
+        "labkit's own model_repository)",
+    )
+    serve.set_defaults(func=_serve)
