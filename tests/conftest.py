@@ -132,7 +132,7 @@ def cpu_image(engine):
 def lab_image(cpu_image):
     """The participant image labkit/lab:23.12-cpu, built on the CPU image here if missing or outdated
     (about 80 s the first time), else reused: no room test relies on another having built it."""
-    from labkit.room.image import build_image
+    from labkit.room.hub.lab_image import build_image
 
     return build_image().tag
 
@@ -143,7 +143,7 @@ def grader_image(request, engine):
     stand-in, which must exist) if missing or outdated, else reused."""
     from room_board_support import BASE, TAG
 
-    from labkit.room.grader_image import build_grader_image
+    from labkit.room.grader.image import build_grader_image
     from labkit.room.settings import PARTICIPANT_IMAGE
 
     if BASE == PARTICIPANT_IMAGE:

@@ -24,16 +24,10 @@ from labkit.course.exercises import REGISTRY
 from labkit.docker import engine as lk_engine
 from labkit.errors import SetupError
 from labkit.plumbing.ports import free_ports
-from labkit.room.hub import proxy_command
-from labkit.room.k8s_board import service_environment
-from labkit.room.settings import (
-    BOARD_SCOPES,
-    GRADER_IMAGE,
-    PARTICIPANT_IMAGE,
-    ROOM_LABEL,
-    RoomSettings,
-    volume_name,
-)
+from labkit.room.hub.process import proxy_command
+from labkit.room.k8s.board_container import service_environment
+from labkit.room.protocol import ROOM_LABEL
+from labkit.room.settings import BOARD_SCOPES, GRADER_IMAGE, PARTICIPANT_IMAGE, RoomSettings, volume_name
 
 NOTEBOOK = "01_python_backend.ipynb"
 NOTEBOOKS_DIR = os.path.join(os.path.dirname(__file__), "..", "notebooks")
@@ -104,7 +98,7 @@ def board_hub(
     command = [
         sys.executable,
         "-m",
-        "labkit.room.board",
+        "labkit.room.board.service",
         "--room-dir",
         str(room_dir),
         "--room-id",
@@ -178,7 +172,7 @@ def board_hub(
 
 def leftovers(engine, room_id: str) -> list[str]:
     """Whatever of room ``room_id`` is on the engine: containers, networks and volumes, by its labels and names."""
-    from labkit.room.hubconfig import WORK_LABEL
+    from labkit.room.protocol import WORK_LABEL
 
     found = set()
     for label in (f"{ROOM_LABEL}={room_id}", f"{WORK_LABEL}={room_id}"):

@@ -1,7 +1,7 @@
-"""The grader judges an exercise from its slice of the notebook (labkit.room.slices), not the whole
+"""The grader judges an exercise from its slice of the notebook (labkit.room.grader.slices), not the whole
 notebook: each exercise, judged alone with its reference solution, passes (its slice holds all it needs),
 and started-but-wrong cells are "not yet". Run here with a real kernel and a real Triton, as the grader's
-container runs them (labkit.room.grader.judge_cells), on the shipped notebooks."""
+container runs them (labkit.room.grader.entry.judge_cells), on the shipped notebooks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from labkit.course.exercises import REGISTRY
-from labkit.room.grader import exercises_of, judge_cells
+from labkit.room.grader.entry import judge_cells
+from labkit.room.protocol import exercises_of
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 WORKSHOP = [p.name for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")) if exercises_of(p.name)]

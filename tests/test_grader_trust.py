@@ -12,7 +12,7 @@ from room_board_support import NOTEBOOK, NOTEBOOKS_DIR, notebook
 
 from labkit.course.exercises import REGISTRY
 from labkit.course.workshop import run_notebook
-from labkit.room.grader import judge_cells
+from labkit.room.grader.entry import judge_cells
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

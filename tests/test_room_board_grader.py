@@ -16,11 +16,10 @@ from room_board_support import (
 )
 
 from labkit.errors import SubmissionError
-from labkit.room import grader
-from labkit.room.notebook_sources import VolumeSource
-from labkit.room.progress import NOT_STARTED, NOT_YET, PASSED, Progress
-from labkit.room.settings import ROOM_LABEL
-from labkit.room.submission import Submission
+from labkit.room.board.notebook_sources import VolumeSource
+from labkit.room.board.progress import NOT_STARTED, NOT_YET, PASSED, Progress
+from labkit.room.grader import runner as grader
+from labkit.room.protocol import ROLE_LABEL, ROOM_LABEL, Submission, untouched_results
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -66,14 +65,14 @@ def test_scan_lists_saved_notebooks_and_creates_no_volume(room, graded):
     assert [
         found[u][n].untouched for u, n in (("p01", NOTEBOOK), ("p02", f"notebooks/{NOTEBOOK}"), ("p04", NOTEBOOK))
     ] == [False, True, True]
-    assert {r.exercise: r.started for r in grader.untouched_results(NOTEBOOK)} == {
+    assert {r.exercise: r.started for r in untouched_results(NOTEBOOK)} == {
         "01-bad-request": False,
         "01-output2": False,
     }
     with pytest.raises(docker.errors.NotFound):
         room.client.volumes.get(room.volume("p03"))
     assert not room.client.containers.list(
-        all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=scan"]}
+        all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{ROLE_LABEL}=scan"]}
     )
 
 
@@ -113,7 +112,7 @@ def test_a_run_past_its_time_limit_is_stopped_and_says_so(room):
     assert run.error and {r.exercise for r in run.results} == {"01-output2", "01-bad-request"}
     assert not any(r.passed for r in run.results)
     assert not room.client.containers.list(
-        all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{grader.ROLE_LABEL}=grader"]}
+        all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{ROLE_LABEL}=grader"]}
     )
 
 

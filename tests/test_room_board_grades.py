@@ -11,10 +11,11 @@ import pytest
 
 from labkit import cli
 from labkit.errors import BoardError
-from labkit.room import RoomSettings, progress
-from labkit.room.progress import board_table
+from labkit.room import RoomSettings
+from labkit.room.board import progress
+from labkit.room.board.progress import board_table
+from labkit.room.protocol import RoomVerdict
 from labkit.room.settings import volume_name
-from labkit.room.verdicts import RoomVerdict
 
 SOLVED = RoomVerdict("01-output2", passed=True)
 WRONG = RoomVerdict("01-bad-request", passed=False, problem="OUTPUT0 is wrong for row 1.", hint="add row by row.")

@@ -14,7 +14,7 @@ from waiting_support import eventually
 
 from labkit import cli
 from labkit.errors import BoardError
-from labkit.room.progress import board_table
+from labkit.room.board.progress import board_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 TOKENS = {"teacher": "teacher-token-" + os.urandom(8).hex(), "p02": "p02-token-" + os.urandom(8).hex()}

@@ -14,8 +14,8 @@ from browser_support import ARTIFACTS, launch, require_chromium
 from room_board_support import board_hub, room_engine
 
 from labkit.course.exercises import REGISTRY
-from labkit.room import progress as progress_store
-from labkit.room.verdicts import RoomVerdict
+from labkit.room.board import progress as progress_store
+from labkit.room.protocol import RoomVerdict
 
 pytestmark = [
     pytest.mark.slow,

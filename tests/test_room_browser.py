@@ -19,8 +19,8 @@ from labkit.course.exercises import REGISTRY
 from labkit.errors import WaitTimeoutError
 from labkit.plumbing.polling import wait_until
 from labkit.plumbing.ports import free_ports
-from labkit.room import hub as hub_process
-from labkit.room.lifecycle import down, up
+from labkit.room.hub import process as hub_process
+from labkit.room.hub.lifecycle import down, up
 from labkit.room.settings import RoomSettings
 
 pytestmark = [

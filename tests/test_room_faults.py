@@ -33,11 +33,11 @@ from waiting_support import eventually
 
 from labkit.errors import LabkitError
 from labkit.plumbing.ports import free_ports
-from labkit.room import processes, progress as progress_store
-from labkit.room.grader import INBOX, READY_FILE, ROLE_LABEL, SUBMISSION_FILE
-from labkit.room.lifecycle import down, status_rows, up
-from labkit.room.settings import ROOM_LABEL, RoomSettings
-from labkit.room.submission import Submission
+from labkit.room.board import progress as progress_store
+from labkit.room.hub import processes
+from labkit.room.hub.lifecycle import down, status_rows, up
+from labkit.room.protocol import INBOX, READY_FILE, ROLE_LABEL, ROOM_LABEL, SUBMISSION_FILE, Submission
+from labkit.room.settings import RoomSettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 PARTICIPANTS = RoomSettings.numbered(3)

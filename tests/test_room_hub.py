@@ -23,12 +23,12 @@ from labkit.errors import (
     SubmissionError,
 )
 from labkit.plumbing.ports import free_ports
-from labkit.room import hub as hub_process, processes
-from labkit.room.grader import Grader
-from labkit.room.hubconfig import WORK_LABEL
-from labkit.room.lifecycle import _replace_labs, down, status_rows, up
-from labkit.room.notebook_sources import JupyterSource
-from labkit.room.settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
+from labkit.room.board.notebook_sources import JupyterSource
+from labkit.room.grader.runner import Grader
+from labkit.room.hub import process as hub_process, processes
+from labkit.room.hub.lifecycle import _replace_labs, down, status_rows, up
+from labkit.room.protocol import ROOM_LABEL, WORK_LABEL
+from labkit.room.settings import BOARD_SCOPES, RoomSettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 PARTICIPANTS = RoomSettings.numbered(3)
@@ -447,7 +447,7 @@ def test_the_board_reads_saved_notebooks_through_the_hub_with_its_scopes_only(la
 def test_room_image_builds_the_grader_on_the_lab_image(lab_image, engine, capsys):
     """`labkit room image --grader` (what a Kubernetes room pushes): the lab image, then the grader on it."""
     from labkit import cli
-    from labkit.room.grader_image import RECIPE_LABEL
+    from labkit.room.grader.image import RECIPE_LABEL
     from labkit.room.settings import GRADER_IMAGE
 
     assert cli.main(["room", "image", "--grader"]) == 0

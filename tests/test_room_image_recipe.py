@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from labkit.docker import cpu_image
-from labkit.room import image
+from labkit.room.hub import lab_image as image
 
 pytestmark = [pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent

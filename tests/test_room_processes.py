@@ -1,4 +1,4 @@
-"""The room's process records (labkit.room.processes): a process started through the record line records
+"""The room's process records (labkit.room.hub.processes): a process started through the record line records
 itself and becomes its program under the same pid; `end` stops what the records name and nothing else,
 whatever became of a record."""
 
@@ -12,7 +12,7 @@ import sys
 import psutil
 from waiting_support import eventually
 
-from labkit.room import processes
+from labkit.room.hub import processes
 
 SLEEP = ["sleep", "300"]
 

@@ -177,7 +177,7 @@ def save_notebooks(room: HubClient, users: tuple[str, ...], name: str, which: in
     """Save ``name`` in each lab with its exercise number ``which`` solved (as the participant would: the
     contents API; the board learns of it as of any save); when each was saved."""
     from ..course.exercises import REGISTRY
-    from .grader import exercises_of
+    from .protocol import exercises_of
 
     exercise = exercises_of(name)[which]
     saved = {}
@@ -193,8 +193,8 @@ def save_notebooks(room: HubClient, users: tuple[str, ...], name: str, which: in
 
 def wait_for_verdicts(room_dir: Path, saved: dict[str, float], name: str, timeout_s: float) -> tuple[list[float], int]:
     """Seconds from each save to the board's verdict on it (progress.json's `checked`), and how many never came."""
-    from . import progress
-    from .grader import exercises_of
+    from .board import progress
+    from .protocol import exercises_of
 
     exercises = exercises_of(name)
     done: dict[str, float] = {}
@@ -219,7 +219,7 @@ def run(
     settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: float = 900, notebook: str = SAVED_NOTEBOOK
 ) -> RoomBench:
     """The bench (see the module's docstring); the room is taken down (work volumes too) however it ends."""
-    from . import lifecycle
+    from .hub import lifecycle
 
     result = RoomBench(participants=len(settings.participants))
     try:

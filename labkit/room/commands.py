@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import RoomSettingsError
-from .image import HUB_JUPYTERHUB
+from .hub.lab_image import HUB_JUPYTERHUB
 from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE, RoomSettings, parse_size
 
 
@@ -52,7 +52,7 @@ def add_settings_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> RoomSettings:
     """The RoomSettings that `add_settings_options`' arguments give."""
-    from .lifecycle import read_participants
+    from .hub.lifecycle import read_participants
 
     if args.participants_file:
         logins = read_participants(Path(args.participants_file))
@@ -74,7 +74,7 @@ def settings_from(args: argparse.Namespace) -> RoomSettings:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from .lifecycle import up
+    from .hub.lifecycle import up
 
     settings = settings_from(args)
     info = up(settings)
@@ -96,14 +96,14 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from .lifecycle import status_text
+    from .hub.lifecycle import status_text
 
     print(status_text(Path(args.dir)))
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
-    from .lifecycle import down
+    from .hub.lifecycle import down
 
     removed = down(Path(args.dir), delete_work=args.delete_work)
     print("\n".join(f"removed {what}" for what in removed) or "nothing of this room was running")
@@ -113,14 +113,14 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _image(args: argparse.Namespace) -> int:
-    from .image import build_image
+    from .hub.lab_image import build_image
 
     built = build_image(force=args.force, tag=args.tag, jupyterhub=args.jupyterhub)
     print(built)
     if args.grader:
         from ..docker.engine import connect
-        from .grader_image import build_grader_image as build_grader
-        from .k8s import chart_image
+        from .grader.image import build_grader_image as build_grader
+        from .k8s.values import chart_image
 
         tag = args.grader_tag
         if args.jupyterhub != HUB_JUPYTERHUB:
@@ -135,7 +135,7 @@ def _image(args: argparse.Namespace) -> int:
 
 
 def _k8s(args: argparse.Namespace) -> int:
-    from . import k8s
+    from .k8s import values as k8s
 
     settings = settings_from(args)
     credentials = None if settings.config_file else k8s.Credentials.generate()
@@ -177,7 +177,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _grades(args: argparse.Namespace) -> int:
-    from .progress import export_grades
+    from .board.progress import export_grades
 
     if args.url and not args.token:
         from ..errors import BoardError

@@ -12,7 +12,6 @@ from ..errors import RoomSettingsError
 
 PARTICIPANT_IMAGE = "labkit/lab:23.12-cpu"
 GRADER_IMAGE = "labkit/grader:23.12-cpu"
-ROOM_LABEL = "labkit.room"  # every container, network and volume of a room carries it (value: the room's id)
 # What the board's token may do on the hub: list users and their labs, and read the labs' saved notebooks.
 BOARD_SCOPES = ("list:users", "read:users:name", "read:servers", "access:servers")
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([bkmgt]?)$", re.IGNORECASE)  # Docker's: '2g', '512m', bytes
@@ -70,7 +69,7 @@ class RoomSettings:
     ip: str = ""  # where the hub's public proxy listens ("" = every interface, for participants' browsers)
     shm_size: str = "512M"  # /dev/shm of each lab: the Python backend stub's shared memory lives there
     start_timeout_s: int = 600  # many labs starting at once on a slow engine (vfs copies each image)
-    board: bool = True  # serve the teacher's board (labkit.room.board) as a hub service
+    board: bool = True  # serve the teacher's board (labkit.room.board.service) as a hub service
     teacher_lab: bool = False  # the teacher may start a lab of their own (else they land on the board, and only there)
 
     def __post_init__(self) -> None:

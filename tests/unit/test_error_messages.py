@@ -17,7 +17,8 @@ from labkit.docker import engine as lk_engine
 from labkit.native import build
 from labkit.repository import config as cfgmod, names
 from labkit.repository.python_source import model_source
-from labkit.room import RoomSettings, k8s
+from labkit.room import RoomSettings
+from labkit.room.k8s import values as k8s
 from labkit.stuck import report
 
 

@@ -11,10 +11,11 @@ from traitlets.config import Config
 
 from labkit.errors import InvalidNameError, SetupError
 from labkit.room import commands as room_cli
-from labkit.room.hubconfig import SECRET_ENV, WORK, Plumbing, render_config
-from labkit.room.lifecycle import read_participants
-from labkit.room.processes import command_for
-from labkit.room.settings import ROOM_LABEL, RoomSettings
+from labkit.room.hub.hubconfig import SECRET_ENV, WORK, Plumbing, render_config
+from labkit.room.hub.lifecycle import read_participants
+from labkit.room.hub.processes import command_for
+from labkit.room.protocol import ROOM_LABEL
+from labkit.room.settings import RoomSettings
 
 PLUMBING = Plumbing(
     hub_ip="172.30.0.1",
@@ -76,15 +77,15 @@ def test_services_and_roles(tmp_path, monkeypatch):
     c = _load(render_config(settings, PLUMBING), monkeypatch)
     services = {s["name"]: s for s in c.JupyterHub.services}
     folder = settings.directory.absolute() / "processes"
-    board = ["/env/bin/python", "-m", "labkit.room.board", "--room-dir", str(settings.directory.absolute())]
-    # each records itself first (labkit.room.processes), so that a hub that dies leaves nothing unknown
+    board = ["/env/bin/python", "-m", "labkit.room.board.service", "--room-dir", str(settings.directory.absolute())]
+    # each records itself first (labkit.room.hub.processes), so that a hub that dies leaves nothing unknown
     assert services["board"]["command"] == command_for(settings.directory, "board", board, "/env/bin/python")
-    assert services["board"]["command"][:4] == ["/env/bin/python", "-m", "labkit.room.processes", str(folder)]
+    assert services["board"]["command"][:4] == ["/env/bin/python", "-m", "labkit.room.hub.processes", str(folder)]
     assert services["idle-culler"]["command"][4:6] == ["idle-culler", "--"]
     assert c.ConfigurableHTTPProxy.command == [
         "/env/bin/python",
         "-m",
-        "labkit.room.processes",
+        "labkit.room.hub.processes",
         str(folder),
         "proxy",
         "--",

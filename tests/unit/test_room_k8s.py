@@ -12,7 +12,9 @@ import yaml
 
 import labkit
 import labkit.errors
-from labkit.room import RoomSettings, hubconfig, k8s
+from labkit.room import RoomSettings
+from labkit.room.hub import hubconfig
+from labkit.room.k8s import values as k8s
 
 CREDS = k8s.Credentials(user_password="workshop-pw", teacher_password="t" * 40)
 
@@ -187,7 +189,7 @@ def test_the_chart_gets_the_lab_image_built_for_its_jupyterhub(image, expected):
 
 
 def test_room_image_builds_the_tag_the_values_name():
-    from labkit.room import image
+    from labkit.room.hub import lab_image as image
 
     tag, extra, setup = image.for_jupyterhub(k8s.CHART_JUPYTERHUB)
     assert tag == ":".join(k8s.chart_image(image.PARTICIPANT_IMAGE)) == "labkit/lab:23.12-cpu-hub5.5"

@@ -8,10 +8,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from labkit.room import RoomSettings, board, k8s, pods
-from labkit.room.grader import Limits
+from labkit.room import RoomSettings
+from labkit.room.board import service as board
+from labkit.room.grader.runner import Limits
+from labkit.room.k8s import pods, values as k8s
+from labkit.room.protocol import Submission
 from labkit.room.settings import BOARD_SCOPES
-from labkit.room.submission import Submission
 
 CREDS = k8s.Credentials(user_password="workshop-pw", teacher_password="t" * 40)
 KUBERNETES = "1.31"
@@ -59,7 +61,7 @@ def test_the_board_gets_the_charts_token_and_only_its_scopes():
 def test_the_board_command_is_one_the_board_accepts():
     sidecar = _hub()["extraContainers"][0]
     command = sidecar["command"]
-    assert command[:3] == ["python3", "-m", "labkit.room.board"]
+    assert command[:3] == ["python3", "-m", "labkit.room.board.service"]
     args = board.parser().parse_args(command[3:])
     assert (args.notebooks, args.grader, args.labs_url) == ("jupyter", "kubernetes", "http://proxy-public")
     assert args.participants == "ann,bob" and args.room_id == SETTINGS.room_id

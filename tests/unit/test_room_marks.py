@@ -14,11 +14,10 @@ import pytest
 
 from labkit.course.exercises import REGISTRY
 from labkit.errors import SubmissionError
-from labkit.room import progress
-from labkit.room.board_page import PageState, render_page
-from labkit.room.grader import judgement_of
-from labkit.room.submission import Submission, duplicated_problem, submission_of
-from labkit.room.verdicts import RoomVerdict
+from labkit.room.board import progress
+from labkit.room.board.page import PageState, render_page
+from labkit.room.grader.runner import judgement_of
+from labkit.room.protocol import RoomVerdict, Submission, duplicated_problem, submission_of
 
 NOTEBOOK = "01_python_backend.ipynb"
 SHIPPED = nbformat.read(Path(__file__).resolve().parents[2] / "notebooks" / NOTEBOOK, as_version=4)

@@ -1,4 +1,4 @@
-"""The room's grader on Kubernetes (labkit.room.pods): the Pod and NetworkPolicy it writes, checked against
+"""The room's grader on Kubernetes (labkit.room.k8s.pods): the Pod and NetworkPolicy it writes, checked against
 Kubernetes 1.31's own schemas (strict: no unknown field) and Kubernetes' name rules; a pod's status read
 into a verdict; and PodGrader where no cluster is (for real: no API server runs here, and none is faked).
 The calls that talk to a live API server (create, poll, delete) are not exercised here."""
@@ -15,9 +15,11 @@ import pytest
 
 from labkit.course.exercises import REGISTRY
 from labkit.errors import RoomSettingsError, SetupError
-from labkit.room import pods, sandbox
-from labkit.room.grader import Limits, exercises_of, fit
-from labkit.room.submission import ENV, Submission
+from labkit.room.grader import sandbox
+from labkit.room.grader.entry import fit
+from labkit.room.grader.runner import Limits
+from labkit.room.k8s import pods
+from labkit.room.protocol import ENV, Submission, exercises_of
 
 K8S = "1.31"
 NASTY = ["Ann_Marie.Very-Long-Name" * 3, "ZOË", "__", "a", "-x-", "1234", "x" * 300, "José.García@uni"]
@@ -82,7 +84,7 @@ def test_the_pod_runs_unprivileged_without_token_services_or_restarts():
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert "hostNetwork" not in spec and "serviceAccountName" not in spec
-    assert container["command"][:3] == ["python3", "-m", "labkit.room.grader"]
+    assert container["command"][:3] == ["python3", "-m", "labkit.room.grader.entry"]
     assert container["command"][3:6] == ["--submission", "--result-file", "/dev/termination-log"]
     assert container["terminationMessagePath"] == "/dev/termination-log"
     assert container["workingDir"] == "/tmp"

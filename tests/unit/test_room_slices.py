@@ -1,5 +1,5 @@
-"""What the grader runs of a notebook (labkit.room.slices), what the scanner reports of the volumes
-(labkit.room.scanner), and which saved cells the board judges again (progress digests): pure functions
+"""What the grader runs of a notebook (labkit.room.grader.slices), what the scanner reports of the volumes
+(labkit.room.board.scanner), and which saved cells the board judges again (progress digests): pure functions
 on real files, no engine."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import nbformat
 import pytest
 
 from labkit.course.exercises import REGISTRY
-from labkit.room import progress, scanner, slices
-from labkit.room.verdicts import RoomVerdict
+from labkit.room.board import progress, scanner
+from labkit.room.grader import slices
+from labkit.room.protocol import RoomVerdict
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 

@@ -3,8 +3,8 @@ values render it (the behaviour itself, in a real hub and browser: tests/test_ro
 
 from __future__ import annotations
 
-from labkit.room import k8s
-from labkit.room.hubconfig import Plumbing, hub_config, render_config
+from labkit.room.hub.hubconfig import Plumbing, hub_config, render_config
+from labkit.room.k8s import values as k8s
 from labkit.room.settings import RoomSettings
 
 PLUMBING = Plumbing("172.18.0.1", 41001, 41002, 41003, ("configurable-http-proxy",), "/usr/bin/python3")

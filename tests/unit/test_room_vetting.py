@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from labkit.course.exercises import REGISTRY
-from labkit.room.vetting import refusal
+from labkit.room.grader.vetting import refusal
 
 
 @pytest.mark.parametrize("exercise", sorted(REGISTRY))

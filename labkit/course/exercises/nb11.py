@@ -19,7 +19,7 @@ from .core import NotYet, exercise
 
 MODEL = "moo"
 PACKAGE = "cowsay"
-#: What notebook 11's environments install: the room's images carry these wheels (labkit.room.image), so that
+#: What notebook 11's environments install: the room's images carry these wheels (labkit.room.hub.lab_image), so that
 #: a lab and the grader, which has no network, build the environments offline.
 ENVIRONMENT_PACKAGES = ("cowsay==6.1",)
 

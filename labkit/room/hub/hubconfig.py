@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..protocol import ROOM_LABEL
+from ..settings import BOARD_SCOPES, RoomSettings
 from .processes import command_for
-from .settings import BOARD_SCOPES, ROOM_LABEL, RoomSettings
 
 #: Environment variables the rendered configuration reads its secrets from.
 SECRET_ENV = {
@@ -23,9 +24,8 @@ SECRET_ENV = {
 }
 HOME = "/home/jovyan"
 WORK = f"{HOME}/work"  # each participant's volume; the notebooks are copied here at first start
-START_COMMAND = "/usr/local/bin/labkit-lab-start"  # in the participant image (labkit/room/image.py)
+START_COMMAND = "/usr/local/bin/labkit-lab-start"  # in the participant image (labkit/room/hub/lab_image.py)
 LAB_POLL_S = 10
-WORK_LABEL = "labkit.room.work"  # participants' volumes: kept by `room down`, so not under ROOM_LABEL
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
                 "command": command_for(
                     directory,
                     "board",
-                    [plumbing.python, "-m", "labkit.room.board", "--room-dir", str(directory)],
+                    [plumbing.python, "-m", "labkit.room.board.service", "--room-dir", str(directory)],
                     plumbing.python,
                 ),
                 "oauth_no_confirm": True,
@@ -189,7 +189,7 @@ def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str
             ],
         },
         "ConfigurableHTTPProxy": {
-            # the proxy, the board and the culler record themselves as they start (labkit.room.processes): a
+            # the proxy, the board and the culler record themselves as they start (labkit.room.hub.processes): a
             # hub that dies leaves them running, and `room up` / `room down` end them by those records
             "command": command_for(directory, "proxy", plumbing.proxy_command, plumbing.python),
             "api_url": f"http://127.0.0.1:{plumbing.proxy_api_port}",

@@ -2,7 +2,7 @@
 and reads one as a Submission (its exercise cells, parsed as JSON, never run).
 
 - ``VolumeSource``: the Docker volumes of a room on one engine (`labkit room up`), watched by one
-  long-lived container of the room (labkit.room.scanner; no network, volumes read-only).
+  long-lived container of the room (labkit.room.board.scanner; no network, volumes read-only).
 - ``JupyterSource``: through JupyterHub, wherever the labs run (Kubernetes): the hub's REST API says
   whose lab is ready, each lab's Jupyter contents API lists and reads the notebooks. Its token needs
   ``BOARD_SCOPES`` (labkit.room.settings).
@@ -24,13 +24,13 @@ from urllib.parse import quote
 import docker.errors
 import requests
 
-from ..errors import EngineError, HubError, SubmissionError, WaitTimeoutError
-from ..plumbing.polling import wait_until
-from .grader import RESULT_MARK, ROLE_LABEL, remove_containers
-from .grader_image import NOTEBOOKS
-from .hubclient import HubClient
-from .settings import BOARD_SCOPES, ROOM_LABEL
-from .submission import Submission, submission_of
+from ...errors import EngineError, HubError, SubmissionError, WaitTimeoutError
+from ...plumbing.polling import wait_until
+from ..grader.image import NOTEBOOKS
+from ..grader.runner import remove_containers
+from ..hubclient import HubClient
+from ..protocol import RESULT_MARK, ROLE_LABEL, ROOM_LABEL, Submission, submission_of
+from ..settings import BOARD_SCOPES
 
 log = logging.getLogger("labkit.room.notebook_sources")
 VOLUMES_AT = "/in"  # each participant's volume at /in/<user>, read-only, in the scanning container
@@ -63,7 +63,7 @@ FIRST_SCAN_S = 120.0  # the scanning container's start: python and labkit's impo
 
 class VolumeSource:
     """The saved notebooks in ``volumes`` (``{user: Docker volume}``) of room ``room_id``, watched by one
-    long-lived container of ``image`` (the grader image: ``python -m labkit.room.scanner``) on the engine
+    long-lived container of ``image`` (the grader image: ``python -m labkit.room.board.scanner``) on the engine
     ``client``. The container prints the notebooks each time one changes; a thread here follows its output,
     so a scan costs no container run and sees a save within a second."""
 
@@ -153,7 +153,7 @@ class VolumeSource:
             self.close()
             container = self.client.containers.run(
                 self.image,
-                ["python3", "-m", "labkit.room.scanner", "--root", VOLUMES_AT],
+                ["python3", "-m", "labkit.room.board.scanner", "--root", VOLUMES_AT],
                 detach=True,
                 network_mode="none",
                 user="1000",

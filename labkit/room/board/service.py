@@ -1,14 +1,14 @@
 """The teacher's board: a JupyterHub service at ``/services/board/`` showing participants × exercises.
 
-    python -m labkit.room.board --room-dir room [--room-id ID] [--participants p01,p02] [--poll-s 1]
+    python -m labkit.room.board.service --room-dir room [--room-id ID] [--participants p01,p02] [--poll-s 1]
 
 The hub starts it as a managed service (it passes JUPYTERHUB_API_TOKEN, JUPYTERHUB_SERVICE_URL,
 JUPYTERHUB_SERVICE_PREFIX, ...). JupyterHub's own OAuth (``HubOAuthenticated``) guards every page: only
 holders of ``access:services!service=board`` (the room's teacher role) get in; anyone else gets 403, or
 the hub's login page first. Every ``poll_s`` seconds (and on ``POST api/refresh``) the board lists the
-saved notebooks (``labkit.room.notebook_sources``: the room's Docker volumes, which a scanner watches, or each lab's
+saved notebooks (``labkit.room.board.notebook_sources``: the room's Docker volumes, which a scanner watches, or each lab's
 Jupyter API through the hub) and queues each new save; the exercise cells that changed go to a grader
-(``labkit.room.grader``: a warm container with no network; ``labkit.room.pods`` on Kubernetes), ``graders``
+(``labkit.room.grader.runner``: a warm container with no network; ``labkit.room.k8s.pods`` on Kubernetes), ``graders``
 at a time (a failed run is judged again; see Board). Marks go to ``<room dir>/progress.json``.
 
     GET  /services/board/               the grid (updates itself; ?sort=name|solved, ?user=LOGIN: one's detail)
@@ -33,12 +33,12 @@ from urllib.parse import urlencode, urlparse
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado import web
 
-from . import record as room_record
-from .board_page import SORTS, render_page
-from .grader import Grader, Limits, Runner
+from .. import record as room_record
+from ..grader.runner import Grader, Limits, Runner
+from ..record import RoomRecord
+from ..settings import GRADER_IMAGE, volume_name
 from .notebook_sources import JupyterSource, NotebookSource, VolumeSource
-from .record import RoomRecord
-from .settings import GRADER_IMAGE, volume_name
+from .page import SORTS, render_page
 from .watch import Board
 
 log = logging.getLogger("labkit.room.board")
@@ -112,7 +112,7 @@ def make_app(board: Board, prefix: str) -> web.Application:
 
 def parser() -> argparse.ArgumentParser:
     """The board's command line (`room up` and the Kubernetes values write one)."""
-    parser = argparse.ArgumentParser(prog="python -m labkit.room.board", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m labkit.room.board.service", description=__doc__.split("\n\n")[0])
     parser.add_argument("--room-dir", type=Path, required=True)
     parser.add_argument("--room-id", help="default: room.json's id")
     parser.add_argument("--participants", help="comma-separated logins; default: room.json's participants")
@@ -191,7 +191,7 @@ def _parts(
     limits = Limits(args.grader_cpu, args.grader_memory, timeout_s=args.grader_timeout_s)
     client = None
     if args.notebooks == "volumes" or args.grader == "docker":
-        from ..docker.engine import connect
+        from ...docker.engine import connect
 
         client = connect(timeout=600)
     source: NotebookSource
@@ -207,7 +207,7 @@ def _parts(
             client, room_id, image, limits, base=args.participant_image or record.image, warm=max(1, args.graders)
         )
     else:
-        from .pods import PodGrader
+        from ..k8s.pods import PodGrader
 
         runner = PodGrader(room_id, image, limits)
     return source, runner

@@ -5,7 +5,7 @@ The volumes are mounted read-only at ``ROOT/<user>``; a notebook is read (as JSO
 its mtime changed, to say whether every exercise cell is still its starter ("untouched": nothing to judge).
 Stat calls are cheap: fifty participants' notebooks cost well under a millisecond a round.
 
-    python -m labkit.room.scanner --root /in [--interval-s 0.5]
+    python -m labkit.room.board.scanner --root /in [--interval-s 0.5]
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ import time
 from fnmatch import fnmatch
 from pathlib import Path
 
-from ..errors import SubmissionError
-from .grader import RESULT_MARK
-from .grader_image import NOTEBOOKS
-from .submission import submission_of
+from ...errors import SubmissionError
+from ..grader.image import NOTEBOOKS
+from ..protocol import RESULT_MARK, submission_of
 
 Found = dict[str, dict[str, list[float | bool]]]  # user -> notebook path -> [mtime, untouched]
 
@@ -64,7 +63,7 @@ def scan(root: Path, known: dict[tuple[str, float], bool]) -> Found:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.room.scanner", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m labkit.room.board.scanner", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, required=True, help="the volumes, one folder per participant")
     parser.add_argument("--interval-s", type=float, default=0.5, help="seconds between two rounds")
     args = parser.parse_args(argv)

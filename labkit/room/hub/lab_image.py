@@ -39,13 +39,13 @@ import docker.models.containers
 
 import docker
 
-from ..course.exercises.nb11 import ENVIRONMENT_PACKAGES
-from ..docker import cpu_image
-from ..docker.engine import connect
-from ..errors import EngineError, SetupError
-from ..plumbing.downloads import cache_dir, say
+from ...course.exercises.nb11 import ENVIRONMENT_PACKAGES
+from ...docker import cpu_image
+from ...docker.engine import connect
+from ...errors import EngineError, SetupError
+from ...plumbing.downloads import cache_dir, say
+from ..settings import PARTICIPANT_IMAGE
 from .hubconfig import HOME, START_COMMAND, WORK
-from .settings import PARTICIPANT_IMAGE
 
 RECIPE_VERSION = "2"
 RECIPE_LABEL, PARTS_LABEL = "labkit.recipe", "labkit.recipe.parts"

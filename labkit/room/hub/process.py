@@ -4,7 +4,7 @@
     stop_hub(settings.directory)                   # `room down`: the hub, then whatever it left running
 
 The hub, its proxy, the board and the idle culler are recorded in ``<room>/processes/`` as each starts
-(labkit.room.processes), so a hub that died leaves nothing that `room up` or `room down` cannot find. Its
+(labkit.room.hub.processes), so a hub that died leaves nothing that `room up` or `room down` cannot find. Its
 log is ``<room>/hub.log``. configurable-http-proxy (npm) is installed once into labkit's cache.
 """
 
@@ -20,22 +20,16 @@ from pathlib import Path
 
 import psutil
 
-from ..errors import (
-    PortTakenError,
-    ServerNotRunningError,
-    ServerStartError,
-    SetupError,
-    WaitTimeoutError,
-)
-from ..plumbing.downloads import cache_dir, fill_once, say
-from ..plumbing.polling import wait_until
-from ..plumbing.ports import ports_taken
+from ...errors import PortTakenError, ServerNotRunningError, ServerStartError, SetupError, WaitTimeoutError
+from ...plumbing.downloads import cache_dir, fill_once, say
+from ...plumbing.polling import wait_until
+from ...plumbing.ports import ports_taken
+from ..settings import RoomSettings
 from . import processes
 from .hubconfig import SECRET_ENV, Plumbing, render_config
-from .settings import RoomSettings
 
 PROXY_PACKAGE = "configurable-http-proxy@4"
-HUB_ROLE = "hub"  # its record in <room>/processes/ (labkit.room.processes)
+HUB_ROLE = "hub"  # its record in <room>/processes/ (labkit.room.hub.processes)
 PROXY_PID_FILE = "jupyterhub-proxy.pid"  # JupyterHub writes it in the hub's folder
 LOG_FILE = "hub.log"
 CONFIG_FILE = "jupyterhub_config.py"

@@ -1,15 +1,15 @@
 """The grader's sandbox, written once: what a grader run is (image, command, environment, an ordinary
 user, /tmp as its work folder, a shared-memory size for Triton's Python stubs, limits, no network), rendered
-to docker-py's ``containers.run`` arguments (labkit.room.grader) and to a Pod's container and volumes
-(labkit.room.pods)."""
+to docker-py's ``containers.run`` arguments (labkit.room.grader.runner) and to a Pod's container and volumes
+(labkit.room.k8s.pods)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import RoomSettingsError
-from .settings import parse_size
+from ...errors import RoomSettingsError
+from ..settings import parse_size
 
 USER = 1000  # the participant image's ordinary user
 HOME = "/tmp/grader-home"
@@ -83,7 +83,7 @@ class GraderRun:
     def pod_container(self, name: str) -> dict[str, Any]:
         """The Pod's container (API shape): the same command, user and environment; requests equal to the
         limits. A Pod has no process limit (``Limits.pids``: the kubelet's ``podPidsLimit`` is a node setting),
-        and its network is cut by a NetworkPolicy (labkit.room.pods.network_policy)."""
+        and its network is cut by a NetworkPolicy (labkit.room.k8s.pods.network_policy)."""
         resources = {"cpu": cpu_quantity(self.limits.cpu), "memory": memory_quantity(self.limits.memory)}
         return {
             "name": name,

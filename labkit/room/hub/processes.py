@@ -3,7 +3,7 @@ board and the idle culler. A record holds a pid and that process's start time, s
 process that reuses the pid after its own ended; `room up` and `room down` end what the records name,
 whichever of them a crashed hub left behind, and never look for a process by its name.
 
-    python -m labkit.room.processes FOLDER ROLE -- COMMAND...   # records itself as ROLE, then becomes COMMAND
+    python -m labkit.room.hub.processes FOLDER ROLE -- COMMAND...   # records itself as ROLE, then becomes COMMAND
 
 The hub starts its proxy and services through that line (``command_for``): the record is written by the
 process itself before it becomes the program (``exec``: the same pid), so no start goes unrecorded.
@@ -39,7 +39,7 @@ def folder_of(directory: Path) -> Path:
 
 def command_for(directory: Path, role: str, command: list[str] | tuple[str, ...], python: str) -> list[str]:
     """``command``, started so that it records itself as ``role`` of the room in ``directory`` first."""
-    return [python, "-m", "labkit.room.processes", str(folder_of(directory)), role, "--", *command]
+    return [python, "-m", "labkit.room.hub.processes", str(folder_of(directory)), role, "--", *command]
 
 
 def write(folder: Path, role: str, pid: int) -> ProcessRecord:
@@ -118,7 +118,7 @@ def end(folder: Path, roles: tuple[str, ...] = (), timeout_s: float = 30.0) -> l
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 4 or args[2] != "--":
-        print("usage: python -m labkit.room.processes FOLDER ROLE -- COMMAND...", file=sys.stderr)
+        print("usage: python -m labkit.room.hub.processes FOLDER ROLE -- COMMAND...", file=sys.stderr)
         return 2
     folder, role, command = Path(args[0]), args[1], args[3:]
     write(folder, role, os.getpid())

@@ -12,19 +12,18 @@ from typing import Any
 
 import docker.errors
 
-from ..errors import EngineError, SetupError
-from .settings import GRADER_IMAGE, PARTICIPANT_IMAGE
+from ...errors import EngineError, SetupError
+from ..settings import GRADER_IMAGE, PARTICIPANT_IMAGE
 
 HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
 RECIPE_LABEL = "labkit.grader.recipe"
 NOTEBOOKS = "[0-9][0-9]_*.ipynb"  # the workshop's notebooks, by name
+PACKAGE = Path(__file__).resolve().parents[2]  # labkit/, whose whole package the image holds
 
 
 def _context_files() -> dict[str, bytes]:
     """labkit's package (solutions included, links followed) and the pristine notebooks, by path in the image."""
-    import labkit
-
-    package = Path(labkit.__file__).resolve().parent
+    package = PACKAGE
     notebooks = package.parent / "notebooks"
     if not notebooks.is_dir():
         raise SetupError(

@@ -17,12 +17,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..course.exercises import REGISTRY
-from ..errors import BoardError, HubError, LabkitError
-from . import record as room_record
-from .hubclient import HubClient
-from .submission import is_started
-from .verdicts import RoomVerdict
+from ...course.exercises import REGISTRY
+from ...errors import BoardError, HubError, LabkitError
+from .. import record as room_record
+from ..hubclient import HubClient
+from ..protocol import RoomVerdict, is_started
 
 PASSED, NOT_YET, NOT_STARTED = "passed", "not yet", "not started"
 # Marks that are no verdict on the participant's code: the grader failed (its container killed, the engine's

@@ -1,6 +1,10 @@
-"""What a grader judges: the exercise cells of one participant's saved notebook, read as JSON and never
-run where they are read (an exercise whose tag is on two cells is not judged: it is "not yet", saying so). The board hands a Submission to a grader (a Docker container, a Kubernetes Pod)
-through one environment variable, so a grader needs no view of the participant's files.
+"""Everything that crosses a room's process boundaries, in one place: the Submission the board hands a grader
+(a saved notebook's exercise cells, read as JSON and never run where they are read; an exercise whose tag is
+on two cells is not judged but "not yet", saying so), passed in one environment variable so that a grader
+needs no view of the participant's files; the verdict JSON a grader answers with (its result line, a Pod's
+termination message), read back here whatever the other side wrote; the marks that frame them in a
+container's output and the files of a warm grader's inbox; and the labels the room's containers, networks
+and volumes carry.
 """
 
 from __future__ import annotations
@@ -9,12 +13,21 @@ import base64
 import json
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
-from ..course.exercises import REGISTRY, TAG_PREFIX
+from ..course.exercises import REGISTRY, TAG_PREFIX, Verdict
 from ..errors import SubmissionError
 
 ENV = "LABKIT_SUBMISSION"
+RESULT_MARK = "LABKIT-GRADER-RESULT "
+WARM_MARK = "LABKIT-GRADER-WARM"  # a warm grader's kernel is up: only its submission is awaited
+INBOX = "/tmp/labkit-inbox"  # where the board puts a warm grader's submission
+SUBMISSION_FILE, READY_FILE = "submission", "ready"
+ROLE_LABEL = "labkit.room.role"
+ROOM_LABEL = "labkit.room"  # every container, network and volume of a room carries it (value: the room's id)
+WORK_LABEL = "labkit.room.work"  # participants' volumes: kept by `room down`, so not under ROOM_LABEL
 MAX_ENCODED = 96 * 1024  # Linux caps one environment string at 128 KiB (MAX_ARG_STRLEN)
 
 
@@ -107,3 +120,57 @@ class Submission:
                 "check that the board and the grader image run the same labkit.",
                 problem="not-a-submission",
             ) from None
+
+
+@dataclass(frozen=True)
+class RoomVerdict:
+    exercise: str
+    passed: bool = False
+    problem: str = ""
+    hint: str = ""
+    rule: str = ""
+    started: bool = True  # False: the cell is still its starter (nothing was judged)
+    digest: str = ""  # of the cell judged ("" when the run could not judge it: judged again at the next save)
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> RoomVerdict:
+        return cls(verdict.exercise, verdict.passed, verdict.problem, verdict.hint, verdict.rule)
+
+    @classmethod
+    def not_started(cls, exercise: str) -> RoomVerdict:
+        """An exercise whose cell is as shipped, with its hint (what the board shows before any try)."""
+        return cls(exercise, hint=REGISTRY[exercise].hint if exercise in REGISTRY else "", started=False)
+
+    @classmethod
+    def unjudged(cls, exercise: str, why: str) -> RoomVerdict:
+        """ "Not yet", because the grader could not judge it (``why``)."""
+        return cls(exercise, problem=why, hint=REGISTRY[exercise].hint if exercise in REGISTRY else "")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RoomVerdict:
+        """Known keys only, as their types; ValueError when there is no exercise."""
+        if not isinstance(data, dict) or not data.get("exercise"):
+            raise ValueError(f"not a verdict: {str(data)[:200]}")
+        return cls(
+            str(data["exercise"]),
+            bool(data.get("passed")),
+            str(data.get("problem") or ""),
+            str(data.get("hint") or ""),
+            str(data.get("rule") or ""),
+            bool(data.get("started", True)),
+            str(data.get("digest") or ""),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def exercises_of(notebook: str) -> list[str]:
+    """The exercise ids of a notebook, by its file name or stem."""
+    stem = Path(notebook).stem
+    return sorted(e for e, x in REGISTRY.items() if x.notebook == stem)
+
+
+def untouched_results(notebook: str) -> list[RoomVerdict]:
+    """The verdicts of a notebook whose exercise cells are all as shipped: every exercise not started."""
+    return [RoomVerdict.not_started(e) for e in exercises_of(notebook)]

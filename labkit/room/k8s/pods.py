@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import RoomSettingsError, SetupError, SubmissionError, WaitTimeoutError
-from ..plumbing.polling import wait_until
-from .grader import Judgement, judgement_of
-from .sandbox import GraderRun, Limits
-from .settings import GRADER_IMAGE, ROOM_LABEL
-from .submission import ENV, Submission
+from ...errors import RoomSettingsError, SetupError, SubmissionError, WaitTimeoutError
+from ...plumbing.polling import wait_until
+from ..grader.runner import Judgement, judgement_of
+from ..grader.sandbox import GraderRun, Limits
+from ..protocol import ENV, ROOM_LABEL, Submission
+from ..settings import GRADER_IMAGE
 
 POD_ROLE_LABEL = "labkit.room/role"  # Docker's "labkit.room.role", as a prefixed Kubernetes label key
 ROLE = "grader"
@@ -44,7 +44,7 @@ POLL_S = 1.0  # between two reads of a grader pod's status
 COMMAND = [
     "python3",
     "-m",
-    "labkit.room.grader",
+    "labkit.room.grader.entry",
     "--submission",
     "--result-file",
     "/dev/termination-log",

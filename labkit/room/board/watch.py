@@ -1,5 +1,5 @@
 """The board's watch loop: scan the saved notebooks, queue each new save, judge the queue with the grader
-runner, keep the marks (labkit.room.progress). The board's web service (labkit.room.board) shows them.
+runner, keep the marks (labkit.room.board.progress). The board's web service (labkit.room.board.service) shows them.
 """
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from ..course.exercises import REGISTRY
-from ..errors import LabkitError, SubmissionError
+from ...course.exercises import REGISTRY
+from ...errors import LabkitError, SubmissionError
+from ..grader.runner import Runner
+from ..protocol import RoomVerdict, duplicated_problem, is_started, untouched_results
 from . import progress as progress_store
-from .board_page import PageState
-from .grader import Runner, untouched_results
 from .notebook_sources import NotebookSource
-from .submission import duplicated_problem, is_started
-from .verdicts import RoomVerdict
+from .page import PageState
 
 log = logging.getLogger("labkit.room.board")
 Key = tuple[str, str]  # (participant, notebook path in their work folder)

@@ -4,9 +4,9 @@ The board runs as a second container of the hub's pod (``hub.extraContainers``),
 (it holds labkit's checks, and JupyterHub for the hub's OAuth). It is an external JupyterHub service:
 the hub routes ``/services/board/`` to it, gives its token ``BOARD_SCOPES`` (read the labs' saved notebooks
 through their Jupyter API) and keeps that token in the chart's own Secret. It judges each save in a grader
-Pod (labkit.room.pods) under the hub's service account, whose Role (chart 4.4.0) may create and delete
+Pod (labkit.room.k8s.pods) under the hub's service account, whose Role (chart 4.4.0) may create and delete
 pods: nothing is added to the chart's RBAC. The one thing that Role may not create, the NetworkPolicy
-that takes every network from the grader Pods (labkit.room.pods.network_policy), is applied once by hand.
+that takes every network from the grader Pods (labkit.room.k8s.pods.network_policy), is applied once by hand.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .settings import BOARD_SCOPES, RoomSettings
+from ..settings import BOARD_SCOPES, RoomSettings
 
 BOARD_PORT = 9090
 PREFIX = "/services/board/"
@@ -49,7 +49,7 @@ def board_command(settings: RoomSettings, grader_image: str) -> list[str]:
     return [
         "python3",
         "-m",
-        "labkit.room.board",
+        "labkit.room.board.service",
         "--room-dir",
         STATE,
         "--room-id",

@@ -31,22 +31,18 @@ import docker.models.volumes
 
 import docker
 
-from ..docker.engine import connect
-from ..errors import (
-    EngineError,
-    InvalidNameError,
-    ServerStartError,
-    SetupError,
-    WaitTimeoutError,
-)
-from ..plumbing.polling import wait_until
-from ..plumbing.ports import free_ports, ports_taken
-from . import hub as hub_process, record as room_record
-from .hubclient import HubClient
-from .hubconfig import WORK_LABEL, Plumbing
-from .image import build_image, image_state
-from .record import RoomRecord
-from .settings import PARTICIPANT_IMAGE, ROOM_LABEL, RoomSettings
+from ...docker.engine import connect
+from ...errors import EngineError, InvalidNameError, ServerStartError, SetupError, WaitTimeoutError
+from ...plumbing.polling import wait_until
+from ...plumbing.ports import free_ports, ports_taken
+from .. import record as room_record
+from ..hubclient import HubClient
+from ..protocol import ROOM_LABEL, WORK_LABEL
+from ..record import RoomRecord
+from ..settings import PARTICIPANT_IMAGE, RoomSettings
+from . import process as hub_process
+from .hubconfig import Plumbing
+from .lab_image import build_image, image_state
 
 PARTICIPANTS_FILE = "participants.csv"
 _LOGIN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")  # JupyterHub names, and part of container and volume names

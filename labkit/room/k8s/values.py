@@ -5,7 +5,7 @@ same RoomSettings as `labkit room up`, for rooms larger than one machine.
     helm upgrade --install room jupyterhub/jupyterhub --version 4.4.0 --values k8s/values.yaml
 
 The chart itself is not changed: everything below is one of its documented values (its schema is checked
-in the tests); the board is a second container of the hub's pod (labkit.room.k8s_board). What differs
+in the tests); the board is a second container of the hub's pod (labkit.room.k8s.board_container). What differs
 from `room up` (one Docker host) is said in docs/workshop.md.
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 
 import yaml
 
-from ..errors import RoomSettingsError
-from . import k8s_board
-from .hubconfig import START_COMMAND, WORK, cull_every, teacher_code
+from ...errors import RoomSettingsError
+from ..grader.sandbox import memory_quantity
+from ..hub.hubconfig import START_COMMAND, WORK, cull_every, teacher_code
+from ..settings import RoomSettings
+from . import board_container as k8s_board
 from .pods import network_policy
-from .sandbox import memory_quantity
-from .settings import RoomSettings
 
 CHART_VERSION = "4.4.0"
 CHART_JUPYTERHUB = "5.5"  # the JupyterHub in that chart's hub image; a lab image's must share its major version
