@@ -32,10 +32,7 @@ def serve_options(args: argparse.Namespace, unconfigured: list[str]) -> dict[str
     ports = {
         key: (0 if args.any_ports else TRITON_PORTS[key[:-5]]) if port is None else port for key, port in ports.items()
     }
-    try:
-        ServerConfig(**ports)  # ports that clash: a usage error, said before anything starts
-    except ValueError as exc:
-        raise LabkitError(f"{exc}; give three different ports.") from None
+    ServerConfig(**ports)  # ports that clash: OptionError, said before anything starts
     return {**ports, "auto_complete": bool(unconfigured), "backend_directory": args.backend_directory}
 
 

@@ -42,9 +42,10 @@ from filelock import FileLock
 
 import docker
 
-from ..errors import EngineError, SetupError
+from ..errors import SetupError
 from ..plumbing import triton_dist
 from .engine import connect
+from .engine_errors import engine_error
 
 #: Its tag; LABKIT_CPU_IMAGE names another (a workshop's own tag, or a test's image that is not built).
 IMAGE = os.environ.get("LABKIT_CPU_IMAGE", "labkit/tritonserver:23.12-cpu")
@@ -375,11 +376,7 @@ def _build(
             stream_src=True,
         )
     except docker.errors.APIError as exc:
-        raise EngineError(
-            f"The Docker engine refused to import {tag}: {exc.explanation or exc}. "
-            f"Check its free disk space (`docker system df`).",
-            status_code=exc.status_code or 0,
-        ) from None
+        raise engine_error(exc, f"to import {tag}", "Check its free disk space (`docker system df`).") from None
     image = client.images.get(tag)
     if image.labels.get("labkit.recipe") != recipe:
         raise SetupError(f"docker import did not produce the expected image: {str(result)[-500:]}")

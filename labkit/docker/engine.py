@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import docker.client
 import docker.errors
-import requests.exceptions
 
 import docker
 
 from ..errors import SetupError
 from ..plumbing import triton_dist
+from .engine_errors import ENGINE_ERRORS
 
 HOW_TO_START = (
     "Start one: `sudo dockerd` (on this project's CI machines `sudo .ci/docker-engine.sh` installs docker.io "
@@ -55,7 +55,7 @@ def connect(timeout: int | None = 60) -> docker.client.DockerClient:
         client = docker.client.from_env(timeout=timeout)
         client.ping()
         return client
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+    except ENGINE_ERRORS as exc:
         why = _why(exc)
         if why is PermissionError:
             raise SetupError(

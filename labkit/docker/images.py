@@ -12,8 +12,9 @@ import docker.utils
 
 import docker
 
-from ..errors import EngineError, SetupError
+from ..errors import SetupError
 from .cpu_image import IMAGE as OFFLINE_IMAGE
+from .engine_errors import engine_error
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:23.12-py3"
 _BAD_REQUEST = 400  # the engine's answer to a malformed image reference
@@ -101,10 +102,7 @@ def local_image(image: str, client: docker.client.DockerClient, *, pull: bool = 
                 missing=image,
                 reason="invalid image name",
             ) from None
-        raise EngineError(
-            f"The Docker engine could not look up {image!r}: {exc.explanation or exc}.",
-            status_code=exc.status_code or 0,
-        ) from None
+        raise engine_error(exc, f"to look up {image!r}") from None
     if image == OFFLINE_IMAGE:  # built locally, published nowhere: pulling would only fail
         raise SetupError(
             f"Docker image {image!r} is not on this engine yet. {missing_hint(image)}",

@@ -16,9 +16,9 @@ import docker.errors
 
 import docker
 
-from ..errors import EngineError
 from ..plumbing.owner import UNKNOWN, Owner
 from .engine import connect
+from .engine_errors import engine_error
 
 LABEL_MANAGED = "labkit.managed"
 LABEL_OWNER = "labkit.owner"  # <hostname>:<pid> of the Python process that started the container
@@ -75,10 +75,8 @@ def _remove(containers: list[Any]) -> list[str]:
             continue
         except docker.errors.APIError as exc:
             if exc.status_code != _CONFLICT:
-                raise EngineError(
-                    f"The Docker engine could not remove container {container.name}: "
-                    f"{exc.explanation or exc}. Remove it with `docker rm -f {container.name}`.",
-                    status_code=exc.status_code or 0,
+                raise engine_error(
+                    exc, f"to remove container {container.name}", f"Remove it with `docker rm -f {container.name}`."
                 ) from None
         workdir = container.labels.get(LABEL_WORKDIR)
         if dead and workdir and Path(workdir).name.startswith("labkit-docker-"):

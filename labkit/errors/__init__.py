@@ -9,6 +9,7 @@ reads its fields, never its text.
     ├── EngineError                 .status_code: the Docker engine refused an operation
     ├── ServerError                 .log_tail .exit_summary
     │   ├── ServerStartError
+    │   │   ├── ContainerStartError .status_code: Docker could not create or start Triton's container
     │   │   ├── PortTakenError      .port .service .host: a port asked for is held by another process
     │   │   └── BackendClashError   .backend .directory: a user backend has the name of one labkit serves
     │   ├── ServerNotRunningError  .crash .doing .stopped
@@ -41,6 +42,7 @@ reads its fields, never its text.
     ├── TraceError                  Triton's request traces could not be recorded or read
     ├── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
     ├── CourseError                 .notebook .field .problem: a lesson lacks the metadata the day's plan reads
+    ├── OptionError                 .option .value .valid: an argument a labkit call cannot use (also a ValueError)
     ├── RoomSettingsError           .setting .value: a room setting the hub, the chart or KubeSpawner refuses (also a ValueError)
     ├── SubmissionError             .user .notebook .problem .status_code: a saved notebook not read for, or handed to, the grader
     ├── HubError                    .url .status_code: the room's hub (or a lab, the board) refused or did not answer
@@ -77,6 +79,7 @@ from .requests import (
 from .root import EngineError, GpuUnavailableError, LabkitError, SetupError
 from .server import (
     BackendClashError,
+    ContainerStartError,
     PortTakenError,
     ServerError,
     ServerNotRunningError,
@@ -87,6 +90,7 @@ from .tools import (
     BoardError,
     CourseError,
     HubError,
+    OptionError,
     PerfAnalyzerError,
     PythonEnvError,
     RoomSettingsError,
@@ -104,6 +108,7 @@ __all__ = [
     "EngineError",
     "ServerError",
     "ServerStartError",
+    "ContainerStartError",
     "PortTakenError",
     "BackendClashError",
     "ServerNotRunningError",
@@ -137,6 +142,7 @@ __all__ = [
     "CourseError",
     "WaitTimeoutError",
     "UnknownProtocolError",
+    "OptionError",
     "RoomSettingsError",
     "SubmissionError",
     "HubError",

@@ -21,6 +21,14 @@ class ServerStartError(ServerError):
     """Triton exited or did not become ready during start-up."""
 
 
+class ContainerStartError(ServerStartError):
+    """Docker could not create or start Triton's container; ``status_code``: the engine's HTTP status (0 if none)."""
+
+    def __init__(self, message: str, log_tail: str = "", *, status_code: int = 0) -> None:
+        self.status_code = status_code
+        super().__init__(message, log_tail)
+
+
 class PortTakenError(ServerStartError):
     """A server was asked to listen on ``port`` (its ``service``: Triton's "http", "grpc" or "metrics", or
     "room": the hub of `labkit room up`) on ``host``, and another process holds it; nothing was started,

@@ -62,6 +62,15 @@ class UnknownProtocolError(LabkitError, ValueError):
         super().__init__(f"protocol must be {' or '.join(map(repr, self.known))}, not {protocol!r}.")
 
 
+class OptionError(LabkitError, ValueError):
+    """An argument of a labkit call that it cannot use: ``option`` names it, ``value`` is what was given and
+    ``valid`` says what it takes; nothing was started. Also a ValueError, as a bad argument."""
+
+    def __init__(self, *, option: str, value: object, valid: str) -> None:
+        self.option, self.value, self.valid = option, value, valid
+        super().__init__(f"{option} must be {valid}, not {value!r}.")
+
+
 class RoomSettingsError(LabkitError, ValueError):
     """A workshop room's ``setting`` (a RoomSettings field or option, e.g. "memory") holds a ``value`` that
     the hub, the Zero to JupyterHub chart or KubeSpawner would refuse; nothing was started or written.

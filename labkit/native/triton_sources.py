@@ -18,7 +18,7 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from ..errors import SetupError
+from ..errors import OptionError, SetupError
 from ..plumbing.downloads import cache_dir, fill_once, say
 
 ENV = "LABKIT_TRITON_SOURCES"
@@ -43,7 +43,7 @@ GITHUB = "https://github.com/triton-inference-server/{repo}/archive/{commit}.tar
 def source(repo: str) -> Path:
     """The unpacked r23.12 folder of ``repo`` ("backend", "common" or "core"); SetupError if missing."""
     if repo not in PINNED:
-        raise ValueError(f"no pinned Triton repository {repo!r}; there are: {', '.join(PINNED)}")
+        raise OptionError(option="repo", value=repo, valid=f"a pinned Triton repository: {', '.join(PINNED)}")
     given = os.environ.get(ENV, "").strip()
     folder = _from_folder(repo, Path(given).expanduser(), PINNED[repo][0], MARKER[repo]) if given else _downloaded(repo)
     if not (folder / MARKER[repo]).is_file():

@@ -27,7 +27,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from ..errors import ModelNotFoundError, PerfAnalyzerError, UnstableMeasurementError
+from ..errors import ModelNotFoundError, OptionError, PerfAnalyzerError, UnstableMeasurementError
 from ..plumbing.transport import Transport
 from ..server.base import TritonServer
 from . import perf_dist
@@ -276,9 +276,11 @@ def perf(
     within ``max_trials`` windows; else it is measured again (see the module's docstring) and kept
     with ``stable=False``. ``batch`` rows per request."""
     if concurrency is not None and request_rate is not None:
-        raise ValueError("give concurrency or request_rate, not both")
+        raise OptionError(
+            option="concurrency and request_rate", value=(concurrency, request_rate), valid="one of them, not both"
+        )
     if distribution not in ("constant", "poisson"):
-        raise ValueError(f"distribution must be 'constant' or 'poisson', not {distribution!r}")
+        raise OptionError(option="distribution", value=distribution, valid="'constant' or 'poisson'")
     transport = Transport.of(protocol)
     mode, values = (
         ("request_rate", list(request_rate))

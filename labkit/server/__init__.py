@@ -13,6 +13,7 @@ import pkgutil
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from ..errors import OptionError
 from . import launchers
 from .base import TritonServer, current
 from .launchers.embedded import EmbeddedServer
@@ -38,7 +39,7 @@ def kinds() -> list[str]:
 def launcher(kind: str) -> type[TritonServer]:
     """The TritonServer subclass for ``kind``; its module is imported only now (docker-py costs ~0.15 s)."""
     if kind not in kinds():
-        raise ValueError(f"server must be one of {', '.join(kinds())}, not {kind!r}")
+        raise OptionError(option="server", value=kind, valid=f"one of {', '.join(kinds())}")
     module = importlib.import_module(f"{launchers.__name__}.{kind}")
     found = [
         v

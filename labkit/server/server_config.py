@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from ..errors import OptionError
+
 _prefixes = itertools.count(1)
 
 
@@ -70,15 +72,21 @@ class ServerConfig:
             object.__setattr__(self, "backend_directory", str(self.backend_directory))
         for name, port in self.ports.items():
             if not isinstance(port, int) or not 0 <= port <= 65535:
-                raise ValueError(f"{name}_port must be a port number from 1 to 65535 (0: a free one), not {port!r}")
+                raise OptionError(
+                    option=f"{name}_port", value=port, valid="a port number from 1 to 65535 (0: a free one)"
+                )
         for name, value in self.python_backend_config.items():
             if name != "shm-region-prefix-name" and (
                 not isinstance(value, int) or isinstance(value, bool) or value <= 0
             ):
-                raise ValueError(f"{name} must be a whole number above 0 (or None for Triton's default), not {value!r}")
+                raise OptionError(
+                    option=name, value=value, valid="a whole number above 0 (or None for Triton's default)"
+                )
         fixed = [port for port in self.ports.values() if port]
         if len(set(fixed)) != len(fixed):
-            raise ValueError(f"http_port, grpc_port and metrics_port must differ, not {self.ports}")
+            raise OptionError(
+                option="http_port, grpc_port and metrics_port", value=self.ports, valid="three different ports"
+            )
 
     @property
     def ports(self) -> dict[str, int]:

@@ -25,6 +25,7 @@ from ..client.transports import CONNECTIONS, RequestExpired, build_request
 from ..errors import (
     LabkitError,
     ModelNotFoundError,
+    OptionError,
     RequestError,
     RequestTimeoutError,
     SequenceError,
@@ -149,7 +150,7 @@ class Load:
         on_progress: Callable[[int], None] | None = None,
     ) -> None:
         if (requests is not None and requests < 1) or concurrency < 1:
-            raise ValueError("requests and concurrency must be at least 1")
+            raise OptionError(option="requests and concurrency", value=(requests, concurrency), valid="at least 1")
         self.transport = Transport.of(protocol)
         self.server, self.model, self.protocol = server, model, self.transport.value
         self._inputs, self._outputs = inputs, outputs

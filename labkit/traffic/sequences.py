@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..client.transports import SequenceStep, build_request
+from ..errors import OptionError
 from ..server.base import TritonServer
 from .generator import Load, LoadResult
 
@@ -43,7 +44,11 @@ class SequenceLoad(Load):
         **options: Any,
     ) -> None:
         if sequences < 1 or length < 1 or first_id < 1:
-            raise ValueError("sequences, length and first_id must be at least 1 (sequence id 0 means no sequence)")
+            raise OptionError(
+                option="sequences, length and first_id",
+                value=(sequences, length, first_id),
+                valid="at least 1 each (sequence id 0 means no sequence)",
+            )
         super().__init__(server, model, {} if callable(inputs) else inputs, concurrency=concurrency, **options)
         self.sequences, self.length = sequences, length
         self._sequence_inputs = inputs

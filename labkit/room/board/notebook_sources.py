@@ -21,9 +21,7 @@ from fnmatch import fnmatch
 from typing import Any, Protocol
 from urllib.parse import quote
 
-import docker.errors
-import requests
-
+from ...docker.engine_errors import ENGINE_ERRORS
 from ...errors import EngineError, HubError, SubmissionError, WaitTimeoutError
 from ...plumbing.polling import wait_until
 from ..grader.image import NOTEBOOKS
@@ -57,7 +55,6 @@ class NotebookSource(Protocol):
         """Stop what the source runs (a scanning container)."""
 
 
-_ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 FIRST_SCAN_S = 120.0  # the scanning container's start: python and labkit's imports
 
 
@@ -86,7 +83,7 @@ class VolumeSource:
             if not mounts:
                 return {}
             self._container(mounts)
-        except _ENGINE_ERRORS as exc:
+        except ENGINE_ERRORS as exc:
             self.close()
             raise EngineError(
                 f"The room's notebook scan failed: {exc}. Check the engine (`docker ps -a "
@@ -130,7 +127,7 @@ class VolumeSource:
                 member = tar.next()
                 extracted = tar.extractfile(member) if member is not None and member.isfile() else None
                 data = extracted.read() if extracted is not None else b""
-        except (*_ENGINE_ERRORS, tarfile.TarError, AttributeError) as exc:
+        except (*ENGINE_ERRORS, tarfile.TarError, AttributeError) as exc:
             raise SubmissionError(
                 f"Cannot read {user}'s {notebook} ({exc}); it is read again at the next scan.",
                 user=user,
@@ -183,7 +180,7 @@ class VolumeSource:
                         if self._scanner is not None and self._scanner[0] is container:
                             self._latest = found
             why = f"its output ended: {text.strip()[-300:] or 'no output'}"
-        except (*_ENGINE_ERRORS, ValueError) as exc:
+        except (*ENGINE_ERRORS, ValueError) as exc:
             why = str(exc)
         with self._lock:
             if self._scanner is not None and self._scanner[0] is container:

@@ -12,7 +12,8 @@ from typing import Any
 
 import docker.errors
 
-from ...errors import EngineError, SetupError
+from ...docker.engine_errors import engine_error
+from ...errors import SetupError
 from ..settings import GRADER_IMAGE, PARTICIPANT_IMAGE
 
 HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
@@ -94,9 +95,7 @@ def build_grader_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GR
             fileobj=io.BytesIO(tar_of(files)), custom_context=True, tag=tag, rm=True, labels={RECIPE_LABEL: recipe}
         )
     except (docker.errors.BuildError, docker.errors.APIError) as exc:
-        raise EngineError(
-            f"Building the grader image {tag} failed: {exc}. Check that {base} runs python3 "
-            "with labkit's requirements.",
-            status_code=getattr(exc, "status_code", 0) or 0,
+        raise engine_error(
+            exc, f"to build the grader image {tag}", f"Check that {base} runs python3 with labkit's requirements."
         ) from None
     return image.id

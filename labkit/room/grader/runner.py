@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import docker.errors
-import requests.exceptions
 
+from ...docker.engine_errors import ENGINE_ERRORS
 from ...errors import SubmissionError
 from ..protocol import (
     INBOX,
@@ -95,7 +95,7 @@ def remove_containers(client: Any, room_id: str, role: str) -> None:
                 container.remove(force=True, v=True)
             except docker.errors.NotFound:
                 pass  # removed meanwhile (a judged grader goes in the background)
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+    except ENGINE_ERRORS as exc:
         log.warning("could not remove the room's %s containers (%s); `labkit room down` does", role, exc)
 
 
@@ -179,7 +179,7 @@ class Grader:
         """Start one more waiting container (errors are the judging run's to report)."""
         try:
             container = self._start()
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        except ENGINE_ERRORS as exc:
             log.warning("could not start a warm grader (%s); the next submission starts its own", exc)
             return
         with self._lock:
@@ -194,7 +194,7 @@ class Grader:
             try:
                 candidate.reload()
                 running = candidate.status in ("created", "running")
-            except (docker.errors.DockerException, requests.exceptions.RequestException):
+            except ENGINE_ERRORS:
                 running = False
             if container is None and running:
                 container = candidate
@@ -227,7 +227,7 @@ class Grader:
                 timer.cancel()
         except docker.errors.ImageNotFound:
             return {}, f"the image {self.image} is missing; build it with `labkit room up`"
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        except ENGINE_ERRORS as exc:
             if late.is_set():
                 return {}, f"it took longer than {self.limits.timeout_s:.0f} s and was stopped"
             return {}, f"the Docker engine refused the container: {exc}"
@@ -251,7 +251,7 @@ class Grader:
             state = container.attrs.get("State") or {}
         except docker.errors.NotFound:
             return "its container was removed before it gave a verdict"
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        except ENGINE_ERRORS as exc:
             return f"the Docker engine lost its container ({exc})"
         if state.get("OOMKilled"):
             return f"its container ran out of memory ({self.limits.memory}) before it gave a verdict"
@@ -281,5 +281,5 @@ def _inbox_archive(submission: str) -> bytes:
 def _remove(container: Any) -> None:
     try:
         container.remove(force=True, v=True)
-    except (docker.errors.DockerException, requests.exceptions.RequestException):
+    except ENGINE_ERRORS:
         pass  # already gone; the room's sweep (by label) removes what is left

@@ -42,7 +42,8 @@ import docker
 from ...course.exercises.nb11 import ENVIRONMENT_PACKAGES
 from ...docker import cpu_image
 from ...docker.engine import connect
-from ...errors import EngineError, SetupError
+from ...docker.engine_errors import engine_error
+from ...errors import SetupError
 from ...plumbing.downloads import cache_dir, say
 from ..settings import PARTICIPANT_IMAGE
 from .hubconfig import HOME, START_COMMAND, WORK
@@ -372,10 +373,8 @@ def build_image(
             container = _run_setup(client, base, house, build)
         return _commit(client, container, tag, parts, t0)
     except docker.errors.APIError as exc:
-        raise EngineError(
-            f"The Docker engine refused a step of building {tag}: {exc.explanation or exc}. "
-            "Check its free disk space (`docker system df`).",
-            status_code=exc.status_code or 0,
+        raise engine_error(
+            exc, f"a step of building {tag}", "Check its free disk space (`docker system df`)."
         ) from None
     finally:
         client.close()

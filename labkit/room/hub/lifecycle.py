@@ -32,6 +32,7 @@ import docker.models.volumes
 import docker
 
 from ...docker.engine import connect
+from ...docker.engine_errors import engine_error
 from ...errors import EngineError, InvalidNameError, ServerStartError, SetupError, WaitTimeoutError
 from ...plumbing.polling import wait_until
 from ...plumbing.ports import free_ports, ports_taken
@@ -232,10 +233,7 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
         hub_port, proxy_api_port, board_port = _ports(old, gateway)
         replaced = _replace_labs(client, settings, f"{gateway}:{hub_port}")
     except docker.errors.APIError as exc:
-        raise EngineError(
-            f"The Docker engine refused to prepare the room: {exc.explanation or exc}.",
-            status_code=exc.status_code or 0,
-        ) from None
+        raise engine_error(exc, "to prepare the room") from None
     finally:
         client.close()
     keys = _secrets(old)
@@ -379,10 +377,8 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
     except WaitTimeoutError:
         pass  # what keeps appearing is listed by `labkit room status`; `room down` again removes it
     except docker.errors.APIError as exc:
-        raise EngineError(
-            f"The Docker engine refused to remove part of the room: {exc.explanation or exc}. "
-            f"Run `labkit room down --dir {directory}` again.",
-            status_code=exc.status_code or 0,
+        raise engine_error(
+            exc, "to remove part of the room", f"Run `labkit room down --dir {directory}` again."
         ) from None
     finally:
         client.close()

@@ -20,13 +20,13 @@ from typing import Any, Literal
 
 import docker.client
 import docker.errors
-import requests.exceptions
 from docker.types import DeviceRequest, Mount, Ulimit
 
 import docker
 
 from ...docker import engine, images
 from ...docker.compiler import ContainerToolchain
+from ...docker.engine_errors import ENGINE_ERRORS, explanation_of, status_of
 from ...docker.mounts import container_path
 from ...docker.orphans import (
     LABEL_KIND,
@@ -36,7 +36,9 @@ from ...docker.orphans import (
     owner_labels,
 )
 from ...errors import (
+    ContainerStartError,
     EngineError,
+    OptionError,
     ServerNotRunningError,
     ServerStartError,
     SetupError,
@@ -55,7 +57,6 @@ from ..server_config import ServerConfig, TritonPlace, argv
 from ._container_layout import PY_SPY, ContainerLayout
 
 CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
-_DOCKER_ERRORS = (docker.errors.APIError, requests.exceptions.RequestException)
 
 
 class DockerRuntime(RuntimeDefaults):
@@ -93,7 +94,7 @@ class DockerRuntime(RuntimeDefaults):
         progress: bool = True,
     ) -> None:
         if gpus not in ("auto", True, False):
-            raise ValueError(f"gpus must be 'auto', True or False, not {gpus!r}")
+            raise OptionError(option="gpus", value=gpus, valid="'auto', True or False")
         super().__init__(workspace)
         self.image = image
         self.gpus = gpus
@@ -250,17 +251,22 @@ class DockerRuntime(RuntimeDefaults):
                 auto_remove=False,  # a container that fails keeps its logs until labkit has read them
             )
         except docker.errors.APIError as exc:
-            raise ServerStartError(
-                f"Docker could not create the Triton container from {self.image}: {exc.explanation or exc}"
+            raise ContainerStartError(
+                f"Docker could not create the Triton container from {self.image}: {explanation_of(exc)}",
+                status_code=status_of(exc),
             ) from None
         self._note(f"container {name} from {self.image}")
         self._container.start()
 
-    def _start_error(self, exc: docker.errors.APIError) -> ServerStartError:
+    def _start_error(self, exc: docker.errors.APIError) -> ContainerStartError:
         tail = self._container_logs()
         self._remove_container()
         hint = " (the engine has no GPU runtime for the device request; try gpus=False)" if self.uses_gpus else ""
-        return ServerStartError(f"Docker could not start the Triton container: {exc.explanation or exc}{hint}", tail)
+        return ContainerStartError(
+            f"Docker could not start the Triton container: {explanation_of(exc)}{hint}",
+            tail,
+            status_code=status_of(exc),
+        )
 
     def _read_ports(self, host: str) -> Endpoints:
         def published() -> dict[str, dict] | None:
@@ -302,7 +308,7 @@ class DockerRuntime(RuntimeDefaults):
                         log.flush()
             finally:
                 client.close()
-        except (docker.errors.DockerException, *_DOCKER_ERRORS, OSError):
+        except (*ENGINE_ERRORS, OSError):
             pass  # the engine went away or the container was removed: nothing more to copy
 
     def _drain_logs(self, timeout_s: float = 3.0) -> None:
@@ -312,7 +318,7 @@ class DockerRuntime(RuntimeDefaults):
     def _container_logs(self, lines: int = 25) -> str:
         try:
             return self._container.logs(tail=lines).decode(errors="replace").rstrip()
-        except (*_DOCKER_ERRORS, AttributeError):
+        except (*ENGINE_ERRORS, AttributeError):
             return ""
 
     def failure_tail(self) -> str:
@@ -324,7 +330,7 @@ class DockerRuntime(RuntimeDefaults):
             return "the container is gone"
         try:
             state = self._client.api.inspect_container(self._container.id)["State"]
-        except (*_DOCKER_ERRORS, AttributeError):
+        except (*ENGINE_ERRORS, AttributeError):
             return "the container is gone"
         if state.get("Running"):
             return ""
@@ -342,7 +348,7 @@ class DockerRuntime(RuntimeDefaults):
             self._container.remove(force=True, v=True)
         except docker.errors.NotFound:
             pass
-        except _DOCKER_ERRORS:
+        except ENGINE_ERRORS:
             pass  # cleanup() at the next launch removes it (it carries our labels)
 
     def end(self) -> None:
@@ -351,7 +357,7 @@ class DockerRuntime(RuntimeDefaults):
                 # No grace: stop() has unloaded the models already, and Triton's own exit would take another
                 # second or more (its exit loop polls once a second; --exit-timeout-secs with a stuck model).
                 self._container.stop(timeout=0)
-            except _DOCKER_ERRORS:
+            except ENGINE_ERRORS:
                 pass
             self._drain_logs()
             self._remove_container()
@@ -366,7 +372,7 @@ class DockerRuntime(RuntimeDefaults):
         except docker.errors.NotFound:
             self._exited = True
             return False
-        except _DOCKER_ERRORS:
+        except ENGINE_ERRORS:
             return False
         if not state.get("Running") or state.get("Restarting"):
             self._exited = True
@@ -412,7 +418,7 @@ class DockerRuntime(RuntimeDefaults):
             code, (out, err) = self._container.exec_run(
                 argv, workdir=workdir, demux=True, user=self.user or "", environment=environment
             )
-        except _DOCKER_ERRORS as exc:
+        except ENGINE_ERRORS as exc:
             raise EngineError(
                 f"Docker could not run {argv[0]} in the container: {exc}",
                 status_code=getattr(exc, "status_code", 0) or 0,
