@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from crash_support import SEGFAULT, crash_with, line_of
 from waiting_support import eventually
 
 import labkit
@@ -15,18 +16,6 @@ import labkit.errors
 from labkit.course import reference
 from labkit.native import reference_source
 from labkit.observe.stats import model_stats
-
-SEGFAULT = """
-#include "labkit/backend.hpp"
-LABKIT_MODEL_STATE(labkit::ModelState)
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
-    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
-  return labkit::execute(instance, requests, count, [](labkit::Batch&) {
-    volatile int* nowhere = nullptr;
-    *nowhere = 1;  // a backend bug: the whole server goes down with it
-  });
-}
-"""
 
 
 def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
@@ -73,24 +62,10 @@ def test_killed_server_is_noticed_and_restarted(fresh_server, capfd):
     assert labkit.check_passthrough(fresh_server, "minimal_batching", concurrent=2).ok
 
 
-def _line_of(source: str, marker: str) -> int:
-    return next(n for n, line in enumerate(source.splitlines(), 1) if marker in line)
-
-
-def _crash(server, source: str, **options) -> labkit.errors.ServerNotRunningError:
-    """Build ``source`` as backend crashy for model crasher, send it a request, return the error."""
-    cfg = labkit.model_config("crasher", "crashy", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])
-    server.repository.write_config(cfg)
-    server.cpp_backend("crashy", source, ["crasher"], progress=False, **options)
-    with pytest.raises(labkit.errors.ServerNotRunningError) as info:
-        labkit.infer(server, "crasher", {"IN0": reference.np.zeros(4, reference.np.int32)})
-    return info.value
-
-
 def test_segfaulting_backend_names_the_model_and_the_line(fresh_server, capfd):
-    error = _crash(fresh_server, SEGFAULT)
+    error = crash_with(fresh_server, SEGFAULT)
     assert error.doing == "The request to 'crasher' failed" and error.exit_summary == "killed by signal 11"
-    line = _line_of(SEGFAULT, "*nowhere = 1;")
+    line = line_of(SEGFAULT, "*nowhere = 1;")
     assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{line}."), error.crash
     assert f"crashy.cc:{line}" in str(error)
     eventually(lambda: fresh_server.health.died is not None, "the death to be noticed", timeout_s=5, interval_s=0.01)
@@ -118,8 +93,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 
 
 def test_a_crash_in_an_inlined_function_names_it_and_the_function_it_was_inlined_into(fresh_server):
-    error = _crash(fresh_server, INLINED)
-    inner, call = _line_of(INLINED, "*nowhere = value;"), _line_of(INLINED, "poke(1);")
+    error = crash_with(fresh_server, INLINED)
+    inner, call = line_of(INLINED, "*nowhere = value;"), line_of(INLINED, "poke(1);")
     assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{inner}."), error.crash
     crash = fresh_server.crash()
     assert crash is not None
@@ -152,15 +127,15 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 
 
 def test_abort_is_shown_at_its_line(fresh_server):
-    error = _crash(fresh_server, ABORTS)
-    line = _line_of(ABORTS, "std::abort()")
+    error = crash_with(fresh_server, ABORTS)
+    line = line_of(ABORTS, "std::abort()")
     assert error.crash.startswith(f"The backend aborted (SIGABRT) at crashy.cc:{line}."), error.crash
     assert "in TRITONBACKEND_ModelInstanceExecute" in error.crash
 
 
 def test_escaping_exception_is_shown_with_its_type_message_and_line(fresh_server):
-    error = _crash(fresh_server, THROWS)
-    line = _line_of(THROWS, "throw std::out_of_range")
+    error = crash_with(fresh_server, THROWS)
+    line = line_of(THROWS, "throw std::out_of_range")
     assert error.crash.startswith(
         f"An uncaught C++ exception (std::out_of_range: row 7 of 4) escaped the backend at crashy.cc:{line}."
     ), error.crash
@@ -178,7 +153,7 @@ def test_crash_in_a_magic_cell_is_shown_at_the_editor_line(fresh_server):
     shell.run_cell_magic("triton_cpp", "crashy --debug --models crasher", SEGFAULT)
     with pytest.raises(labkit.errors.ServerNotRunningError) as info:
         labkit.infer(fresh_server, "crasher", {"IN0": reference.np.zeros(4, reference.np.int32)})
-    editor_line = _line_of(SEGFAULT, "*nowhere = 1;") + 1
+    editor_line = line_of(SEGFAULT, "*nowhere = 1;") + 1
     assert f"SIGSEGV at crashy.cc:{editor_line}." in info.value.crash, info.value.crash
 
 
@@ -190,6 +165,6 @@ def test_a_crash_after_restart_and_a_rebuild_is_reported_at_its_line(fresh_serve
     fresh_server.repository.write_config(cfg)
     fresh_server.cpp_backend("crashy", reference_source("minimal"), ["crasher"], progress=False)
     assert fresh_server.restart() == ["add_sub", "crasher"]
-    error = _crash(fresh_server, SEGFAULT)
-    line = _line_of(SEGFAULT, "*nowhere = 1;")
+    error = crash_with(fresh_server, SEGFAULT)
+    line = line_of(SEGFAULT, "*nowhere = 1;")
     assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{line}."), error.crash

@@ -184,15 +184,15 @@ def test_timeline_and_perf_analyzer_against_the_container(dserver):
 
 
 def test_stuck_models_in_the_container_show_their_lines(dserver):
-    from test_stuck import CONFIG, HANG_LINE, SPIN_LINE, SPINNING, X, _hanging
+    from stuck_support import CONFIG, HANG_LINE, SPIN_LINE, SPINNING, X, hanging
 
     assert all(tool.found for tool in labkit.debug_tools(dserver)), [str(t) for t in labkit.debug_tools(dserver)]
     dserver.repository.write_config(CONFIG)
-    dserver.python_model("hang", _hanging(1, "time.sleep(100000)"))
+    dserver.python_model("hang", hanging(1, "time.sleep(100000)"))
     with pytest.raises(labkit.RequestTimeoutError) as info:
         labkit.infer(dserver, "hang", X, timeout_s=2)
     assert f"model.py:{HANG_LINE} in TritonPythonModel.execute:  time.sleep(100000)" in info.value.stack
-    dserver.repository.write_python_model("hang", _hanging(4, "pass"))
+    dserver.repository.write_python_model("hang", hanging(4, "pass"))
     dserver.unstick("hang")
     assert labkit.infer(dserver, "hang", X)["OUT0"].tolist() == [4.0] * 4
 
@@ -207,20 +207,20 @@ def test_stuck_models_in_the_container_show_their_lines(dserver):
 
 
 def test_a_stuck_initialize_in_the_container_times_out_and_the_fix_loads(dserver):
-    from test_load_timeout import CONFIG, SLEEPS, STUCK_LINE, X, _initializing
+    from stuck_support import CONFIG, SLEEPS, STUCK_LINE, X, initializing
 
     dserver.repository.write_config(CONFIG)
     with pytest.raises(labkit.LoadTimeoutError) as info:
-        dserver.python_model("hang", _initializing(SLEEPS), load_timeout_s=2)
+        dserver.python_model("hang", initializing(SLEEPS), load_timeout_s=2)
     assert info.value.ended and info.value.location == f"model.py:{STUCK_LINE}"
     assert f"model.py:{STUCK_LINE} in TritonPythonModel.initialize" in info.value.stack
     assert labkit.check_add_sub(dserver).ok
-    dserver.python_model("hang", _initializing("pass"))
+    dserver.python_model("hang", initializing("pass"))
     assert labkit.infer(dserver, "hang", X)["OUT0"].tolist() == [7.0] * 4
 
 
 def test_a_breakpoint_in_the_container_opens_pdb_here(cpu_image, tmp_path):
-    from test_breakpoints import CHILD, MODEL, Terminal
+    from terminal_support import CHILD, MODEL, Terminal
 
     model = tmp_path / "model.py"
     model.write_text(MODEL)

@@ -11,34 +11,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stuck_support import CONFIG, SLEEPS, STUCK_LINE, X, initializing
 
 import labkit
 import labkit.server
 
 pytestmark = pytest.mark.slow
 
-CONFIG = labkit.model_config("hang", "python", [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])])
-INITIALIZING = """import time
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def initialize(self, args):
-        {body}
-
-    def execute(self, requests):
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT0", np.full(4, 7, np.float32))])
-                for request in requests]
-"""
-STUCK_LINE = 8  # the {body} line above
-SLEEPS = "time.sleep(100000)"
 # Stuck below Python, where the stub cannot be asked to leave: labkit ends the stub instead.
 DEADLOCKS = (
     "import ctypes; libc = ctypes.CDLL(None); m = ctypes.create_string_buffer(64); "
     "libc.pthread_mutex_init(m, None); libc.pthread_mutex_lock(m); libc.pthread_mutex_lock(m)"
 )
-X = {"IN0": np.zeros(4, np.float32)}
 
 
 def _running_in_group(pgid: int) -> list[int]:
@@ -54,12 +38,8 @@ def _running_in_group(pgid: int) -> list[int]:
     return running
 
 
-def _initializing(body: str) -> str:
-    return INITIALIZING.format(body=body)
-
-
 def _serves_the_fix(server: labkit.server.TritonServer) -> None:
-    server.python_model("hang", _initializing("pass"))
+    server.python_model("hang", initializing("pass"))
     assert labkit.infer(server, "hang", X, timeout_s=10)["OUT0"].tolist() == [7.0] * 4
     assert server.loaded_models() == ["add_sub", "hang"] and labkit.check_add_sub(server).ok
 
@@ -71,7 +51,7 @@ def test_a_sleeping_initialize_times_out_at_its_line_and_the_fix_loads_in_the_sa
         pid = lab.runtime.triton_pid
         lab.repository.write_config(CONFIG)
         with pytest.raises(labkit.LoadTimeoutError) as info:
-            lab.python_model("hang", _initializing(SLEEPS))
+            lab.python_model("hang", initializing(SLEEPS))
         err = info.value
         assert isinstance(err, labkit.ModelLoadError)
         assert err.model == "hang" and err.timeout_s == 2 and err.ended and not err.interrupted
@@ -82,7 +62,7 @@ def test_a_sleeping_initialize_times_out_at_its_line_and_the_fix_loads_in_the_sa
         assert lab.loaded_models() == ["add_sub"] and labkit.check_add_sub(lab).ok
         _serves_the_fix(lab)
         assert lab.runtime.triton_pid == pid  # the same server all along
-        lab.python_model("hang", _initializing(SLEEPS), load=False)
+        lab.python_model("hang", initializing(SLEEPS), load=False)
         with pytest.raises(labkit.LoadTimeoutError):  # a reload that hangs: the old code keeps serving
             lab.load("hang")
         assert labkit.infer(lab, "hang", X, timeout_s=10)["OUT0"].tolist() == [7.0] * 4
@@ -93,7 +73,7 @@ def test_the_limit_can_be_set_per_call_and_a_stub_stuck_below_python_is_ended(fr
     assert fresh_server.config.load_timeout_s == 120  # the default
     fresh_server.repository.write_config(CONFIG)
     with pytest.raises(labkit.LoadTimeoutError) as info:
-        fresh_server.python_model("hang", _initializing(DEADLOCKS), load_timeout_s=1.5)
+        fresh_server.python_model("hang", initializing(DEADLOCKS), load_timeout_s=1.5)
     assert info.value.timeout_s == 1.5 and info.value.ended
     assert info.value.location == f"model.py:{STUCK_LINE}"
     assert labkit.check_add_sub(fresh_server).ok
@@ -108,7 +88,7 @@ def test_a_kernel_interrupt_ends_the_stuck_load_the_same_way(fresh_server, kerne
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     with pytest.raises(labkit.LoadTimeoutError) as info:
-        fresh_server.python_model("hang", _initializing(SLEEPS))  # the default limit, 120 s
+        fresh_server.python_model("hang", initializing(SLEEPS))  # the default limit, 120 s
     timer.join()
     assert info.value.interrupted and info.value.ended and info.value.timeout_s == 120
     assert info.value.location == f"model.py:{STUCK_LINE}"
@@ -166,7 +146,7 @@ def test_stop_ends_a_server_whose_model_is_stuck_loading(fresh_server):
         fresh_server.cpp_backend("slowinit", HANGING_CPP.replace("HANGS", "true"), ["slow"], progress=False)
     fresh_server.repository.write_config(CONFIG)
     fresh_server.python_model(
-        "hang", _initializing("pass").replace("return [pb_utils", "time.sleep(100000)\n        return [pb_utils")
+        "hang", initializing("pass").replace("return [pb_utils", "time.sleep(100000)\n        return [pb_utils")
     )
     with pytest.raises(labkit.RequestTimeoutError):
         labkit.infer(fresh_server, "hang", X, timeout_s=1)

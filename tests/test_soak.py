@@ -14,7 +14,7 @@ import time
 from collections import Counter
 
 import pytest
-from test_cpp import scaled_by, scaling_model, scaling_source
+from cpp_support import scaled_by, scaling_model, scaling_source
 
 import labkit
 import labkit.server

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from stuck_support import CONFIG, HANG_LINE, SPIN_LINE, SPINNING, X, hanging
 from waiting_support import never
 
 import labkit
@@ -19,36 +20,6 @@ from labkit import debug_tools
 
 pytestmark = pytest.mark.slow
 
-CONFIG = labkit.model_config("hang", "python", [("IN0", "FP32", [4])], [("OUT0", "FP32", [4])])
-HANGING = """import time
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        value = {value}
-        {body}
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT0", np.full(4, value, np.float32))])
-                for request in requests]
-"""
-HANG_LINE = 9  # the {body} line above
-X = {"IN0": np.zeros(4, np.float32)}
-
-SPINNING = r"""
-#include "labkit/backend.hpp"
-LABKIT_MODEL_STATE(labkit::ModelState)
-TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
-    TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
-  return labkit::execute(instance, requests, count, [](labkit::Batch&) {
-    volatile unsigned long spins = 0;
-    while (true) {
-      spins = spins + 1;  // the endless loop
-    }
-  });
-}
-"""
-SPIN_LINE = 9
 
 EXITING = """import os
 import triton_python_backend_utils as pb_utils
@@ -64,10 +35,6 @@ class TritonPythonModel:
 """
 
 
-def _hanging(value: int, body: str) -> str:
-    return HANGING.format(value=value, body=body)
-
-
 def test_the_debugging_tools_are_installed():
     assert all(tool.found for tool in debug_tools()), [str(t) for t in debug_tools()]
 
@@ -75,7 +42,7 @@ def test_the_debugging_tools_are_installed():
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_a_sleeping_execute_times_out_at_its_line_and_unstick_serves_the_fix(fresh_server, protocol):
     fresh_server.repository.write_config(CONFIG)
-    fresh_server.python_model("hang", _hanging(1, "time.sleep(100000)"))
+    fresh_server.python_model("hang", hanging(1, "time.sleep(100000)"))
     t0 = time.monotonic()
     with pytest.raises(labkit.RequestTimeoutError) as info:
         labkit.infer(fresh_server, "hang", X, protocol=protocol, timeout_s=2)
@@ -87,7 +54,7 @@ def test_a_sleeping_execute_times_out_at_its_line_and_unstick_serves_the_fix(fre
     assert not err.restart_needed  # lab.unstick('hang') ends it (its message: test_error_messages)
     assert labkit.check_add_sub(fresh_server).ok  # another model serves meanwhile
 
-    fresh_server.repository.write_python_model("hang", _hanging(7, "pass"))
+    fresh_server.repository.write_python_model("hang", hanging(7, "pass"))
     report = fresh_server.unstick("hang")
     assert "hang_0_0" in report
     assert labkit.infer(fresh_server, "hang", X, protocol=protocol, timeout_s=5)["OUT0"].tolist() == [7.0] * 4
@@ -100,7 +67,7 @@ def test_a_sleeping_execute_times_out_at_its_line_and_unstick_serves_the_fix(fre
 
 def test_the_server_default_limit_applies_to_helpers(fresh_server):
     fresh_server.config = fresh_server.config.with_(request_timeout_s=1.5)
-    fresh_server.python_model("add_sub", _hanging(0, "time.sleep(100000)"))
+    fresh_server.python_model("add_sub", hanging(0, "time.sleep(100000)"))
     with pytest.raises(labkit.RequestTimeoutError) as info:
         labkit.check_add_sub(fresh_server)
     assert info.value.limit_s == 1.5 and f"model.py:{HANG_LINE}" in info.value.stack
@@ -108,7 +75,7 @@ def test_the_server_default_limit_applies_to_helpers(fresh_server):
 
 def test_a_kernel_interrupt_ends_the_wait_with_the_same_report(fresh_server, kernel_interrupts):
     fresh_server.repository.write_config(CONFIG)
-    fresh_server.python_model("hang", _hanging(1, "time.sleep(100000)"))
+    fresh_server.python_model("hang", hanging(1, "time.sleep(100000)"))
     for protocol in ("http", "grpc"):
         timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
         timer.start()
@@ -155,7 +122,7 @@ def test_os_exit_in_initialize_says_the_exit_code_and_where(fresh_server):
 
 def test_a_segfault_in_execute_says_the_signal_and_the_line(fresh_server):
     fresh_server.repository.write_config(CONFIG)
-    fresh_server.python_model("hang", _hanging(1, "import ctypes; ctypes.string_at(0)"))
+    fresh_server.python_model("hang", hanging(1, "import ctypes; ctypes.string_at(0)"))
     with pytest.raises(labkit.InferenceError) as info:
         labkit.infer(fresh_server, "hang", X, timeout_s=20)
     text = str(info.value)
@@ -190,7 +157,7 @@ def test_a_stream_that_never_ends_times_out_and_a_stuck_one_shows_its_line(fresh
 
     cfg.name = "hang"
     fresh_server.repository.write_config(cfg)
-    fresh_server.python_model("hang", _hanging(1, "time.sleep(100000)"))
+    fresh_server.python_model("hang", hanging(1, "time.sleep(100000)"))
     with pytest.raises(labkit.RequestTimeoutError) as info:
         labkit.stream_infer(fresh_server, "hang", X, timeout_s=1.5)
     assert f"model.py:{HANG_LINE}" in info.value.stack and "sent 0 response(s)" in info.value.reason
@@ -203,7 +170,7 @@ def test_a_stub_stuck_below_python_is_left_alone_with_a_clear_error(fresh_server
         "libc.pthread_mutex_init(m, None); libc.pthread_mutex_lock(m); libc.pthread_mutex_lock(m)"
     )
     fresh_server.repository.write_config(CONFIG)
-    fresh_server.python_model("hang", _hanging(1, deadlock))
+    fresh_server.python_model("hang", hanging(1, deadlock))
     with pytest.raises(labkit.RequestTimeoutError):
         labkit.infer(fresh_server, "hang", X, timeout_s=1)
     with pytest.raises(labkit.InferenceError) as info:
