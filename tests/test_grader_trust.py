@@ -11,7 +11,7 @@ import pytest
 from room_board_support import NOTEBOOK, NOTEBOOKS_DIR, notebook
 
 from labkit.course.exercises import REGISTRY
-from labkit.course.workshop import run_notebook
+from labkit.course.notebook_runner import run_notebook
 from labkit.room.grader.entry import judge_cells
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

@@ -15,7 +15,7 @@ import labkit
 import labkit.errors
 import labkit.server
 from labkit import exercises
-from labkit.course import workshop
+from labkit.course import notebook_runner, workshop
 from labkit.course.exercises import REGISTRY
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -30,8 +30,8 @@ def test_every_exercise_has_a_starter_a_solution_and_a_tagged_cell():
     tagged = {}
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
-            if workshop.exercise_of(cell):
-                tagged[workshop.exercise_of(cell)] = (path.stem, cell.source)
+            if notebook_runner.exercise_of(cell):
+                tagged[notebook_runner.exercise_of(cell)] = (path.stem, cell.source)
     assert set(tagged) == set(REGISTRY)
     for exercise_id, item in REGISTRY.items():
         notebook, source = tagged[exercise_id]
@@ -95,14 +95,14 @@ def test_reset_restores_the_starters_and_keeps_a_backup(tmp_path):
     copy = tmp_path / "06_python_based_backend.ipynb"
     copy.write_text((NOTEBOOKS / copy.name).read_text())
     nb = nbformat.read(copy, as_version=4)
-    edited = [c for c in nb.cells if workshop.exercise_of(c)]
+    edited = [c for c in nb.cells if notebook_runner.exercise_of(c)]
     for cell in edited:
         cell.source = "# my work in progress"
     nbformat.write(nb, copy)
     assert workshop.main(["reset", "06", "--dir", str(tmp_path)]) == 0
     restored = nbformat.read(copy, as_version=4)
-    for cell in (c for c in restored.cells if workshop.exercise_of(c)):
-        assert cell.source == REGISTRY[workshop.exercise_of(cell)].starter() and cell.outputs == []
+    for cell in (c for c in restored.cells if notebook_runner.exercise_of(c)):
+        assert cell.source == REGISTRY[notebook_runner.exercise_of(cell)].starter() and cell.outputs == []
     (backup,) = (tmp_path / workshop.BACKUP_FOLDER).glob("06_python_based_backend.*.bak.ipynb")
     assert "# my work in progress" in backup.read_text()
     # the backup is not a notebook that check runs, nor a second match for "06"
@@ -128,7 +128,7 @@ def test_an_unknown_exercise_tag_is_a_labkit_error_and_changes_nothing(tmp_path)
     assert "01-output2" in reset.value.known and "01-nosuch" not in reset.value.known
     assert path.read_text() == before and not (tmp_path / workshop.BACKUP_FOLDER).exists()
     with pytest.raises(labkit.errors.UnknownExerciseError) as solutions:
-        workshop.run_notebook(path, solutions=True)
+        notebook_runner.run_notebook(path, solutions=True)
     assert solutions.value.exercise == "01-nosuch"
 
 
@@ -155,21 +155,21 @@ def test_a_broken_exercise_cell_does_not_hide_the_other_verdicts(tmp_path):
     nb = nbformat.read(NOTEBOOKS / copy.name, as_version=4)
     # the start and %load_ext cells, then the exercises' section to the end: the earlier lessons' cells
     # are not what this test is about
-    first = next(i for i, c in enumerate(nb.cells) if workshop.exercise_of(c) == "01-output2") - 1
+    first = next(i for i, c in enumerate(nb.cells) if notebook_runner.exercise_of(c) == "01-output2") - 1
     nb.cells = [
         c for c in nb.cells[:first] if "labkit.start()" in c.source or c.source.startswith("%load_ext")
     ] + nb.cells[first:]
     numbers = {}
     for number, cell in enumerate(nb.cells, 1):
-        if workshop.exercise_of(cell) == "01-output2":
+        if notebook_runner.exercise_of(cell) == "01-output2":
             cell.source = "raise ValueError('half-finished')"
             numbers["broken"] = number
-        elif workshop.exercise_of(cell) == "01-bad-request":
+        elif notebook_runner.exercise_of(cell) == "01-bad-request":
             cell.source = REGISTRY["01-bad-request"].solution()
     nbformat.write(nb, copy)
-    run = workshop.run_notebook(copy)
+    run = notebook_runner.run_notebook(copy)
     assert run.stopped == "" and not run.passed
-    assert run.failures == [workshop.CellFailure(numbers["broken"], "ValueError", "half-finished", "01-output2")]
+    assert run.failures == [notebook_runner.CellFailure(numbers["broken"], "ValueError", "half-finished", "01-output2")]
     verdicts = {v.exercise: v for v in run.verdicts}
     assert set(verdicts) == {"01-output2", "01-bad-request"}
     assert verdicts["01-bad-request"].passed

@@ -61,3 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     except LabkitError as exc:
         print(f"labkit: {exc}", file=sys.stderr)
         return EXIT_LABKIT_ERROR
+
+
+__all__ = ["EXIT_LABKIT_ERROR", "EXIT_NOT_PASSED", "EXIT_OK", "EXIT_USAGE", "main", "parser"]

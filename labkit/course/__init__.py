@@ -1,2 +1,7 @@
-"""The course around the lab: the reference models and their checks, the workshop's commands
-(check, reset, plan), the day's plan and the tour of every lesson."""
+"""The course around the lab, one wing: at its bottom the reference models and their checks
+(``reference``, ``checks``), which every other part uses; then the lessons (``lessons/``), the exercises
+(``exercises/``), the notebook runner and the workshop's commands (``workshop``), the day's schedule
+(``schedule``, ``lesson_time``), the tour of every lesson (``tour``) and the site's lesson pages
+(``lesson_pages``). ``__all__`` names the modules other wings use."""
+
+__all__ = ["checks", "exercises", "lesson_pages", "lesson_time", "lessons", "reference", "schedule", "tour", "workshop"]

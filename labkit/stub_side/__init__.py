@@ -25,3 +25,5 @@ RECORDS_DIR = "labkit-stubs"
 DEBUG_DIR = "labkit-debug"
 #: What install() puts in the python/ folder besides Triton's library.
 OWN_NAMES = frozenset({*PLACED.values(), TRITON_DIR, RECORDS_DIR, DEBUG_DIR})
+
+__all__ = ["DEBUG_DIR", "FOLDER", "OWN_NAMES", "PLACED", "RECORDS_DIR", "STUB", "TRITON_DIR", "TRITON_OWN", "UTILS"]

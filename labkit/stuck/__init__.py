@@ -7,3 +7,5 @@
 
 Nothing is imported here, so that ``labkit.server`` can use ``labkit.stuck.debuggers`` without a cycle.
 """
+
+__all__ = ["debuggers", "native_stack", "python_stack", "report", "stuck_load", "unstick"]

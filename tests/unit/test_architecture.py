@@ -103,6 +103,92 @@ def test_no_import_cycles():
     assert _cycles(graph) == []
 
 
+#: The wings from the bottom up: a wing imports only wings on a lower line (imports inside functions count).
+#: A flat module of labkit/ is a wing of its own; ``labkit`` is the package's ``__init__``, the notebook's API.
+LAYERS = (
+    ("errors",),
+    ("plumbing", "stub_side"),
+    ("repository",),
+    ("gpu",),
+    ("native",),
+    ("docker",),
+    ("python_envs",),
+    ("stuck",),
+    ("server",),
+    ("breakpoints",),
+    ("client",),
+    ("traffic",),
+    ("observe",),
+    ("course",),
+    ("room",),
+    ("magics", "_cells"),
+    ("_start", "pytest_plugin"),
+    ("cli",),
+    ("labkit",),
+)
+RANK = {wing: rank for rank, wings in enumerate(LAYERS) for wing in wings}
+
+
+def _wing(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "labkit"
+
+
+def _crossings() -> list[tuple[str, str]]:
+    """Every (importer, imported) pair of labkit modules in two different wings."""
+    modules = _modules()
+    return sorted(
+        (name, target)
+        for name, path in modules.items()
+        for target in _imports(name, path, modules)
+        if _wing(name) != _wing(target)
+    )
+
+
+def _upward(crossings: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(a, b) for a, b in crossings if RANK[_wing(a)] <= RANK[_wing(b)]]
+
+
+def test_the_layer_check_sees_an_import_upward_or_sideways():
+    down, up = ("labkit.client.inference", "labkit.server.base"), ("labkit.server.control", "labkit.client.waiting")
+    sideways = ("labkit.plumbing.ports", "labkit.stub_side")
+    assert _upward([down, up, sideways]) == [up, sideways]
+
+
+def test_every_wing_has_its_layer_and_imports_only_wings_below_it():
+    assert sorted({_wing(m) for m in _modules()}) == sorted(RANK)
+    assert _upward(_crossings()) == []
+    # the bottom wing is shared by most of the house and needs none of it
+    assert {_wing(b) for a, b in _crossings() if _wing(a) == "plumbing"} <= {"errors"}
+
+
+def test_no_wing_imports_another_wings_private_module_and_each_used_wing_names_its_surface():
+    private = [(a, b) for a, b in _crossings() if any(p.startswith("_") for p in b.split(".")[2:])]
+    assert private == []
+    modules = _modules()
+    used = {_wing(b) for _, b in _crossings()} - {"labkit"}
+    lacking = []
+    for wing in sorted(used):
+        init = PACKAGE / wing / "__init__.py"
+        if not init.exists():
+            continue  # a flat module: its names are its surface
+        names = next(
+            (
+                ast.literal_eval(node.value)
+                for node in ast.parse(init.read_text()).body
+                if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["__all__"]
+            ),
+            None,
+        )
+        if names is None:
+            lacking.append(wing)
+            continue
+        defined = {n for n in names if f"labkit.{wing}.{n}" in modules}
+        namespace = importlib.import_module(f"labkit.{wing}")
+        assert [n for n in names if n not in defined and not hasattr(namespace, n)] == [], wing
+    assert lacking == []
+
+
 def _sources() -> list[Path]:
     """Every Python and C++ file of labkit and of its tests."""
     return [

@@ -52,7 +52,7 @@ def judge_cells(
     still as shipped is "not started" without running. ``kernel``: a kernel already started in ``work``."""
     import nbformat
 
-    from ...course.workshop import exercise_of, run_notebook
+    from ...course.notebook_runner import exercise_of, run_notebook
 
     template = (pristine or Path(HOME_IN_IMAGE) / "notebooks") / Path(name).name
     if not template.exists():
