@@ -19,7 +19,7 @@ from sphinx.application import Sphinx
 
 import labkit
 from labkit import exercises
-from labkit.course import course, lesson_pages
+from labkit.course import lesson_pages, schedule
 
 project = "labkit"
 author = "labkit's authors"
@@ -28,7 +28,7 @@ release = labkit.__version__
 
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinxarg.ext", "sphinxcontrib.mermaid"]
 root_doc = "index"
-include_patterns = ["*.md", f"notebooks/{course.NOTEBOOK_PATTERN}"]
+include_patterns = ["*.md", f"notebooks/{schedule.NOTEBOOK_PATTERN}"]
 
 # The notebooks as saved: what nbval checks is what a page shows.
 nb_execution_mode = "off"
