@@ -101,12 +101,12 @@ def test_perf_without_the_users_library_says_what_to_do(tmp_path):
 
 
 def test_the_check_is_a_setup_error_naming_the_missing_library(tmp_path):
-    from labkit.cli import _check_own_library
+    from labkit.cli.options import check_own_library
 
     repository = _repository(tmp_path)
     with pytest.raises(labkit.errors.SetupError) as info:
-        _check_own_library(repository, "mine", str(tmp_path / "backends"))
+        check_own_library(repository, "mine", str(tmp_path / "backends"))
     assert info.value.missing == str(tmp_path / "backends" / "minimal" / "libtriton_minimal.so")
     assert info.value.reason == "no backend library"
     (repository / "mine" / "1" / "libtriton_minimal.so").write_bytes(b"\x7fELF")  # one in the version folder will do
-    _check_own_library(repository, "mine", None)
+    check_own_library(repository, "mine", None)
