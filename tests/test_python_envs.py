@@ -17,7 +17,7 @@ import tritonclient.http as http
 from tritonclient.utils import InferenceServerException
 
 import labkit
-from labkit.errors import ExecutionEnvError, MissingModuleError, ModelLoadError, PythonEnvError
+from labkit.errors import ExecutionEnvError, InferenceError, MissingModuleError, ModelLoadError, PythonEnvError
 from labkit.plumbing import triton_dist
 from labkit.python_envs.env_contents import read_env
 
@@ -163,6 +163,10 @@ def test_numpy_2_is_refused_before_triton_which_would_answer_empty_outputs(lab, 
     assert binary.get_response()["outputs"][0]["parameters"]["binary_data_size"] == 0
     with pytest.raises(ValueError, match="size 0"):
         binary.as_numpy("Y")
+    with pytest.raises(InferenceError) as answered:  # labkit.infer says so instead of numpy's ValueError
+        labkit.infer(lab, "trap", {"X": X})
+    assert type(answered.value) is InferenceError
+    assert (answered.value.model, answered.value.reason) == ("trap", "output data do not fill its shape")
     with pytest.raises(InferenceServerException, match="output tensor shape does not match size of output"):
         client.infer("trap", [tensor], outputs=[http.InferRequestedOutput("Y", binary_data=False)])
     client.unload_model("trap")

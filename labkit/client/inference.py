@@ -1,13 +1,12 @@
-"""Sending requests: a thin layer over tritonclient that turns Triton's refusals into labkit errors,
-and waits for answers within a time limit (labkit.client.waiting: a stuck model raises RequestTimeoutError
-showing where it is stuck; a breakpoint in model.py opens its pdb session in the caller's cell).
-
-Which error a refusal becomes is decided from the server's state, never from Triton's words (its
-HTTP status is 400 for all of them): a dead server -> ServerNotRunningError (decided by
-TritonServer.dead_server_error), a model that is not loaded -> ModelNotFoundError, inputs that do not
-fit the model's config -> RequestError naming what differs (labkit.client.request_fit), a request without a
-sequence id to a model with sequence batching -> SequenceError, anything else (the backend failed the
-request) -> InferenceError.
+"""Sending requests: a thin layer over tritonclient that turns Triton's refusals into labkit errors, and waits
+for answers within a time limit (labkit.client.waiting: a stuck model raises RequestTimeoutError showing where
+it is stuck; a breakpoint in model.py opens its pdb session in the caller's cell). Which error a refusal
+becomes is decided from the server's state, never from Triton's words (its HTTP status is 400 for all of
+them): a dead server -> ServerNotRunningError (TritonServer.dead_server_error), a model that is not loaded ->
+ModelNotFoundError, inputs that do not fit the model's config -> RequestError naming what differs
+(labkit.client.request_fit), a request without a sequence id to a model with sequence batching ->
+SequenceError, anything else (the backend failed the request, an answer that does not fill its shape) ->
+InferenceError.
 """
 
 from __future__ import annotations
@@ -287,12 +286,26 @@ def _answer(
         missing = [n for n in outputs if n not in produced]
         if missing:
             raise _output_error(model, missing, server.model_config(model), produced, asked=True)
-        return {n: result.as_numpy(n) for n in outputs}
+        return {n: _tensor(result, n, model) for n in outputs}
     if not produced:
         config = server.model_config(model)
         if _output_names(config):
             raise _output_error(model, _output_names(config), config, produced, asked=False)
-    return {n: result.as_numpy(n) for n in produced}
+    return {n: _tensor(result, n, model) for n in produced}
+
+
+def _tensor(result: Any, name: str, model: str) -> np.ndarray:
+    """One output; data that do not fill its shape (a numpy 2 environment under 23.12's stub) raise InferenceError."""
+    try:
+        return result.as_numpy(name)
+    except ValueError as exc:
+        why = "output data do not fill its shape"
+        raise InferenceError(
+            f"{model!r} answered {name!r} with {why} ({exc}). A Python model does so under Triton 23.12 when its "
+            "execution environment has numpy 2: build it with numpy<2 (labkit.python_env does).",
+            model=model,
+            reason=why,
+        ) from None
 
 
 def _send(
@@ -445,7 +458,7 @@ def stream_infer(
             response = result.get_response()
             if response.outputs:
                 names = outputs or [o.name for o in response.outputs]
-                collected.append({n: result.as_numpy(n) for n in names})
+                collected.append({n: _tensor(result, n, model) for n in names})
             final = response.parameters.get("triton_final_response")
             if final is not None and final.bool_param:
                 return collected
