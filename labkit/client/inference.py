@@ -277,10 +277,9 @@ def infer(
 def _answer(
     server: TritonServer, model: str, result: Any, transport: Transport, outputs: Sequence[str] | None
 ) -> dict[str, np.ndarray]:
-    """The outputs by name. Triton drops a tensor whose name the config does not know, so a misspelled
-    name would come back as nothing: OutputNameError when an output asked for is not in the answer, or
-    (none asked for) when the answer is empty and the config declares outputs. An answer with some of
-    the declared outputs is returned as it is (a model may leave one out; the exercises say which)."""
+    """The outputs by name. Triton drops a tensor whose name the config does not know: OutputNameError when an
+    output asked for is not in the answer, or (none asked for) when the answer is empty and the config declares
+    outputs. An answer with some declared outputs is returned as it is (a model may leave one out)."""
     produced = [o["name"] for o in _output_meta(result, transport)]
     if outputs:
         missing = [n for n in outputs if n not in produced]
