@@ -274,3 +274,22 @@ def test_labkits_own_repository_is_served_from_a_copy_and_notebook_02_still_pass
         timeout=840,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+def test_the_python_backends_shared_memory_is_set_as_tritonserver_takes_it(tmp_path):
+    """`--backend-config=python,shm-default-byte-size=N`, as tritonserver takes it: each Python instance's
+    region in /dev/shm starts at N bytes (3 MiB + 4 KiB here: a size no default gives)."""
+    size = 3 * 2**20 + 4096
+    repo = tmp_path / "repo"
+    labkit.repository.ModelRepository(repo).copy_model_from(labkit.reference_repository(), "add_sub")
+    before = {p.name for p in Path("/dev/shm").iterdir()}
+    serve = _Serve(str(repo), "--any-ports", f"--backend-config=python,shm-default-byte-size={size}")
+    try:
+        assert serve.lines["serving"] == "add_sub"
+        made = {p.name: p.stat().st_size for p in Path("/dev/shm").iterdir() if p.name not in before}
+        assert size in made.values(), made
+        serve.stop(signal.SIGTERM)
+    finally:
+        if serve.proc.poll() is None:
+            serve.proc.kill()
+    assert serve.proc.returncode == 0

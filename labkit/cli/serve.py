@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import breakpoints
 from ..course import reference
-from ..errors import LabkitError
+from ..errors import LabkitError, OptionError
 from ..native import deploy
 from ..repository import ModelRepository
 from ..server import ServerConfig
@@ -25,15 +25,49 @@ AUTO_COMPLETE_WARNING = (
 )
 
 
+#: tritonserver's ``--backend-config=python,KEY=VALUE`` settings that ServerConfig holds by name.
+PYTHON_SETTINGS = {
+    "shm-default-byte-size": "shm_default_byte_size",
+    "shm-growth-byte-size": "shm_growth_byte_size",
+    "stub-timeout-seconds": "stub_timeout_s",
+}
+
+
+def backend_config_options(texts: list[str]) -> dict[str, Any]:
+    """tritonserver's ``--backend-config=BACKEND,KEY=VALUE`` as ServerConfig options: the Python backend's
+    shared memory and stub timeout by name, any other setting passed to Triton as it was given."""
+    options: dict[str, Any] = {}
+    extra = []
+    for text in texts:
+        backend, _, setting = text.partition(",")
+        key, equals, value = setting.partition("=")
+        if not (backend and key and equals):
+            raise OptionError(option="--backend-config", value=text, valid="BACKEND,KEY=VALUE")
+        if (backend, key) == ("python", "shm-region-prefix-name"):
+            raise OptionError(
+                option="--backend-config",
+                value=text,
+                valid="another setting (labkit names each server's shared-memory regions, so two never share one)",
+            )
+        if backend == "python" and key in PYTHON_SETTINGS:
+            if not value.isdigit():
+                raise OptionError(option=f"--backend-config=python,{key}", value=value, valid="a whole number above 0")
+            options[PYTHON_SETTINGS[key]] = int(value)
+        else:
+            extra.append(f"--backend-config={text}")
+    return {**options, "extra_args": tuple(extra)} if extra else options
+
+
 def serve_options(args: argparse.Namespace, unconfigured: list[str]) -> dict[str, Any]:
     """The ServerConfig options of `labkit serve`: Triton's ports unless --any-ports, auto-complete
-    when a model has no config, the person's backend folder."""
+    when a model has no config, the person's backend folder, and their --backend-config settings."""
     ports = {f"{name}_port": getattr(args, f"{name}_port") for name in TRITON_PORTS}
     ports = {
         key: (0 if args.any_ports else TRITON_PORTS[key[:-5]]) if port is None else port for key, port in ports.items()
     }
-    ServerConfig(**ports)  # ports that clash: OptionError, said before anything starts
-    return {**ports, "auto_complete": bool(unconfigured), "backend_directory": args.backend_directory}
+    backends = backend_config_options(getattr(args, "backend_config", None) or [])
+    ServerConfig(**ports, **backends)  # ports that clash, a size that is not one: OptionError before anything starts
+    return {**ports, **backends, "auto_complete": bool(unconfigured), "backend_directory": args.backend_directory}
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -131,6 +165,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="DIR",
         help="serve the backends built in DIR (DIR/<name>/libtriton_<name>.so) beside labkit's "
         "Python backend; DIR is linked, never written",
+    )
+    serve.add_argument(
+        "--backend-config",
+        action="append",
+        metavar="BACKEND,KEY=VALUE",
+        help="as tritonserver's (repeatable): python,shm-default-byte-size=BYTES, python,shm-growth-byte-size=BYTES "
+        "and python,stub-timeout-seconds=S size the Python backend's shared memory and its stubs' start-up wait; "
+        "any other setting goes to Triton as given",
     )
     serve.add_argument(
         "--build-reference-backends",

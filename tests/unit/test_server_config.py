@@ -171,6 +171,33 @@ def test_serve_asks_for_tritons_ports_unless_any_ports():
         options("http_port", 8001)  # the same as the grpc default
 
 
+def test_serve_takes_tritons_backend_config_settings():
+    named = serve.backend_config_options(
+        [
+            "python,shm-default-byte-size=2097152",
+            "python,stub-timeout-seconds=60",
+            "onnxruntime,enable-global-threadpool=1",
+        ]
+    )
+    assert named == {
+        "shm_default_byte_size": 2097152,
+        "stub_timeout_s": 60,
+        "extra_args": ("--backend-config=onnxruntime,enable-global-threadpool=1",),
+    }
+    assert (
+        argv(ServerConfig(**named), TritonPlace("/r", "/b", "127.0.0.1", 1, 2, 3), "/bin/tritonserver")[-1]
+        == "--backend-config=onnxruntime,enable-global-threadpool=1"
+    )
+    for bad, option in (
+        ("python", "--backend-config"),
+        ("python,shm-default-byte-size=1M", "--backend-config=python,shm-default-byte-size"),
+        ("python,shm-region-prefix-name=mine", "--backend-config"),  # labkit's own: two servers never share one
+    ):
+        with pytest.raises(labkit.errors.OptionError) as caught:
+            serve.backend_config_options([bad])
+        assert (caught.value.option, caught.value.value) == (option, bad if option == "--backend-config" else "1M")
+
+
 def test_user_backends_are_linked_by_name_never_written_and_python_refused(tmp_path):
     from labkit.server import user_backends
 
