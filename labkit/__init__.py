@@ -16,7 +16,7 @@ generation), ``labkit.observe`` (statistics, timelines, plots), ``labkit.course`
 import importlib as _importlib
 import typing as _typing
 
-from . import errors, gpu, native
+from . import errors, exercises, gpu, native
 from ._start import (
     load_ipython_extension as load_ipython_extension,  # IPython's hook for %load_ext
     reference_repository,
@@ -24,7 +24,7 @@ from ._start import (
 )
 from .client.generate import generate_stream
 from .client.inference import infer, infer_with_parameters, stream_infer
-from .course import exercises, reference
+from .course import reference
 from .course.checks import check_add_sub, check_passthrough
 from .errors import (
     BuildError,

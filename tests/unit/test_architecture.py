@@ -120,7 +120,7 @@ LAYERS = (
     ("traffic",),
     ("observe",),
     ("course",),
-    ("room",),
+    ("room", "lessons", "exercises"),
     ("magics", "_cells"),
     ("_start", "pytest_plugin"),
     ("cli",),
