@@ -46,9 +46,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     setup.set_defaults(func=_setup)
 
-    cleanup = sub.add_parser("cleanup", help="remove Docker containers left by killed labkit sessions")
-    cleanup.add_argument("--all", action="store_true", help="remove every labkit container, live owners too")
-    cleanup.set_defaults(func=_cleanup)
+    leftovers = sub.add_parser("cleanup", help="remove Docker containers left by killed labkit sessions")
+    leftovers.add_argument("--all", action="store_true", help="remove every labkit container, live owners too")
+    leftovers.set_defaults(func=_cleanup)
 
     check = sub.add_parser("doctor", help="check this machine for the lab: one line per item, with what to do")
     check.set_defaults(func=lambda args: doctor.main())
