@@ -111,7 +111,7 @@ rm -rf /root/.cache
 
 def _checkout() -> Path:
     """labkit's source checkout (the image is built from it: the wheel, the notebooks)."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     if not (root / "pyproject.toml").exists() or not (root / "notebooks").is_dir():
         raise SetupError(
             f"The participant image is built from a labkit checkout; {root} is not one. "
