@@ -18,8 +18,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 
 import labkit
-from labkit import exercises
-from labkit.course import lesson_pages, schedule
+from labkit.course import exercises, lesson_pages, schedule
 
 project = "labkit"
 author = "labkit's authors"
