@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,18 @@ _CPU_ONLY_NOISE = (
 )
 
 
+#: Where one of Triton's log lines starts inside another: its level letter, date, time, thread and file:line.
+_GLUED = re.compile(r"(?<=[^\n])(?=[IWE]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [^\s\]]+:\d+\] )")
+
+
+def separated(text: str) -> str:
+    """Triton's log with every line of its own on a line of its own. tritonserver and libtritonserver each
+    keep a logger with a lock of its own (common/src/logging.cc r23.12, Logger::Log writes the message, then
+    std::endl), so a line of one can land between the other's message and its newline: that line is cut out
+    onto a line of its own (its partner's newline then leaves an empty line)."""
+    return _GLUED.sub("\n", text)
+
+
 def is_cpu_noise(line: str) -> bool:
     """A line Triton prints on every CPU-only start (no GPU, no driver): not a problem."""
     return any(n in line for n in _CPU_ONLY_NOISE)
@@ -34,7 +47,7 @@ class LogView:
 
     def text(self) -> str:
         try:
-            return self.path.read_text(errors="replace")
+            return separated(self.path.read_text(errors="replace"))
         except FileNotFoundError:
             return ""
 
@@ -66,7 +79,7 @@ class LogView:
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(mark)
-                return handle.read().decode(errors="replace")
+                return separated(handle.read().decode(errors="replace"))
         except FileNotFoundError:
             return ""
 
@@ -127,9 +140,9 @@ class LogFollower:
             if final and self._partial:
                 lines, self._partial = [*lines, self._partial], b""
             for raw in lines:
-                line = raw.decode(errors="replace").rstrip("\r")
-                if line and not is_cpu_noise(line):
-                    self.write(line)
+                for line in separated(raw.decode(errors="replace").rstrip("\r")).split("\n"):
+                    if line and not is_cpu_noise(line):
+                        self.write(line)
 
     @contextmanager
     def paused(self) -> Iterator[None]:
