@@ -176,10 +176,16 @@ def leftovers(engine, room_id: str) -> list[str]:
 
     found = set()
     for label in (f"{ROOM_LABEL}={room_id}", f"{WORK_LABEL}={room_id}"):
-        found |= {f"container {c.name}" for c in engine.containers.list(all=True, filters={"label": label})}
+        found |= {
+            f"container {c.name}"
+            for c in engine.containers.list(all=True, ignore_removed=True, filters={"label": label})
+        }
         found |= {f"network {n.name}" for n in engine.networks.list(filters={"label": label})}
         found |= {f"volume {v.name}" for v in engine.volumes.list(filters={"label": label})}
-    found |= {f"container {c.name}" for c in engine.containers.list(all=True, filters={"name": f"labkit-{room_id}-"})}
+    found |= {
+        f"container {c.name}"
+        for c in engine.containers.list(all=True, ignore_removed=True, filters={"name": f"labkit-{room_id}-"})
+    }
     found |= {f"network {n.name}" for n in engine.networks.list(names=[f"labkit-room-{room_id}"])}
     found |= {f"volume {v.name}" for v in engine.volumes.list(filters={"name": f"labkit-room-{room_id}-"})}
     return sorted(found)
@@ -233,7 +239,9 @@ class RoomVolumes:
             box.remove(force=True, v=True)
 
     def close(self) -> None:
-        for container in self.client.containers.list(all=True, filters={"label": f"{ROOM_LABEL}={self.id}"}):
+        for container in self.client.containers.list(
+            all=True, ignore_removed=True, filters={"label": f"{ROOM_LABEL}={self.id}"}
+        ):
             container.remove(force=True, v=True)
         for volume in self.client.volumes.list(filters={"name": f"labkit-room-{self.id}-"}):
             volume.remove(force=True)

@@ -72,7 +72,7 @@ def test_scan_lists_saved_notebooks_and_creates_no_volume(room, graded):
     with pytest.raises(docker.errors.NotFound):
         room.client.volumes.get(room.volume("p03"))
     assert not room.client.containers.list(
-        all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{ROLE_LABEL}=scan"]}
+        all=True, ignore_removed=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{ROLE_LABEL}=scan"]}
     )
 
 
@@ -112,7 +112,7 @@ def test_a_run_past_its_time_limit_is_stopped_and_says_so(room):
     assert run.error and {r.exercise for r in run.results} == {"01-output2", "01-bad-request"}
     assert not any(r.passed for r in run.results)
     assert not room.client.containers.list(
-        all=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{ROLE_LABEL}=grader"]}
+        all=True, ignore_removed=True, filters={"label": [f"{ROOM_LABEL}={room.id}", f"{ROLE_LABEL}=grader"]}
     )
 
 

@@ -253,7 +253,7 @@ def _runs(engine, room: Room) -> dict[str, list]:
     """The grader containers judging now, by the participant whose submission each holds (its inbox)."""
     runs: dict[str, list] = {}
     labels = [f"{ROOM_LABEL}={room.settings.room_id}", f"{ROLE_LABEL}=grader"]
-    for grader in engine.containers.list(filters={"label": labels}):
+    for grader in engine.containers.list(ignore_removed=True, filters={"label": labels}):
         try:
             stream, _ = grader.get_archive(f"{INBOX}/{SUBMISSION_FILE}")
             with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
@@ -314,7 +314,7 @@ def test_a_killed_board_is_started_again_and_removes_its_graders(room, engine):
     board = eventually(lambda: processes.find(folder, "board"), "the board's record", 30)
     SEEN.update(processes.read(folder))
     labels = [f"{ROOM_LABEL}={room.settings.room_id}", f"{ROLE_LABEL}=grader"]
-    before = {c.id for c in engine.containers.list(filters={"label": labels})}
+    before = {c.id for c in engine.containers.list(ignore_removed=True, filters={"label": labels})}
     assert before  # its warm graders
     table = _table(room)
     at = time.time()
@@ -323,7 +323,7 @@ def test_a_killed_board_is_started_again_and_removes_its_graders(room, engine):
     _verdict(room, "p02", "01-output2", "passed", at, "the board killed (the hub starts it again)")
     again = processes.find(folder, "board")
     assert again is not None and again.pid != board.pid
-    assert not before & {c.id for c in engine.containers.list(all=True, filters={"label": labels})}
+    assert not before & {c.id for c in engine.containers.list(all=True, ignore_removed=True, filters={"label": labels})}
     after = _table(room)
     assert {u: row for u, row in after.items() if u != "p02"} == {u: row for u, row in table.items() if u != "p02"}
 

@@ -203,7 +203,12 @@ def test_labs_made_for_another_hub_address_are_replaced_their_work_kept(lab_imag
             )
         made.append(engine.containers.create(lab_image, "true", labels={**labels, "labkit.room.role": "scan"}))
         assert _replace_labs(engine, settings, "172.30.0.1:40002") == [f"{settings.prefix}-a1"]
-        left = {c.name for c in engine.containers.list(all=True, filters={"label": f"{ROOM_LABEL}={settings.room_id}"})}
+        left = {
+            c.name
+            for c in engine.containers.list(
+                all=True, ignore_removed=True, filters={"label": f"{ROOM_LABEL}={settings.room_id}"}
+            )
+        }
         assert left == {f"{settings.prefix}-a2", made[-1].name}
         assert {v.name for v in engine.volumes.list(filters={"label": f"{WORK_LABEL}={settings.room_id}"})} == {
             settings.volume("a1"),
@@ -255,7 +260,9 @@ def test_idle_labs_are_culled_and_down_keeps_work_volumes_unless_asked(lab_image
         removed = down(settings.directory)
     work = {"label": f"labkit.room.work={info.room_id}"}
     assert "hub (pid " in removed[0] and hub_process.hub_pid(settings.directory) is None
-    assert engine.containers.list(all=True, filters={"label": f"{ROOM_LABEL}={info.room_id}"}) == []
+    assert (
+        engine.containers.list(all=True, ignore_removed=True, filters={"label": f"{ROOM_LABEL}={info.room_id}"}) == []
+    )
     assert engine.networks.list(filters={"label": f"{ROOM_LABEL}={info.room_id}"}) == []
     assert [v.name for v in engine.volumes.list(filters=work)] == [settings.volume("k1")]
     assert down(settings.directory, delete_work=True) == [f"volume {settings.volume('k1')}"]

@@ -44,7 +44,7 @@ def owner_dead(labels: dict[str, str]) -> bool:
 def leftovers(all: bool = False, client: docker.client.DockerClient | None = None) -> list[Any]:
     """labkit's containers whose owner process is dead (with ``all``: every labkit container)."""
     client = client or connect()
-    found = client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"})
+    found = client.containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL_MANAGED}=1"})
     return [c for c in found if all or owner_dead(c.labels)]
 
 

@@ -89,7 +89,7 @@ def remove_containers(client: Any, room_id: str, role: str) -> None:
     refuses (`labkit room down` removes them later)."""
     try:
         for container in client.containers.list(
-            all=True, filters={"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}={role}"]}
+            all=True, ignore_removed=True, filters={"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}={role}"]}
         ):
             try:
                 container.remove(force=True, v=True)

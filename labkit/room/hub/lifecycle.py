@@ -176,7 +176,7 @@ def _replace_labs(client: docker.client.DockerClient, settings: RoomSettings, hu
     a lab cannot reach this hub, and would be started again as it is. Their work volumes stay; the hub
     finds them gone and starts a new lab at the participant's next visit."""
     labs = client.containers.list(
-        all=True, filters={"label": [f"{ROOM_LABEL}={settings.room_id}", f"{ROOM_LABEL}.user"]}
+        all=True, ignore_removed=True, filters={"label": [f"{ROOM_LABEL}={settings.room_id}", f"{ROOM_LABEL}.user"]}
     )
     replaced = []
     for lab in labs:
@@ -362,7 +362,9 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
     def swept() -> bool:
         """One sweep; true once a sweep after the first finds nothing (a container the engine was still
         creating for a stopped service shows up late)."""
-        things = [(f"container {c.name}", c) for c in client.containers.list(all=True, filters=label)]
+        things = [
+            (f"container {c.name}", c) for c in client.containers.list(all=True, ignore_removed=True, filters=label)
+        ]
         things += [(f"network {n.name}", n) for n in client.networks.list(filters=label)]
         if delete_work:
             things += [(f"volume {v.name}", v) for v in _room_volumes(client, room_id)]
