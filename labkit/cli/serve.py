@@ -16,6 +16,7 @@ from ..native import deploy
 from ..repository import ModelRepository
 from ..server import ServerConfig
 from ..server.logs import LogFollower
+from ..server.server_config import PYTHON_BACKEND_SETTINGS
 from .options import builds_reference, port_number, server_for, with_server
 
 TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}  # tritonserver's own defaults
@@ -23,14 +24,6 @@ AUTO_COMPLETE_WARNING = (
     "auto-complete on: {models} {have} no config.pbtxt, so Triton asks the backend for one.\n"
     "Write a config.pbtxt for each model to keep auto-complete off: each model then serves the config you see."
 )
-
-
-#: tritonserver's ``--backend-config=python,KEY=VALUE`` settings that ServerConfig holds by name.
-PYTHON_SETTINGS = {
-    "shm-default-byte-size": "shm_default_byte_size",
-    "shm-growth-byte-size": "shm_growth_byte_size",
-    "stub-timeout-seconds": "stub_timeout_s",
-}
 
 
 def backend_config_options(texts: list[str]) -> dict[str, Any]:
@@ -49,10 +42,10 @@ def backend_config_options(texts: list[str]) -> dict[str, Any]:
                 value=text,
                 valid="another setting (labkit names each server's shared-memory regions, so two never share one)",
             )
-        if backend == "python" and key in PYTHON_SETTINGS:
+        if backend == "python" and key in PYTHON_BACKEND_SETTINGS:
             if not value.isdigit():
                 raise OptionError(option=f"--backend-config=python,{key}", value=value, valid="a whole number above 0")
-            options[PYTHON_SETTINGS[key]] = int(value)
+            options[PYTHON_BACKEND_SETTINGS[key]] = int(value)
         else:
             extra.append(f"--backend-config={text}")
     return {**options, "extra_args": tuple(extra)} if extra else options

@@ -14,7 +14,7 @@ import docker
 
 from ..errors import SetupError
 from .cpu_image import IMAGE as OFFLINE_IMAGE
-from .engine_errors import engine_error
+from .engine_errors import engine_error, explanation_of
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:23.12-py3"
 _BAD_REQUEST = 400  # the engine's answer to a malformed image reference
@@ -73,7 +73,7 @@ def pull_image(image: str, client: docker.client.DockerClient, progress: bool = 
             bar.update(event)
     except docker.errors.APIError as exc:
         bar.finish(False)
-        reason = getattr(exc, "explanation", None) or str(exc)
+        reason = explanation_of(exc)
         login = (
             " If the registry needs a login, run `docker login nvcr.io` (user $oauthtoken, an NGC API key)."
             if image.startswith("nvcr.io/")

@@ -23,6 +23,14 @@ def _shm_prefix() -> str:
     return f"labkit_{os.getpid()}_{next(_prefixes)}_"
 
 
+#: python_backend's ``--backend-config=python,KEY=VALUE`` settings that a ServerConfig field holds, by key.
+PYTHON_BACKEND_SETTINGS = {
+    "shm-default-byte-size": "shm_default_byte_size",
+    "shm-growth-byte-size": "shm_growth_byte_size",
+    "stub-timeout-seconds": "stub_timeout_s",
+}
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """A server's options, whichever runtime runs Triton.
@@ -98,9 +106,7 @@ class ServerConfig:
         """What goes to Triton as ``--backend-config=python,KEY=VALUE``, by python_backend's key names."""
         values = {
             "shm-region-prefix-name": self.shm_prefix,
-            "shm-default-byte-size": self.shm_default_byte_size,
-            "shm-growth-byte-size": self.shm_growth_byte_size,
-            "stub-timeout-seconds": self.stub_timeout_s,
+            **{key: getattr(self, name) for key, name in PYTHON_BACKEND_SETTINGS.items()},
         }
         return {key: value for key, value in values.items() if value is not None}
 
