@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from waiting_support import never
 import labkit
 import labkit.errors
 from labkit import debug_tools
+from labkit.stuck.python_stack import python_stack, stub_processes
 
 pytestmark = pytest.mark.slow
 
@@ -178,3 +180,39 @@ def test_a_stub_stuck_below_python_is_left_alone_with_a_clear_error(fresh_server
     assert info.value.model == "hang" and "stuck below Python" in info.value.reason
     assert f"model.py:{HANG_LINE}" in info.value.stack and "lab.restart()" in str(info.value)
     assert fresh_server.alive and labkit.check_add_sub(fresh_server).ok  # nothing was killed
+
+
+def _stopped_threads(pid: int) -> int:
+    """How many of ``pid``'s threads are stopped by a tracer right now (state t or T in /proc)."""
+    stopped = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            stopped += stat.read_text().rsplit(")", 1)[1].split()[0] in ("t", "T")
+        except OSError:
+            continue
+    return stopped
+
+
+def test_reading_a_stuck_stubs_stack_never_pauses_it(fresh_server):
+    # Triton 23.12 fails a stub that misses its one-second health window (python_backend r23.12
+    # src/stub_launcher.cc:555-596, "Stub process ... is not healthy"): a load failed so in CI while
+    # py-spy held the stub stopped to read it.
+    fresh_server.repository.write_config(CONFIG)
+    fresh_server.python_model("hang", hanging(1, "while True: sum(range(100))"))
+    with pytest.raises(labkit.RequestTimeoutError):
+        labkit.infer(fresh_server, "hang", X, timeout_s=1)
+    (stub,) = stub_processes(fresh_server.runtime, "hang")
+    seen, reading = [], threading.Event()
+    watcher = threading.Thread(
+        target=lambda: [seen.append(_stopped_threads(stub.pid)) for _ in iter(reading.is_set, True)]
+    )
+    watcher.start()
+    try:
+        stacks = [python_stack(fresh_server.runtime, "hang") for _ in range(10)]
+    finally:
+        reading.set()
+        watcher.join()
+    assert all(f"model.py:{HANG_LINE}" in stack for stack in stacks)  # read every time, while it runs
+    assert len(seen) > 100 and max(seen) == 0
+    fresh_server.unstick("hang")
+    assert labkit.check_add_sub(fresh_server).ok

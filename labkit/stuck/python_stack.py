@@ -82,7 +82,9 @@ def busy_stubs(beside: Beside, model: str) -> list[tuple[Stub, list[dict]]] | No
         return None
     busy = []
     for stub in stub_processes(beside, model):
-        code, out, _ = beside.run_beside([tool, "dump", "--pid", str(stub.pid), "--json"], 20.0)
+        # --nonblocking: a stub held stopped misses Triton's one-second health window and its load or
+        # request fails ("Stub process ... is not healthy", python_backend r23.12 src/stub_launcher.cc:555).
+        code, out, _ = beside.run_beside([tool, "dump", "--nonblocking", "--pid", str(stub.pid), "--json"], 20.0)
         if code != 0:
             continue  # it ended while we looked, or cannot be read
         try:
