@@ -89,9 +89,11 @@ class _Serve:
 
     def stop(self, sig: int) -> str:
         self.proc.send_signal(sig)
-        out, _ = self.proc.communicate(timeout=60)
+        # Not communicate(): it would read stderr too, beside the reader thread, and close it under it.
+        self.proc.wait(timeout=60)
         self._reader.join(timeout=10)  # the stderr reader's last lines
-        return out
+        assert self.proc.stdout is not None
+        return self.proc.stdout.read()
 
 
 def test_a_taken_port_fails_at_once_and_named(tmp_path):
