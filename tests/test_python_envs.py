@@ -122,6 +122,20 @@ def test_a_missing_module_is_named_then_a_folder_and_a_tarball_give_it(lab, cow_
     assert "/python_env_" in _stub_line(lab).split()[-1]  # python_backend unpacked it into a folder of its own
 
 
+def test_a_stopped_server_leaves_nothing_of_what_python_backend_unpacked(cow_env, tmp_path):
+    # python_backend unpacks a .tar.gz into a /tmp/python_env_* folder of its own and removes that
+    # folder only in its finalize (r23.12 src/pb_env.cc:325), which a killed Triton never runs.
+    packed = labkit.python_env(tmp_path / "cow", ["cowsay==6.1"], pack=True, progress=None).path
+    with labkit.start() as server:
+        server.repository.model_dir("cow").mkdir(parents=True)
+        shutil.copy(packed, server.repository.model_dir("cow") / "env.tar.gz")
+        server.python_model("cow", COW, _config("cow", "$$TRITON_MODEL_DIRECTORY/env.tar.gz"))
+        unpacked = Path(_stub_line(server).split()[-1])
+        made = next(p for p in unpacked.parents if p.name.startswith("python_env_"))
+        assert (unpacked / "bin").is_dir()
+    assert not made.exists()
+
+
 def test_a_module_the_environment_lacks_names_the_environment(lab, cow_env):
     source = COW.replace("import cowsay\n", "import cowsay\nimport labkit_no_such_module\n")
     shutil.copytree(cow_env, lab.repository.model_dir("cow2") / "env", symlinks=True)

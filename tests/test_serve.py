@@ -26,6 +26,7 @@ import labkit.server
 from labkit.plumbing.ports import free_ports
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
+PY_SPY = str(Path(sys.executable).with_name("py-spy"))
 
 ECHO = """
 import numpy as np
@@ -90,7 +91,12 @@ class _Serve:
     def stop(self, sig: int) -> str:
         self.proc.send_signal(sig)
         # Not communicate(): it would read stderr too, beside the reader thread, and close it under it.
-        self.proc.wait(timeout=60)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # where it waits, and what it said, for the failure
+            where = subprocess.run([PY_SPY, "dump", "--pid", str(self.proc.pid)], capture_output=True, text=True)
+            said = "".join(self.err[-40:])
+            raise AssertionError(f"labkit serve did not stop:\n{where.stdout}{where.stderr}\n{said}") from None
         self._reader.join(timeout=10)  # the stderr reader's last lines
         assert self.proc.stdout is not None
         return self.proc.stdout.read()

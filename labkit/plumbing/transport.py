@@ -102,7 +102,10 @@ class Transport(StrEnum):
 
     def client(self, where: Endpoints, *, network_timeout_s: float = 60.0) -> Any:
         """A new tritonclient client of this transport for ``server`` (not thread-safe: one per thread).
-        ``network_timeout_s`` is how long an HTTP client waits on its socket (gRPC clients have no such limit)."""
+        ``network_timeout_s`` is how long an HTTP client waits on its socket, and at most on connecting
+        (tritonclient's 60 s otherwise; gRPC clients have no such limit)."""
         if self is Transport.HTTP:
-            return HttpClient(self.url(where), network_timeout=network_timeout_s)
+            return HttpClient(
+                self.url(where), network_timeout=network_timeout_s, connection_timeout=min(network_timeout_s, 60.0)
+            )
         return grpcclient.InferenceServerClient(self.url(where))

@@ -35,6 +35,7 @@ _LIVE: weakref.WeakSet[TritonServer] = weakref.WeakSet()
 #: How long stop() waits for the models to unload (a Python model takes about 1 s in 23.12) before it
 #: ends the server anyway: a stuck model never finishes, and Triton's own exit would wait for it.
 STOP_UNLOAD_S = 1.5
+EXIT_GRACE_S = 5.0  # how long an idle Triton may take to exit on its own before it is killed
 
 _current: TritonServer | None = None
 _servers_started = itertools.count(1)
@@ -206,9 +207,10 @@ class TritonServer:
             _current = None
         launched = self.health.launched
         died_on_its_own = launched and not self.runtime.running()
-        if launched and not died_on_its_own:
-            self.models.unload_all(STOP_UNLOAD_S)  # the models' finalize; then ending the process loses nothing
-        self.runtime.end()
+        unloaded = launched and not died_on_its_own and self.models.unload_all(STOP_UNLOAD_S)  # models' finalize
+        # With nothing loaded Triton exits in under a second; its backends' finalize runs then
+        # (python_backend removes the /tmp/python_env_* folder it made, with any unpacked environment).
+        self.runtime.end(grace_s=EXIT_GRACE_S if unloaded else 0.0)
         self._control.close()
         if not died_on_its_own:  # keep the log of a crash for reading
             self.workspace.remove(keep_log)

@@ -221,10 +221,11 @@ class Models:
                 reason="still unloading",
             ) from None
 
-    def unload_all(self, within_s: float) -> None:
+    def unload_all(self, within_s: float) -> bool:
         """Ask Triton to unload every ready model and wait up to ``within_s`` for it, so that each
-        model's finalize runs before stop() ends the process. Best effort: a server that does not
-        answer, or a model that does not finish, is ended with the process anyway."""
+        model's finalize runs before stop() ends the process; whether every model was unloaded. Best
+        effort: a server that does not answer, or a model that does not finish, is ended with the
+        process anyway."""
         client = self.control.client("http", network_timeout_s=within_s)
         try:
             for model in client.get_model_repository_index():
@@ -235,8 +236,9 @@ class Models:
                 within_s,
                 "the models to unload",
             )
+            return True
         except (InferenceServerException, WaitTimeoutError, *CONNECTION_ERRORS):
-            pass  # the process is ended next, whatever Triton says now
+            return False  # the process is ended next, whatever Triton says now
         finally:
             client.close()
 

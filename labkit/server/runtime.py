@@ -98,8 +98,9 @@ class Runtime(Beside, Protocol):
         """Whether Triton's process (or container) still runs."""
         ...
 
-    def end(self) -> None:
-        """End Triton (its process or container) and what it holds; keep the files."""
+    def end(self, grace_s: float = 0.0) -> None:
+        """End Triton (its process or container) and what it holds; keep the files. ``grace_s``: how
+        long it may take to exit on its own (its backends' finalize runs) before it is killed."""
         ...
 
     def exit_summary(self) -> str:

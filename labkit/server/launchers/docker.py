@@ -351,11 +351,11 @@ class DockerRuntime(RuntimeDefaults):
         except ENGINE_ERRORS:
             pass  # cleanup() at the next launch removes it (it carries our labels)
 
-    def end(self) -> None:
+    def end(self, grace_s: float = 0.0) -> None:
         if self._container is not None:
             try:
-                # No grace: stop() has unloaded the models already, and Triton's own exit would take another
-                # second or more (its exit loop polls once a second; --exit-timeout-secs with a stuck model).
+                # No grace, whatever grace_s: stop() has unloaded the models already, and what Triton's own
+                # exit would clean up (python_backend's /tmp/python_env_*) goes with the container.
                 self._container.stop(timeout=0)
             except ENGINE_ERRORS:
                 pass

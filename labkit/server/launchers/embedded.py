@@ -132,15 +132,23 @@ class EmbeddedRuntime(RuntimeDefaults):
             except ProcessLookupError:
                 pass
 
-    def end(self) -> None:
+    def end(self, grace_s: float = 0.0) -> None:
         if self.kill_on_end:
             self.after_death()
         if self._proc is not None:
-            # No grace: stop() has unloaded the models already, and Triton's own exit would take another
-            # second or more (its exit loop polls once a second; --exit-timeout-secs with a stuck model).
-            process_groups.stop_group(self._proc, grace_s=0.0)
+            # A killed Triton skips python_backend's finalize, which removes the /tmp/python_env_* folder
+            # it made (python_backend r23.12 src/pb_env.cc:325): stop() gives an idle one its grace. Without
+            # that backend there is nothing to remove, and Triton's own exit would cost a second.
+            python = self._maps_python_backend()
+            process_groups.stop_group(self._proc, grace_s=grace_s if python else 0.0)
         if self._shm_prefix:
             leftovers.free_shm(self._shm_prefix)  # a killed stub cannot unlink its regions
+
+    def _maps_python_backend(self) -> bool:
+        try:
+            return "libtriton_python.so" in Path(f"/proc/{self._proc.pid}/maps").read_text()  # type: ignore[union-attr]
+        except OSError:
+            return False
 
     def triton_threads(self) -> Path | None:
         return Path(f"/proc/{self._proc.pid}/task") if self._proc is not None else None
