@@ -139,16 +139,10 @@ class EmbeddedRuntime(RuntimeDefaults):
             # A killed Triton skips python_backend's finalize, which removes the /tmp/python_env_* folder
             # it made (python_backend r23.12 src/pb_env.cc:325): stop() gives an idle one its grace. Without
             # that backend there is nothing to remove, and Triton's own exit would cost a second.
-            python = self._maps_python_backend()
+            python = _maps_python_backend(self._proc.pid)
             process_groups.stop_group(self._proc, grace_s=grace_s if python else 0.0)
         if self._shm_prefix:
             leftovers.free_shm(self._shm_prefix)  # a killed stub cannot unlink its regions
-
-    def _maps_python_backend(self) -> bool:
-        try:
-            return "libtriton_python.so" in Path(f"/proc/{self._proc.pid}/maps").read_text()  # type: ignore[union-attr]
-        except OSError:
-            return False
 
     def triton_threads(self) -> Path | None:
         return Path(f"/proc/{self._proc.pid}/task") if self._proc is not None else None
@@ -206,3 +200,11 @@ class EmbeddedServer(TritonServer):
     def __init__(self, repository: str | Path | None = None, workdir: str | Path | None = None, **options: Any) -> None:
         leftovers.sweep()  # whatever killed labkit sessions left behind
         super().__init__(*compose(EmbeddedRuntime, repository, workdir, options))
+
+
+def _maps_python_backend(pid: int) -> bool:
+    """Whether Triton's process has loaded python_backend (a model of it was loaded since the start)."""
+    try:
+        return "libtriton_python.so" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
