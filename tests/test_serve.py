@@ -26,7 +26,6 @@ import labkit.server
 from labkit.plumbing.ports import free_ports
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
-PY_SPY = str(Path(sys.executable).with_name("py-spy"))
 
 ECHO = """
 import numpy as np
@@ -94,7 +93,10 @@ class _Serve:
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:  # where it waits, and what it said, for the failure
-            where = subprocess.run([PY_SPY, "dump", "--pid", str(self.proc.pid)], capture_output=True, text=True)
+            py_spy = next(tool.path for tool in labkit.debug_tools() if tool.name == "py-spy")
+            where = subprocess.run(
+                [py_spy, "dump", "--nonblocking", "--pid", str(self.proc.pid)], capture_output=True, text=True
+            )
             said = "".join(self.err[-40:])
             raise AssertionError(f"labkit serve did not stop:\n{where.stdout}{where.stderr}\n{said}") from None
         self._reader.join(timeout=10)  # the stderr reader's last lines

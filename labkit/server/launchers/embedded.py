@@ -139,8 +139,8 @@ class EmbeddedRuntime(RuntimeDefaults):
             # A killed Triton skips python_backend's finalize, which removes the /tmp/python_env_* folder
             # it made (python_backend r23.12 src/pb_env.cc:325): stop() gives an idle one its grace. Without
             # that backend there is nothing to remove, and Triton's own exit would cost a second.
-            python = _maps_python_backend(self._proc.pid)
-            process_groups.stop_group(self._proc, grace_s=grace_s if python else 0.0)
+            graceful = grace_s > 0 and _maps_python_backend(self._proc.pid)
+            process_groups.stop_group(self._proc, grace_s=grace_s if graceful else 0.0)
         if self._shm_prefix:
             leftovers.free_shm(self._shm_prefix)  # a killed stub cannot unlink its regions
 
