@@ -13,6 +13,7 @@ from .. import breakpoints
 from ..course import reference
 from ..errors import LabkitError, OptionError
 from ..native import deploy
+from ..python_envs import model_envs
 from ..repository import ModelRepository
 from ..server import ServerConfig
 from ..server.logs import LogFollower
@@ -79,15 +80,18 @@ def _serve(args: argparse.Namespace) -> int:
         )
     build_reference = builds_reference(args, repo)
     own = reference.is_reference_repository(repo)  # labkit's own models: served from a copy in the server's workspace
+    envs = _model_envs(args, repo)  # before Triton starts: a first build takes minutes, and may fail
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server = server_for(args, None if own else repo, **options)
+    server = server_for(args, None if own or envs else repo, **options)
     follower = LogFollower(server.logs, lambda line: print(line, file=sys.stderr, flush=True)).start()
     try:
         server.start()
         if own:  # never built into: the reference repository stays as shipped (as committed in a checkout)
             reference.copy_into(server, args.model)
+        elif envs:  # a copy whose configs name the environments: the person's files stay as they are
+            _copy_with_envs(server, repo, envs)
         names = args.model or sorted({*server.repository.models(), *unconfigured})
         failed = {}
         for name in names:
@@ -101,8 +105,10 @@ def _serve(args: argparse.Namespace) -> int:
         for name, url in server.endpoints.urls().items():
             print(f"{name:8s} {url}")
         print(f"serving  {', '.join(server.loaded_models()) or 'no models'}")
-        if own:
+        if own or envs:
             print(f"repository {server.repository.root} (a copy of {repo}, removed when the server stops)")
+        for name, env in envs.items():
+            print(f"env      {name}: {env}")
         for name, reason in failed.items():
             print(f"NOT LOADED {name}: {reason}", file=sys.stderr)
         print(
@@ -124,6 +130,36 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"log kept {server.logs.path}", flush=True)
     print("stopped.")
     return 0
+
+
+def _model_envs(args: argparse.Namespace, repo: Path) -> dict[str, Path]:
+    """The environment of each model served that declares its packages (requirements.txt), built or found
+    in labkit's cache, with progress on stderr."""
+    wanted = {
+        name: found
+        for name in ModelRepository(repo).models()
+        if (not args.model or name in args.model) and (found := model_envs.requirements_of(repo / name))
+    }
+    if wanted and args.server != "embedded":
+        raise OptionError(
+            option="--server",
+            value=args.server,
+            valid=f"embedded: labkit builds the environments of {', '.join(wanted)} (requirements.txt) for the "
+            "embedded server; for a container, give each model EXECUTION_ENV_PATH in its config.pbtxt "
+            "(`labkit python-env --runtime docker`)",
+        )
+    return {
+        name: model_envs.model_env(path, model=name, progress=lambda line: print(line, file=sys.stderr, flush=True))
+        for name, path in wanted.items()
+    }
+
+
+def _copy_with_envs(server: Any, repo: Path, envs: dict[str, Path]) -> None:
+    for name in ModelRepository(repo).models():
+        server.repository.copy_model_from(repo, name)
+        if name in envs and model_envs.PARAMETER not in server.repository.read_config(name).parameters:
+            text = (server.repository.model_dir(name) / "config.pbtxt").read_text()
+            server.repository.write_config_text(name, model_envs.with_env(text, envs[name]))
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

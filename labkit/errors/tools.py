@@ -113,7 +113,7 @@ class PythonEnvError(LabkitError):
     a Python that no stub of ``runtime`` has; those it has are ``available``), "interpreter" (no Python
     ``wanted`` on this machine), "pip" (pip could not install the packages; ``output`` is its last
     lines), "exists" (``path`` is there already and replacing it was not asked), "requirements" (the
-    requirements file ``path`` cannot be read)."""
+    requirements file ``path`` cannot be read). ``model``: the model whose requirements.txt it was, if any."""
 
     def __init__(
         self,
@@ -125,7 +125,8 @@ class PythonEnvError(LabkitError):
         runtime: str = "",
         path: str = "",
         output: str = "",
+        model: str = "",
     ) -> None:
         self.problem, self.wanted, self.available, self.runtime = problem, wanted, list(available), runtime
-        self.path, self.output = path, output
+        self.path, self.output, self.model = path, output, model
         super().__init__(message)

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
+
 from ..errors import PythonEnvError
 from ..plumbing.downloads import cache_dir, fill_once, system_has
 from .stub_pythons import StubRuntime, Version, parse_version, runtime_stubs, version_text
@@ -156,6 +158,27 @@ def _build(
     shutil.rmtree(venv)
 
 
+def cached_build(
+    version: Version, stubs: StubRuntime, pip_args: list[str], requirements_text: str, say: Callable[[str], None]
+) -> tuple[Path, bool]:
+    """The cache's folder holding ``env.tar``, a venv of Python ``version`` with ``pip_args`` installed (built
+    once per interpreter, arguments and requirements text; one build at a time across processes), and whether
+    it was there before."""
+    interpreter = _interpreter(version)
+    key = hashlib.sha256(
+        json.dumps(
+            [_FORMAT, os.path.realpath(interpreter), version, pip_args[:-1], requirements_text, stubs.python_prefix]
+        ).encode()
+    ).hexdigest()[:16]
+    folder = cache_dir() / "python-envs" / key
+    cached = folder.exists()
+    if not cached:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(folder.parent / f".{key}.lock"):  # two servers asking at once build it once
+            fill_once(folder, lambda partial: _build(partial, interpreter, version, stubs, pip_args, say))
+    return folder, cached
+
+
 def _numpy_version(archive: Path) -> str:
     from .env_contents import read_env
 
@@ -220,15 +243,7 @@ def python_env(
             path=str(target),
         )
     pip_args, requirements_text = _requirements(packages, requirements)
-    interpreter = _interpreter(version)
-    key = hashlib.sha256(
-        json.dumps(
-            [_FORMAT, os.path.realpath(interpreter), version, pip_args[:-1], requirements_text, stubs.python_prefix]
-        ).encode()
-    ).hexdigest()[:16]
-    folder = cache_dir() / "python-envs" / key
-    cached = folder.exists()
-    fill_once(folder, lambda partial: _build(partial, interpreter, version, stubs, pip_args, say))
+    folder, cached = cached_build(version, stubs, pip_args, requirements_text, say)
     if cached:
         say(f"reusing the environment built before for {' '.join(pip_args)} ({folder})")
     target.parent.mkdir(parents=True, exist_ok=True)
