@@ -91,7 +91,7 @@ def _serve(args: argparse.Namespace) -> int:
         if own:  # never built into: the reference repository stays as shipped (as committed in a checkout)
             reference.copy_into(server, args.model)
         elif envs:  # a copy whose configs name the environments: the person's files stay as they are
-            _copy_with_envs(server, repo, envs)
+            model_envs.copy_with_envs(server.repository, repo, envs)
         names = args.model or sorted({*server.repository.models(), *unconfigured})
         failed = {}
         for name in names:
@@ -135,11 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _model_envs(args: argparse.Namespace, repo: Path) -> dict[str, Path]:
     """The environment of each model served that declares its packages (requirements.txt), built or found
     in labkit's cache, with progress on stderr."""
-    wanted = {
-        name: found
-        for name in ModelRepository(repo).models()
-        if (not args.model or name in args.model) and (found := model_envs.requirements_of(repo / name))
-    }
+    wanted = model_envs.wanted(repo, args.model)
     if wanted and args.server != "embedded":
         raise OptionError(
             option="--server",
@@ -148,18 +144,7 @@ def _model_envs(args: argparse.Namespace, repo: Path) -> dict[str, Path]:
             "embedded server; for a container, give each model EXECUTION_ENV_PATH in its config.pbtxt "
             "(`labkit python-env --runtime docker`)",
         )
-    return {
-        name: model_envs.model_env(path, model=name, progress=lambda line: print(line, file=sys.stderr, flush=True))
-        for name, path in wanted.items()
-    }
-
-
-def _copy_with_envs(server: Any, repo: Path, envs: dict[str, Path]) -> None:
-    for name in ModelRepository(repo).models():
-        server.repository.copy_model_from(repo, name)
-        if name in envs and model_envs.PARAMETER not in server.repository.read_config(name).parameters:
-            text = (server.repository.model_dir(name) / "config.pbtxt").read_text()
-            server.repository.write_config_text(name, model_envs.with_env(text, envs[name]))
+    return model_envs.envs_for(repo, args.model, progress=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

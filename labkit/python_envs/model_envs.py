@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import PythonEnvError
 from ..plumbing.downloads import cache_dir, fill_once
+from ..repository import ModelRepository
 from .builder import NUMPY_PIN, cached_build
 from .stub_pythons import runtime_stubs
 
@@ -71,6 +72,23 @@ def model_env(requirements: Path, *, model: str = "", progress: Callable[[str], 
     return fill_once(folder / "env", lambda partial: _unpack(folder / "env.tar", partial, say))
 
 
+def wanted(source: Path, models: Iterable[str] | None = None) -> dict[str, Path]:
+    """Each model of ``source`` (or of ``models``) that declares its packages, with its requirements.txt."""
+    chosen = set(models) if models else None
+    return {
+        name: found
+        for name in ModelRepository(source).models()
+        if (chosen is None or name in chosen) and (found := requirements_of(Path(source) / name))
+    }
+
+
+def envs_for(
+    source: Path, models: Iterable[str] | None = None, progress: Callable[[str], None] | None = print
+) -> dict[str, Path]:
+    """The environment of each model of ``source`` (or of ``models``) that declares its packages."""
+    return {name: model_env(path, model=name, progress=progress) for name, path in wanted(source, models).items()}
+
+
 def _packages(text: str) -> list[str]:
     return [line for line in (raw.split("#", 1)[0].strip() for raw in text.splitlines()) if line]
 
@@ -79,6 +97,16 @@ def _unpack(archive: Path, into: Path, say: Callable[[str], None]) -> None:
     say(f"unpacking it into {into.parent} (once)")
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="tar")
+
+
+def copy_with_envs(target: ModelRepository, source: Path, envs: dict[str, Path]) -> None:
+    """Every model of ``source`` copied into ``target``, each model in ``envs`` given its environment in the
+    copy's config (unless its config names one itself): the files in ``source`` stay as they are."""
+    for name in ModelRepository(source).models():
+        target.copy_model_from(source, name)
+        if name in envs and PARAMETER not in target.read_config(name).parameters:
+            text = (target.model_dir(name) / "config.pbtxt").read_text()
+            target.write_config_text(name, with_env(text, envs[name]))
 
 
 def with_env(config_text: str, env: Path) -> str:

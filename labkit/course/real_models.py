@@ -1,0 +1,311 @@
+"""The real models of ``examples/real_models`` (PP-OCRv4 and silero-vad, weights from their wheels): how a
+server gets them, the data the lesson, the bench and the tests make for them (lines of text drawn with
+Pillow in real fonts, speech spoken by espeak-ng), how their answers are scored, and the runtime alone
+(onnxruntime in the models' own environment, no Triton) to measure Triton against."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import wave
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import SetupError
+from ..python_envs import model_envs
+from ..server.base import TritonServer
+
+REPOSITORY = Path(__file__).resolve().parents[2] / "examples" / "real_models"
+OCR_MODELS = ("ocr", "ocr_det", "ocr_read", "ocr_rec")
+VAD_MODELS = ("vad", "vad_events")
+RATE, FRAME = 16000, 512  # silero-vad: 16 kHz, 32 ms frames
+FRAMES_PER_SECOND = RATE / FRAME  # 31.25: one real-time stream
+CROP_SHAPE = (3, 48, 320)  # ocr_rec's CROP
+
+FONTS = {
+    "DejaVu Sans": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "Liberation Serif": "/usr/share/fonts/truetype/liberation/LiberationSerif-Regular.ttf",
+    "Liberation Mono": "/usr/share/fonts/truetype/liberation/LiberationMono-Regular.ttf",
+}
+LINES = (
+    "labkit OCR lesson",
+    "Triton 23.12 serves it",
+    "invoice 4711 due 2026",
+    "dynamic batching",
+    "sequence batcher",
+    "python backend",
+    "model repository",
+    "ensemble and BLS",
+    "weights from a wheel",
+    "order 90210 shipped",
+    "hello world 42",
+    "concurrency 8",
+    "the quick brown fox",
+    "jumps over 13 dogs",
+    "room 101 at 09:00",
+    "voice activity",
+    "character accuracy",
+    "onnxruntime on CPU",
+    "page 7 of 12",
+    "total 3580 EUR",
+    "batch size eight",
+    "queue delay 5 ms",
+    "seven streams",
+    "version 2.41.0",
+)
+SPOKEN = ("hello this is labkit", "Triton serves a voice detector", "one two three four five")
+
+
+def repository() -> Path:
+    """``examples/real_models`` of the checkout (the models are the lesson's files, not the package's data)."""
+    if not (REPOSITORY / "ocr" / "config.pbtxt").is_file():
+        raise SetupError(
+            f"The real models are not at {REPOSITORY}: they come with a checkout of labkit (examples/real_models).",
+            missing=str(REPOSITORY),
+            reason="no checkout",
+        )
+    return REPOSITORY
+
+
+def serve(
+    server: TritonServer,
+    models: Sequence[str] = OCR_MODELS + VAD_MODELS,
+    progress: Callable[[str], None] | None = print,
+) -> dict[str, Path]:
+    """Copy the real models into the server's repository, each Python model given the environment built from
+    its requirements.txt (once, into labkit's cache), and load ``models``; the environments by model."""
+    envs = model_envs.envs_for(repository(), progress=progress)
+    model_envs.copy_with_envs(server.repository, repository(), envs)
+    for name in models:
+        server.load(name)
+    return envs
+
+
+# --- text, drawn -------------------------------------------------------------------------------------------
+
+
+def render(lines: Sequence[str], font: str = "DejaVu Sans", size: int = 28) -> np.ndarray:
+    """``lines`` drawn black on white with Pillow, one under the other: an RGB image (height, width, 3)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    path = FONTS.get(font, font)
+    if not Path(path).is_file():
+        raise SetupError(
+            f"No font file {path}: install Debian's fonts-dejavu-core and fonts-liberation "
+            f"(apt-get install fonts-dejavu-core fonts-liberation).",
+            missing=path,
+            reason="no font",
+        )
+    face = ImageFont.truetype(path, size)
+    step = size + 16
+    width = max(int(face.getlength(line)) for line in lines) + 40
+    image = Image.new("RGB", (width, step * len(lines) + 20), "white")
+    draw = ImageDraw.Draw(image)
+    for row, line in enumerate(lines):
+        draw.text((20, 10 + row * step), line, font=face, fill="black")
+    return np.asarray(image)
+
+
+def pages(lines: Sequence[str] = LINES, per_page: int = 3) -> list[tuple[np.ndarray, list[str]]]:
+    """``lines`` drawn ``per_page`` to an image, the fonts taking turns: (image, its lines) each."""
+    fonts = list(FONTS)
+    return [
+        (render(lines[i : i + per_page], fonts[(i // per_page) % len(fonts)]), list(lines[i : i + per_page]))
+        for i in range(0, len(lines), per_page)
+    ]
+
+
+def crops(lines: Sequence[str] = LINES, font: str = "DejaVu Sans") -> np.ndarray:
+    """Each line drawn alone and made into what ocr_rec takes ([n, 3, 48, 320]: 48 high, scaled to [-1, 1],
+    padded with 0), as ocr_read makes its crops."""
+    from PIL import Image
+
+    _, height, width = CROP_SHAPE
+    out = np.zeros((len(lines), *CROP_SHAPE), np.float32)
+    for row, line in enumerate(lines):
+        image = Image.fromarray(render([line], font)[:, :, ::-1])  # BGR, as ocr_read hands them on
+        fitted = min(width, int(np.ceil(height * image.width / image.height)))
+        pixels = np.asarray(image.resize((fitted, height), Image.Resampling.BILINEAR), np.float32)
+        out[row, :, :, :fitted] = (pixels.transpose(2, 0, 1) / 255 - 0.5) / 0.5
+    return out
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split()).lower()
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (written here: a dozen lines, not worth a package)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def character_accuracy(truth: Iterable[str], found: Iterable[str]) -> float:
+    """1 - edits / characters of the truth, spaces and case ignored (PP-OCR drops some spaces), with the
+    lines of each side read in order as one text."""
+    a, b = _squeezed("".join(truth)), _squeezed("".join(found))
+    return max(0.0, 1 - _edits(a, b) / max(len(a), 1))
+
+
+def pages_accuracy(truths: Sequence[Sequence[str]], founds: Sequence[Sequence[str]]) -> float:
+    """Character accuracy over several pages: all their edits over all their characters."""
+    edits = sum(_edits(_squeezed("".join(t)), _squeezed("".join(f))) for t, f in zip(truths, founds, strict=True))
+    return max(0.0, 1 - edits / max(sum(len(_squeezed("".join(t))) for t in truths), 1))
+
+
+# --- speech, spoken ----------------------------------------------------------------------------------------
+
+
+def speech(text: str, voice: str = "en") -> np.ndarray:
+    """``text`` spoken by espeak-ng at 16 kHz (float32 in [-1, 1]), its leading and trailing silence cut."""
+    if shutil.which("espeak-ng") is None:
+        raise SetupError(
+            "espeak-ng is not installed: apt-get install espeak-ng (it speaks the lesson's test audio offline).",
+            missing="espeak-ng",
+            reason="not installed",
+        )
+    with tempfile.NamedTemporaryFile(suffix=".wav") as out:
+        subprocess.run(["espeak-ng", "-v", voice, "-w", out.name, text], check=True, capture_output=True)
+        with wave.open(out.name) as wav:
+            rate = wav.getframerate()
+            samples = np.frombuffer(wav.readframes(wav.getnframes()), np.int16).astype(np.float32) / 32768
+    times = np.arange(int(len(samples) * RATE / rate)) / RATE
+    audio = np.interp(times, np.arange(len(samples)) / rate, samples).astype(np.float32)
+    loud = np.flatnonzero(np.abs(audio) > 0.02)
+    return audio[loud[0] : loud[-1] + 1]
+
+
+def mixed_audio(
+    texts: Sequence[str] = SPOKEN,
+    starts_s: Sequence[float] = (1.0, 4.5, 8.0),
+    seconds: float = 11.5,
+    noise: float = 0.003,
+    seed: int = 0,
+) -> tuple[np.ndarray, list[float]]:
+    """Speech placed in noise at known times: the audio (16 kHz, whole frames) and each onset in seconds."""
+    audio = np.random.default_rng(seed).normal(0, noise, int(seconds * RATE)).astype(np.float32)
+    for text, start in zip(texts, starts_s, strict=True):
+        clip = speech(text)
+        at = int(start * RATE)
+        audio[at : at + len(clip)] += clip[: len(audio) - at]
+    return audio[: len(audio) // FRAME * FRAME], list(starts_s)
+
+
+def frames(audio: np.ndarray) -> np.ndarray:
+    """The audio as silero's frames: [n, 512]."""
+    return audio[: len(audio) // FRAME * FRAME].reshape(-1, FRAME)
+
+
+def onsets(probabilities: Iterable[float], threshold: float = 0.5, min_silence_ms: float = 250) -> list[float]:
+    """Where speech starts (seconds): a frame at ``threshold`` or above after silence, with silero's own
+    hysteresis (silence is ``min_silence_ms`` below threshold - 0.15), as vad_events decides it."""
+    found, speaking, quiet = [], False, 0
+    quiet_frames = max(1, round(min_silence_ms / 1000 * FRAMES_PER_SECOND))
+    for index, p in enumerate(probabilities):
+        if not speaking and p >= threshold:
+            speaking, quiet = True, 0
+            found.append(round(index / FRAMES_PER_SECOND, 3))
+        elif speaking:
+            quiet = quiet + 1 if p < threshold - 0.15 else 0
+            speaking = quiet < quiet_frames
+    return found
+
+
+# --- the runtime alone, in the models' own environment --------------------------------------------------------
+
+
+def run_in_env(env: Path, script: str, arrays: dict[str, np.ndarray] | None = None, timeout_s: float = 600) -> Any:
+    """Run ``script`` with the environment's own Python (its onnxruntime, its library), without Triton:
+    it finds ``arrays`` in ``np.load(ARRAYS)`` and assigns its answer (JSON) to ``RESULT``."""
+    with tempfile.TemporaryDirectory(prefix="labkit-env-run-") as work:
+        np.savez(Path(work) / "in.npz", **(arrays or {}))
+        program = (
+            f"import json, numpy as np\nARRAYS = {str(Path(work) / 'in.npz')!r}\nRESULT = None\n{script}\n"
+            f"open({str(Path(work) / 'out.json')!r}, 'w').write(json.dumps(RESULT))\n"
+        )
+        done = subprocess.run(
+            [str(env / "bin" / "python"), "-c", program], capture_output=True, text=True, timeout=timeout_s
+        )
+        if done.returncode != 0:
+            raise SetupError(
+                f"The environment {env} could not run the measurement:\n{done.stderr[-1500:]}",
+                missing=str(env),
+                reason="script failed",
+            )
+        return json.loads((Path(work) / "out.json").read_text())
+
+
+_RAPIDOCR = """
+from rapidocr_onnxruntime import RapidOCR
+engine = RapidOCR()
+loaded = np.load(ARRAYS)
+RESULT = []
+for key in sorted(loaded.files, key=int):
+    found, _ = engine(np.ascontiguousarray(loaded[key][:, :, ::-1]))
+    RESULT.append([text for _, text, _ in found or []])
+"""
+
+
+def rapidocr_lines(env: Path, images: Sequence[np.ndarray]) -> list[list[str]]:
+    """What the library's own ``RapidOCR`` (defaults) reads in each image, run in the models' environment."""
+    return run_in_env(env, _RAPIDOCR, {str(i): image for i, image in enumerate(images)})
+
+
+_RECOGNIZER = """
+import time, onnxruntime, rapidocr_onnxruntime
+from pathlib import Path
+threads, batch, seconds = {threads}, {batch}, {seconds}
+options = onnxruntime.SessionOptions()
+options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+weights = Path(rapidocr_onnxruntime.__file__).parent / "models" / "ch_PP-OCRv4_rec_infer.onnx"
+session = onnxruntime.InferenceSession(str(weights), options, providers=["CPUExecutionProvider"])
+crops = np.load(ARRAYS)["crops"][:batch]
+session.run(None, {{"x": crops}})
+done, began = 0, time.perf_counter()
+while time.perf_counter() - began < seconds:
+    session.run(None, {{"x": crops}})
+    done += len(crops)
+RESULT = done / (time.perf_counter() - began)
+"""
+
+
+def recognizer_inprocess(env: Path, crops: np.ndarray, threads: int, batch: int = 8, seconds: float = 3.0) -> float:
+    """Crops per second of PP-OCRv4's recognizer in onnxruntime alone (``threads`` intra-op threads, as the
+    served model), on batches of ``batch`` of the given crops."""
+    script = _RECOGNIZER.format(threads=threads, batch=batch, seconds=seconds)
+    return float(run_in_env(env, script, {"crops": crops.astype(np.float32)}))
+
+
+_VAD = """
+import time, importlib.util, onnxruntime
+from pathlib import Path
+threads, batch, seconds = {threads}, {batch}, {seconds}
+options = onnxruntime.SessionOptions()
+options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+weights = Path(importlib.util.find_spec("silero_vad").submodule_search_locations[0]) / "data" / "silero_vad.onnx"
+session = onnxruntime.InferenceSession(str(weights), options, providers=["CPUExecutionProvider"])
+frames = np.load(ARRAYS)["frames"]
+state = np.zeros((2, batch, 128), np.float32)
+rate = np.array(16000, np.int64)
+done, began, row = 0, time.perf_counter(), 0
+while time.perf_counter() - began < seconds:
+    chunk = np.repeat(np.concatenate([np.zeros(64, np.float32), frames[row % len(frames)]])[None], batch, axis=0)
+    _, state = session.run(None, {{"input": chunk, "state": state, "sr": rate}})
+    done, row = done + batch, row + 1
+RESULT = done / (time.perf_counter() - began)
+"""
+
+
+def vad_inprocess(env: Path, audio_frames: np.ndarray, threads: int, batch: int = 16, seconds: float = 3.0) -> float:
+    """Frames per second of silero-vad in onnxruntime alone, ``batch`` streams a run (as vad's batches)."""
+    script = _VAD.format(threads=threads, batch=batch, seconds=seconds)
+    return float(run_in_env(env, script, {"frames": audio_frames.astype(np.float32)}))
