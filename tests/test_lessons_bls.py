@@ -220,20 +220,24 @@ def test_every_level_lands_in_the_log_and_verbose_only_at_verbose_level_one(lab)
 def test_backend_attributes_policy_and_memory_reports_show_where_2312_shows_them(lab):
     parallel = backend_attributes.load(lab, parallel=True)
     serial = backend_attributes.load(lab, parallel=False)
-    kind, count, threads = ("KIND_GPU", 2, (1, 1)) if detect.visible() else ("KIND_CPU", 3, (3, 0))
+    # KIND_GPU: two instances on each GPU, whose DEVICE_BLOCKING instances share one backend thread per GPU
+    gpus = len(detect.probe().gpus)
+    kind, count, threads = ("KIND_GPU", 2, (gpus, gpus)) if gpus else ("KIND_CPU", 3, (3, 0))
+    instances = count * max(gpus, 1)
     for result in (parallel, serial):
         assert result.policy == "DEVICE_BLOCKING"
         assert (result.group["kind"], result.group["count"], result.group["name"]) == (kind, count, result.model)
+        assert (result.gpus, result.instances) == (gpus, instances)
         assert result.backend_threads == threads
         assert result.memory_usage == [
             {
                 "type": "CPU",
                 "id": 0,
-                "byte_size": backend_attributes.MODEL_BYTES + count * backend_attributes.INSTANCE_BYTES,
+                "byte_size": backend_attributes.MODEL_BYTES + instances * backend_attributes.INSTANCE_BYTES,
             }
         ]
         assert result.ok
-    assert parallel.threads == count and serial.threads == 1
+    assert parallel.threads == instances and serial.threads == 1
     grpc = lab.client("grpc")
     try:
         usage = grpc.get_inference_statistics(backend_attributes.MODEL).model_stats[0].memory_usage

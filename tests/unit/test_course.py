@@ -192,3 +192,28 @@ def test_plan_refuses_a_time_that_is_not_one(capsys):
     with pytest.raises(SystemExit) as caught:
         workshop.main(["plan", "--dir", str(NOTEBOOKS), "--start", "25:00"])
     assert caught.value.code == 2
+
+
+def _without_exercises() -> set[str]:
+    return {lesson.number for lesson in schedule.lessons(NOTEBOOKS) if not lesson.exercises}
+
+
+def test_the_readme_and_the_guide_name_exactly_the_notebooks_without_exercises():
+    readme = (ROOT / "README.md").read_text()
+    said = readme.split("Most notebooks hold *your turn* exercises (", 1)[1].split("have none)", 1)[0]
+    assert set(re.findall(r"`(\d\d)`", said)) == _without_exercises()
+    said = GUIDE.read_text().split("*your turn*\nexercises and check them (", 1)[1].split("have none)", 1)[0]
+    assert set(re.findall(r"`(\d\d)`", said)) == _without_exercises()
+
+
+def test_the_guide_says_what_every_exercises_check_runs():
+    text = GUIDE.read_text().split("## What the checks run", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\d\d-[a-z0-9-]+)` \|", text, re.M)
+    assert sorted(rows) == sorted(REGISTRY)
+
+
+def test_the_optional_lessons_are_more_than_a_second_day_as_the_guide_says():
+    lessons = schedule.lessons(NOTEBOOKS)
+    optional = sum(lesson.minutes for lesson in lessons if not lesson.core)
+    assert optional > sum(lesson.minutes for lesson in lessons if lesson.core)
+    assert "not a second day: together they take longer\nthan the core path" in GUIDE.read_text()

@@ -100,7 +100,7 @@ TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
 
 // Triton asks once, right after TRITONBACKEND_Initialize.
 TRITONSERVER_Error* TRITONBACKEND_GetBackendAttribute(TRITONBACKEND_Backend*, TRITONBACKEND_BackendAttribute* attributes) {
-  // A config without instance_group gets the first group this machine can run: two GPU instances, else three CPU ones.
+  // A config without instance_group gets the first group this machine can run: two instances on each GPU, else three CPU ones.
   TRITONSERVER_Error* err = TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
       attributes, TRITONSERVER_INSTANCEGROUPKIND_GPU, 2, nullptr, 0);
   if (err == nullptr)
@@ -216,13 +216,24 @@ class Attributes:
         return len(set(self.init_threads.values()))
 
     @property
-    def ok(self) -> bool:
+    def gpus(self) -> int:
+        """The GPUs a KIND_GPU group's instances are on (Triton fills in every GPU it sees); 0 for other kinds."""
+        return len(self.group.get("gpus") or []) if self.group.get("kind") == "KIND_GPU" else 0
+
+    @property
+    def instances(self) -> int:
+        """The instances Triton made of the group: ``count`` on each of its GPUs for KIND_GPU, else ``count``
+        (core r23.12 ``src/backend_model.cc:536-566``)."""
         count = int(self.group.get("count", 0))
-        reported = MODEL_BYTES + count * INSTANCE_BYTES
+        return count * self.gpus if self.group.get("kind") == "KIND_GPU" else count
+
+    @property
+    def ok(self) -> bool:
+        reported = MODEL_BYTES + self.instances * INSTANCE_BYTES
         return (
             self.policy == "DEVICE_BLOCKING"
-            and len(self.init_threads) == count
-            and self.threads == (count if self.parallel else 1)
+            and len(self.init_threads) == self.instances
+            and self.threads == (self.instances if self.parallel else 1)
             and sum(int(m["byte_size"]) for m in self.memory_usage) == reported
         )
 
