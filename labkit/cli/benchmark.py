@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from ..client.inference import infer
-from ..course import real_models, reference
+from ..course import reference
 from ..course.checks import check_add_sub
+from ..course.lessons import real_models
 from ..errors import LoadTimeoutError, RequestTimeoutError, ServerNotRunningError, UnstableMeasurementError
 from ..native import deploy, reference_source
 from ..observe.dashboard import Dashboard

@@ -25,6 +25,13 @@ def _setup(args: argparse.Namespace) -> int:
 
         kit = cuda_kit.locate()
         print(f"nvcc          {kit.nvcc} ({kit.version()})")
+    if args.real_models:
+        from ..course.lessons import real_models  # builds two environments of about 350 MB: only when asked
+        from ..python_envs import model_envs
+
+        envs = model_envs.envs_for(real_models.repository(), progress=lambda line: print(f"  {line}", flush=True))
+        for name, env in envs.items():
+            print(f"{name:13s} {env}")
     return 0
 
 
@@ -43,6 +50,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--cuda",
         action="store_true",
         help="also nvcc and cudart (CUDA 13.0 wheels, about 105 MB) for %%%%triton_cpp NAME --cuda",
+    )
+    setup.add_argument(
+        "--real-models",
+        action="store_true",
+        help="also the environments of examples/real_models (PP-OCRv4, silero-vad: built once from their "
+        "requirements.txt with pip, about 350 MB each; later serves need no network)",
     )
     setup.set_defaults(func=_setup)
 

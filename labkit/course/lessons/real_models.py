@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SetupError
-from ..python_envs import model_envs
-from ..server.base import TritonServer
+from ...client.inference import infer
+from ...errors import SetupError
+from ...python_envs import model_envs
+from ...server.base import TritonServer
+from .outcome import Outcome
 
-REPOSITORY = Path(__file__).resolve().parents[2] / "examples" / "real_models"
+REPOSITORY = Path(__file__).resolve().parents[3] / "examples" / "real_models"
 OCR_MODELS = ("ocr", "ocr_det", "ocr_read", "ocr_rec")
 VAD_MODELS = ("vad", "vad_events")
 RATE, FRAME = 16000, 512  # silero-vad: 16 kHz, 32 ms frames
@@ -84,6 +86,84 @@ def serve(
     for name in models:
         server.load(name)
     return envs
+
+
+def setup(server: TritonServer) -> dict[str, Path]:
+    """Every real model served (see ``serve``), quietly: the lesson's and the tests' start."""
+    return serve(server, progress=None)
+
+
+def read(server: TritonServer, image: np.ndarray) -> list[str]:
+    """The lines of text the ``ocr`` pipeline finds in ``image``, top to bottom."""
+    return [line.decode() for line in infer(server, "ocr", {"IMAGE": image})["TEXT"]]
+
+
+def speech_probabilities(server: TritonServer, audio_frames: np.ndarray, sequence_id: int) -> np.ndarray:
+    """``vad``'s probability of speech for each frame, sent as one sequence."""
+    last = len(audio_frames) - 1
+    return np.array(
+        [
+            infer(
+                server,
+                "vad",
+                {"AUDIO": frame[None]},
+                sequence_id=sequence_id,
+                sequence_start=step == 0,
+                sequence_end=step == last,
+            )["SPEECH"][0, 0]
+            for step, frame in enumerate(audio_frames)
+        ]
+    )
+
+
+def events(server: TritonServer, audio_frames: np.ndarray, sequence_id: int, timeout_s: float = 60) -> list[tuple]:
+    """``vad_events``' events for the frames sent as one sequence over a gRPC stream: (kind, seconds) each."""
+    import queue
+
+    import tritonclient.grpc as grpcclient
+
+    answers: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.endpoints.grpc_url)
+    found: list[tuple] = []
+    try:
+        client.start_stream(callback=lambda result, error: answers.put((result, error)))
+        last = len(audio_frames) - 1
+        for step, frame in enumerate(audio_frames):
+            tensor = grpcclient.InferInput("AUDIO", [1, FRAME], "FP32")
+            tensor.set_data_from_numpy(frame[None].astype(np.float32))
+            client.async_stream_infer(
+                "vad_events",
+                [tensor],
+                sequence_id=sequence_id,
+                sequence_start=step == 0,
+                sequence_end=step == last,
+                enable_empty_final_response=True,
+            )
+        finals = 0
+        while finals < len(audio_frames):
+            result, error = answers.get(timeout=timeout_s)
+            if error is not None:
+                raise error
+            if result.get_response().parameters["triton_final_response"].bool_param:
+                finals += 1
+            if result.as_numpy("EVENT") is not None:
+                found.append((result.as_numpy("EVENT")[0, 0].decode(), round(float(result.as_numpy("TIME")[0, 0]), 3)))
+    finally:
+        client.stop_stream()
+        client.close()
+    return found
+
+
+def run(server: TritonServer) -> Outcome:
+    """The lesson's two claims on ``server`` (after ``setup``): the pipeline reads the drawn lines at a
+    character accuracy of at least 0.95, and every spoken onset is found within 100 ms."""
+    drawn = pages()
+    accuracy = pages_accuracy([lines for _, lines in drawn], [read(server, image) for image, _ in drawn])
+    audio, truth = mixed_audio()
+    found = onsets(speech_probabilities(server, frames(audio), sequence_id=1))
+    late = [min((abs(f - t) for f in found), default=float("inf")) for t in truth]
+    ok = accuracy >= 0.95 and max(late) <= 0.1
+    return Outcome(ok, {"ocr_accuracy": round(accuracy, 3), "onsets_s": found, "worst_onset_error_s": max(late)})
 
 
 # --- text, drawn -------------------------------------------------------------------------------------------
