@@ -10,14 +10,13 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
-from waiting_support import eventually
+from serve_support import Serve, listing
 
 import labkit
 import labkit.errors
@@ -53,55 +52,6 @@ CONFIG = (
     'name: "{name}"\nbackend: "{backend}"\ninput {{ name: "IN" data_type: TYPE_FP32 dims: [ 2 ] }}\n'
     'output {{ name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] }}\n'
 )
-
-
-def _listing(folder: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
-
-
-class _Serve:
-    """`labkit serve` in a subprocess: its stdout lines up to the `log` line, its stderr as it comes."""
-
-    def __init__(self, *argv: str, cwd: Path | None = None) -> None:
-        self.proc = subprocess.Popen(
-            [*LABKIT, "serve", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd
-        )
-        self.err: list[str] = []
-        self._reader = threading.Thread(target=lambda: self.err.extend(self.proc.stderr), daemon=True)
-        self._reader.start()
-        self.lines = {}
-        for line in self.proc.stdout:
-            key, _, value = line.strip().partition(" ")
-            self.lines[key] = value.strip()
-            if key == "log":
-                break
-
-    def wait_for(self, text: str, timeout_s: float = 30) -> None:
-        try:
-            eventually(
-                lambda: any(text in line for line in list(self.err)),
-                f"{text!r} on the terminal",
-                timeout_s,
-                interval_s=0.1,
-            )
-        except AssertionError:
-            raise AssertionError(f"{text!r} not on the terminal: {''.join(self.err)}") from None
-
-    def stop(self, sig: int) -> str:
-        self.proc.send_signal(sig)
-        # Not communicate(): it would read stderr too, beside the reader thread, and close it under it.
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:  # where it waits, and what it said, for the failure
-            py_spy = next(tool.path for tool in labkit.debug_tools() if tool.name == "py-spy")
-            where = subprocess.run(
-                [py_spy, "dump", "--nonblocking", "--pid", str(self.proc.pid)], capture_output=True, text=True
-            )
-            said = "".join(self.err[-40:])
-            raise AssertionError(f"labkit serve did not stop:\n{where.stdout}{where.stderr}\n{said}") from None
-        self._reader.join(timeout=10)  # the stderr reader's last lines
-        assert self.proc.stdout is not None
-        return self.proc.stdout.read()
 
 
 def test_a_taken_port_fails_at_once_and_named(tmp_path):
@@ -150,7 +100,7 @@ def test_a_model_without_config_loads_with_auto_complete(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_serve_shows_the_models_lines_and_keeps_the_log(tmp_path, sig):
     labkit.repository.ModelRepository(tmp_path).write_python_model("echo", ECHO)  # auto-complete makes its config
-    serve = _Serve(str(tmp_path), "--any-ports")
+    serve = Serve(str(tmp_path), "--any-ports")
     try:
         assert serve.lines["serving"] == "echo"
         serve.wait_for("auto-complete on: echo has no config.pbtxt")
@@ -181,8 +131,8 @@ def test_a_persons_repository_is_served_as_it_is(tmp_path):
     repo = tmp_path / "repo"
     (repo / "mine" / "1").mkdir(parents=True)
     (repo / "mine" / "config.pbtxt").write_text(CONFIG.format(name="mine", backend="minimal"))
-    before = _listing(repo)
-    serve = _Serve(str(repo), "--any-ports")
+    before = listing(repo)
+    serve = Serve(str(repo), "--any-ports")
     try:
         assert serve.lines["serving"] == "no models"
         serve.wait_for("NOT LOADED mine")
@@ -191,12 +141,12 @@ def test_a_persons_repository_is_served_as_it_is(tmp_path):
         if serve.proc.poll() is None:
             serve.proc.kill()
     assert serve.proc.returncode == 0 and "libtriton_minimal.so" in "".join(serve.err)
-    assert _listing(repo) == before
+    assert listing(repo) == before
     with labkit.start(repo) as lab:
         with pytest.raises(labkit.ModelLoadError) as caught:
             lab.load("mine")
     assert caught.value.model == "mine" and "minimal" in caught.value.reason
-    assert _listing(repo) == before
+    assert listing(repo) == before
 
 
 def test_backends_of_a_persons_folder_serve_and_python_is_refused(tmp_path):
@@ -205,12 +155,12 @@ def test_backends_of_a_persons_folder_serve_and_python_is_refused(tmp_path):
     (backends / "doubler" / "model.py").write_text(ECHO)  # a Python-based backend
     (repo / "twice" / "1").mkdir(parents=True)
     (repo / "twice" / "config.pbtxt").write_text(CONFIG.format(name="twice", backend="doubler"))
-    before = _listing(backends)
+    before = listing(backends)
     with labkit.start(repo, backend_directory=backends) as lab:
         lab.load("twice")
         out = labkit.infer(lab, "twice", {"IN": np.array([3.0, 4.0], np.float32)})
         np.testing.assert_allclose(out["OUT"], [6.0, 8.0])
-    assert _listing(backends) == before
+    assert listing(backends) == before
     (backends / "python").mkdir()
     with pytest.raises(labkit.errors.BackendClashError) as caught:
         labkit.start(repo, backend_directory=backends)
@@ -227,7 +177,7 @@ def test_docker_publishes_the_ports_asked_for_and_serves_a_persons_backends(cpu_
     (backends / "doubler" / "model.py").write_text(ECHO)
     (repo / "twice" / "1").mkdir(parents=True)
     (repo / "twice" / "config.pbtxt").write_text(CONFIG.format(name="twice", backend="doubler"))
-    before = _listing(backends)
+    before = listing(backends)
     http, grpc, metrics = free_ports(3)
     with DockerServer(
         repo, image=cpu_image, http_port=http, grpc_port=grpc, metrics_port=metrics, backend_directory=backends
@@ -237,7 +187,7 @@ def test_docker_publishes_the_ports_asked_for_and_serves_a_persons_backends(cpu_
         lab.load("twice")
         out = labkit.infer(lab, "twice", {"IN": np.array([3.0, 4.0], np.float32)})
         np.testing.assert_allclose(out["OUT"], [6.0, 8.0])
-    assert _listing(backends) == before
+    assert listing(backends) == before
 
 
 @pytest.mark.slow
@@ -248,7 +198,7 @@ def test_labkits_own_repository_is_served_from_a_copy_and_notebook_02_still_pass
     copies models from it, passes under nbval after them."""
     checkout = Path(labkit.__file__).resolve().parents[1]
     shipped = labkit.reference_repository()
-    before = _listing(shipped)
+    before = listing(shipped)
 
     def git_status() -> str:  # as git sees the folder (a developer's own uncommitted edits stay theirs)
         if not (checkout / ".git").exists():
@@ -264,7 +214,7 @@ def test_labkits_own_repository_is_served_from_a_copy_and_notebook_02_still_pass
     status = git_status()
     served = []
     for _ in range(2):
-        serve = _Serve("model_repository", "--any-ports", cwd=checkout)
+        serve = Serve("model_repository", "--any-ports", cwd=checkout)
         try:
             served.append(Path(serve.lines["repository"].split(" (", 1)[0]))
             assert "minimal_batching" in serve.lines["serving"].split(", ")
@@ -275,7 +225,7 @@ def test_labkits_own_repository_is_served_from_a_copy_and_notebook_02_still_pass
                 serve.proc.kill()
         assert serve.proc.returncode == 0
         assert not served[-1].exists()  # the copy went with the server
-    assert served[0] != served[1] and _listing(shipped) == before and git_status() == status
+    assert served[0] != served[1] and listing(shipped) == before and git_status() == status
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "-q", "notebooks/02_cpp_backends.ipynb"],
         cwd=checkout,
@@ -293,7 +243,7 @@ def test_the_python_backends_shared_memory_is_set_as_tritonserver_takes_it(tmp_p
     repo = tmp_path / "repo"
     labkit.repository.ModelRepository(repo).copy_model_from(labkit.reference_repository(), "add_sub")
     before = {p.name for p in Path("/dev/shm").iterdir()}
-    serve = _Serve(str(repo), "--any-ports", f"--backend-config=python,shm-default-byte-size={size}")
+    serve = Serve(str(repo), "--any-ports", f"--backend-config=python,shm-default-byte-size={size}")
     try:
         assert serve.lines["serving"] == "add_sub"
         made = {p.name: p.stat().st_size for p in Path("/dev/shm").iterdir() if p.name not in before}

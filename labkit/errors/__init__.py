@@ -36,7 +36,7 @@ reads its fields, never its text.
     │   ├── RequestDroppedError     .needs: Triton released the request without an answer (its log says so)
     │   └── AnswerMismatchError
     ├── BuildError                  .backend .compiler_output .missing_exports .unavailable .file .line .command .flag
-    ├── PythonEnvError              .problem .wanted .available .runtime .path .output: an environment not made
+    ├── PythonEnvError              .problem .wanted .available .runtime .path .output .model: an environment not made
     ├── PerfAnalyzerError           .exit_code .output: perf_analyzer failed
     │   └── UnstableMeasurementError
     ├── TraceError                  Triton's request traces could not be recorded or read
