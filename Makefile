@@ -23,6 +23,9 @@ $(BIN)/.installed: $(BIN)/.lab
 	touch $(BIN)/.docs
 	# nvcc and cudart (CUDA 13.0 wheels, about 105 MB, once): the tests build a CUDA backend for real
 	$(BIN)/labkit setup --cuda
+	# the real models' environments (examples/real_models: PP-OCRv4 and silero-vad with onnxruntime; about
+	# 700 MB in labkit's cache, once): the lesson and its tests then serve them offline
+	$(BIN)/labkit setup --real-models
 	touch $@
 
 # The course as a website: Sphinx, MyST-NB and sphinx-book-theme (the docs extra).
@@ -67,6 +70,7 @@ site: $(BIN)/.docs  # the course as a static website in site/html/ (offline; war
 	@echo "site: open site/html/index.html"
 
 lab: $(BIN)/.lab
+	$(BIN)/labkit setup --real-models
 	$(BIN)/labkit doctor
 	$(BIN)/jupyter lab notebooks
 

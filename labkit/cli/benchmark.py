@@ -28,7 +28,6 @@ from ..server import EmbeddedServer
 from ..server.base import TritonServer
 from ..server.launchers.embedded import EmbeddedRuntime
 from ..traffic.generator import run_load
-from ..traffic.sequences import run_sequences
 from .options import server_for, with_server
 
 _RELOAD_ROUNDS = 5
@@ -330,66 +329,16 @@ def dashboard_overhead(factory: Factory) -> dict[str, float]:
     return {"throughput_ratio": statistics.median(ratios), "redraws_per_s": statistics.median(rates)}
 
 
-def _median_rounds(first: Callable[[], float], second: Callable[[], float]) -> tuple[float, float]:
-    """Medians of ``first`` and ``second`` over rounds that alternate them (a small machine drifts)."""
-    a, b = [], []
-    for _ in range(_RATIO_ROUNDS):
-        a.append(first())
-        b.append(second())
-    return statistics.median(a), statistics.median(b)
-
-
 def real_models_bench(factory: Factory) -> dict[str, float]:
-    """The real models through Triton against onnxruntime alone, in the models' own environment with their
-    own thread counts: PP-OCRv4's recognizer in crops per second (single-crop requests from labkit's load
-    generator; dynamic batching, preferred batch 8, and without it) and silero-vad in real-time 16 kHz streams
-    (frames per second / 31.25). The embedded server only (the environments are built for its stub)."""
+    """The real models through Triton against onnxruntime alone (labkit.lessons.real_models.measure), on the
+    embedded server only (labkit builds the models' environments for its stub)."""
     server = factory()
     if not isinstance(server, EmbeddedServer):
         print("real_models: measured on the embedded server only (labkit builds the models' environments for it)")
         return {}
-    out: dict[str, float] = {}
     with server.start():
         envs = real_models.serve(server, ("ocr_rec", "vad"), progress=None)
-        threads = int(server.model_config("ocr_rec")["parameters"]["intra_op_num_threads"]["string_value"])
-        crops = real_models.crops()
-
-        def triton(concurrency: int) -> float:
-            inputs = lambda i: {"CROP": crops[i % len(crops)][None]}  # noqa: E731
-            load = run_load(
-                server, "ocr_rec", inputs, requests=10**9, concurrency=concurrency, duration_s=_RATIO_SECONDS
-            )
-            return load.throughput
-
-        triton(8)  # warm-up
-        alone, batched = _median_rounds(
-            lambda: real_models.recognizer_inprocess(envs["ocr_rec"], crops, threads, 8, _RATIO_SECONDS),
-            lambda: triton(8),
-        )
-        out.update(ocr_threads=threads, ocr_inprocess_batch8_cps=round(alone, 1), ocr_triton_c8_cps=round(batched, 1))
-        out["ocr_batch8_ratio"] = round(batched / alone, 3)
-        for c in (1, 4):
-            out[f"ocr_triton_c{c}_cps"] = round(triton(c), 1)
-        config = server.repository.read_config("ocr_rec")
-        config.ClearField("dynamic_batching")
-        server.repository.write_config(config)
-        server.load("ocr_rec")
-        for c in (1, 4, 8):
-            out[f"ocr_triton_c{c}_unbatched_cps"] = round(triton(c), 1)
-        audio = real_models.frames(real_models.mixed_audio()[0])
-        vad_threads = int(server.model_config("vad")["parameters"]["intra_op_num_threads"]["string_value"])
-        streams = int(server.model_config("vad")["max_batch_size"])
-
-        def served() -> float:
-            inputs = lambda seq, step: {"AUDIO": audio[step % len(audio)][None]}  # noqa: E731
-            return run_sequences(server, "vad", inputs, concurrency=streams, length=len(audio)).throughput
-
-        through, inproc = _median_rounds(
-            served, lambda: real_models.vad_inprocess(envs["vad"], audio, vad_threads, streams, _RATIO_SECONDS)
-        )
-        out["vad_realtime_streams"] = round(through / real_models.FRAMES_PER_SECOND, 1)
-        out["vad_inprocess_realtime_streams"] = round(inproc / real_models.FRAMES_PER_SECOND, 1)
-    return out
+        return real_models.measure(server, envs, rounds=_RATIO_ROUNDS, seconds=_RATIO_SECONDS)
 
 
 BENCHMARKS: dict[str, Callable[[Factory], Any]] = {

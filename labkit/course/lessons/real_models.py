@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import subprocess
 import tempfile
 import wave
@@ -20,6 +21,8 @@ from ...client.inference import infer
 from ...errors import SetupError
 from ...python_envs import model_envs
 from ...server.base import TritonServer
+from ...traffic.generator import run_load
+from ...traffic.sequences import run_sequences
 from .outcome import Outcome
 
 REPOSITORY = Path(__file__).resolve().parents[3] / "examples" / "real_models"
@@ -389,3 +392,68 @@ def vad_inprocess(env: Path, audio_frames: np.ndarray, threads: int, batch: int 
     """Frames per second of silero-vad in onnxruntime alone, ``batch`` streams a run (as vad's batches)."""
     script = _VAD.format(threads=threads, batch=batch, seconds=seconds)
     return float(run_in_env(env, script, {"frames": audio_frames.astype(np.float32)}))
+
+
+# --- Triton against the runtime alone ----------------------------------------------------------------------
+
+
+def _median_rounds(first: Callable[[], float], second: Callable[[], float], rounds: int) -> tuple[float, float]:
+    """Medians of ``first`` and ``second`` over rounds that alternate them (a small machine drifts)."""
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(first())
+        b.append(second())
+    return statistics.median(a), statistics.median(b)
+
+
+def _threads(server: TritonServer, model: str) -> int:
+    return int(server.model_config(model)["parameters"]["intra_op_num_threads"]["string_value"])
+
+
+def measure(server: TritonServer, envs: dict[str, Path], rounds: int = 3, seconds: float = 3.0) -> dict[str, float]:
+    """ocr_rec and vad (served, with ``envs``) through Triton against onnxruntime alone in the same
+    environment and with the same threads, medians of ``rounds`` alternating rounds of ``seconds`` each.
+    The recognizer in crops per second: in-process on batches of 8; through Triton, single-crop requests
+    from labkit's load generator at concurrency 1, 4 and 8 with dynamic batching (preferred batch 8) and
+    without it (ocr_rec is reloaded, then restored). The voice detector in real-time 16 kHz streams (frames
+    per second / 31.25): its batch of streams through Triton, and the same batch in-process."""
+    threads, crop_rows = _threads(server, "ocr_rec"), crops()
+
+    def triton(concurrency: int) -> float:
+        inputs = lambda i: {"CROP": crop_rows[i % len(crop_rows)][None]}  # noqa: E731
+        return run_load(
+            server, "ocr_rec", inputs, requests=10**9, concurrency=concurrency, duration_s=seconds
+        ).throughput
+
+    triton(8)  # warm-up
+    alone, batched = _median_rounds(
+        lambda: recognizer_inprocess(envs["ocr_rec"], crop_rows, threads, 8, seconds), lambda: triton(8), rounds
+    )
+    out: dict[str, float] = {"ocr_threads": threads, "ocr_inprocess_batch8_cps": round(alone, 1)}
+    out.update({f"ocr_triton_c{c}_cps": round(triton(c), 1) for c in (1, 4)}, ocr_triton_c8_cps=round(batched, 1))
+    out["ocr_batch8_ratio"] = round(batched / alone, 3)
+    config = server.repository.read_config("ocr_rec")
+    unbatched = type(config)()
+    unbatched.CopyFrom(config)
+    unbatched.ClearField("dynamic_batching")
+    server.repository.write_config(unbatched)
+    server.load("ocr_rec")
+    try:
+        out.update({f"ocr_triton_c{c}_unbatched_cps": round(triton(c), 1) for c in (1, 4, 8)})
+    finally:
+        server.repository.write_config(config)
+        server.load("ocr_rec")
+    audio = frames(mixed_audio()[0])
+    streams = int(server.model_config("vad")["max_batch_size"])
+
+    def served() -> float:
+        inputs = lambda seq, step: {"AUDIO": audio[step % len(audio)][None]}  # noqa: E731
+        return run_sequences(server, "vad", inputs, concurrency=streams, length=len(audio)).throughput
+
+    through, inproc = _median_rounds(
+        served, lambda: vad_inprocess(envs["vad"], audio, _threads(server, "vad"), streams, seconds), rounds
+    )
+    out["vad_streams_per_batch"] = streams
+    out["vad_realtime_streams"] = round(through / FRAMES_PER_SECOND, 1)
+    out["vad_inprocess_realtime_streams"] = round(inproc / FRAMES_PER_SECOND, 1)
+    return out
