@@ -14,7 +14,7 @@ from rapidocr_onnxruntime.ch_ppocr_rec.utils import CTCLabelDecode
 
 
 def session(threads):
-    """The recognizer's onnxruntime session: the served model's and the benchmark's, with the same options."""
+    """The recognizer's onnxruntime session (labkit bench measures onnxruntime alone with these options)."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
