@@ -27,7 +27,7 @@ from ..errors import (
     WaitTimeoutError,
 )
 from ..native import deploy
-from ..native.build import Build, build_backend
+from ..native.build import Build, BuildOptions, build_backend
 from ..native.export import export_backend
 from ..native.sources import collect
 from ..plumbing.pending import POLL_S, SOCKET_TIMEOUT_S, HttpPending, Pending
@@ -367,7 +367,7 @@ class Models:
 
     def build(self, backend: str, source: str | Path | list[str | Path], **options: Any) -> Build:
         """Compile a C++ backend with this server's toolchain (see ``labkit.native.build_backend``)."""
-        build = build_backend(backend, source, toolchain=self.runtime.toolchain(), **options)
+        build = build_backend(backend, source, BuildOptions(toolchain=self.runtime.toolchain(), **options))
         self._builds[backend] = build
         return build
 
