@@ -248,7 +248,10 @@ class Models:
         for a C++ backend whose thread is stuck, raises InferenceError offering ``restart()``.
         Other models are not touched. Returns what was done."""
         check_name(name)
-        return _unstick.unstick(self, name)
+        freed = _unstick.free(self, name)  # ends what it can; InferenceError where only a restart helps
+        self.repository.mark_changed(name)
+        self.load(name)
+        return freed.report(self.repository.model_dir(name))
 
     def is_model_ready(self, name: str) -> bool:
         return bool(self._call("ask about a model", lambda c: c.is_model_ready(name)))
