@@ -21,13 +21,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
+from .server.runtime import Workspace
 from .stub_side import DEBUG_DIR
 
 REQUEST_MARK = "labkit-debug-"  # labkit_stub.REQUEST_MARK, on the stub side
 ATTACH_ANY = "attach-any"
 PROMPT = "(Pdb) "
+
+
+class _Served(Protocol):
+    """What breakpoints read of a server: its work folders (the stubs write their stops there)."""
+
+    @property
+    def workspace(self) -> Workspace: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,7 @@ class Session:
     seconds: float
 
 
-def folder(server: Any) -> Path:
+def folder(server: _Served) -> Path:
     return server.workspace.backend_dir / "python" / DEBUG_DIR
 
 
@@ -57,7 +65,7 @@ def request_id() -> str:
     return f"{REQUEST_MARK}{uuid.uuid4().hex[:16]}"
 
 
-def attach_any(server: Any, on: bool = True) -> None:
+def attach_any(server: _Served, on: bool = True) -> None:
     """Let breakpoints wait for requests from any client (``labkit serve`` watches them)."""
     flag = folder(server) / ATTACH_ANY
     if on:
@@ -67,7 +75,7 @@ def attach_any(server: Any, on: bool = True) -> None:
         flag.unlink(missing_ok=True)
 
 
-def stops(server: Any, request: str | None = None) -> list[Stop]:
+def stops(server: _Served, request: str | None = None) -> list[Stop]:
     """Stubs waiting at a breakpoint now: those stopped in ``request``, or all of them."""
     found = []
     for info in sorted(folder(server).glob("*.json")):

@@ -17,7 +17,8 @@ import pytest
 import labkit
 import labkit.errors
 import labkit.server
-from labkit.gpu import cuda_kit, detect, examples
+from labkit.course import gpu_lesson as examples
+from labkit.gpu import cuda_kit, detect
 from labkit.native import build_backend
 
 SPECS = examples.SPECS

@@ -12,8 +12,8 @@ import pytest
 
 import labkit
 import labkit.server
-from labkit.course import reference
-from labkit.gpu import cuda_kit, detect, examples, metrics as gpu_metrics
+from labkit.course import gpu_lesson as examples, reference
+from labkit.gpu import cuda_kit, detect, metrics as gpu_metrics
 from labkit.observe.stats import parse_metrics
 
 pytestmark = pytest.mark.skipif(not detect.visible(), reason=f"needs a GPU: {detect.probe().line()}")

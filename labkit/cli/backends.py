@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import ConfigError, LabkitError
-from ..native import Build, build_backend, cmake_build, deploy, export_backend
+from ..native import Build, BuildOptions, build_backend, cmake_build, deploy, export_backend
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -42,7 +42,8 @@ def _build_backend(args: argparse.Namespace) -> int:
             )
         build = cmake_build.build_cmake(args.backend, sources[0], defines=args.define, debug=args.debug)
     else:
-        build = build_backend(args.backend, sources, headers=args.headers, debug=args.debug, defines=args.define)
+        options = BuildOptions(headers=args.headers, debug=args.debug, defines=args.define)
+        build = build_backend(args.backend, sources, options)
     took = "from the cache" if build.cached else f"built in {build.seconds:.1f} s"
     print(f"wrote {deploy.into_backend_directory(build, args.out)} ({took})")
     return 0

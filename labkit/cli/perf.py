@@ -8,7 +8,7 @@ from pathlib import Path
 from ..course import reference
 from ..errors import LabkitError
 from ..native import deploy
-from ..observe.perf_analyzer import check_steps, perf as sweep_with_perf_analyzer
+from ..observe.perf_analyzer import PerfOptions, check_steps, perf as sweep_with_perf_analyzer
 from ..plumbing.transport import Transport
 from .options import builds_reference, check_own_library, numbers, server_for, with_server
 
@@ -40,9 +40,7 @@ def _perf(args: argparse.Namespace) -> int:
             deploy.load_models(server.models, [args.model])  # builds a C++ reference backend first
         else:
             server.load(args.model)
-        sweep = sweep_with_perf_analyzer(
-            server,
-            args.model,
+        options = PerfOptions(
             concurrency=args.concurrency,
             request_rate=args.request_rate,
             distribution=args.distribution,
@@ -52,6 +50,7 @@ def _perf(args: argparse.Namespace) -> int:
             measurement_ms=args.measurement_ms,
             stability_percent=args.stability_percent,
         )
+        sweep = sweep_with_perf_analyzer(server, args.model, options)
     print(sweep.table())
     if args.json:
         print(f"wrote {sweep.to_json(args.json)}")

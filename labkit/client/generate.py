@@ -17,7 +17,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -139,8 +139,50 @@ def generate_stream(
     ``timeout_s`` (default ``server.config.request_timeout_s``) limits the wait for each next response.
     """
     fields = {name: _json_value(value) for name, value in inputs.items()}
+    body = _json_body(model, fields)
+    path = f"/v2/models/{quote(model, safe='')}/generate_stream"
+    limit = waiting.limit_of(server, timeout_s)
+    # http.client rather than requests: the helper owns the socket, so a wait given up on (time limit,
+    # interrupt) can shut it and end the reader, which requests offers no way to do from another thread.
+    connection = http.client.HTTPConnection(server.endpoints.host, server.endpoints.http_port, timeout=_CONNECT_S)
+    pending = CallbackPending()
+    collected: list[dict[str, Any]] = []
+
+    read = _reader(connection, path, body, pending)
+    pending.on_cancel = lambda: _shut(connection)
+    hint = lambda: (  # noqa: E731 - said only when the wait ends without the stream's end
+        f"It sent {len(collected)} response(s) so far and the stream did not end: a decoupled model must end "
+        f"every request with send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)."
+    )
+    since = time.time()
+    server.health.track_request(model, 1)
     try:
-        body = json.dumps(fields)
+        # Read on a thread of its own, so that wait_for keeps the time limit and kernel interrupts.
+        threading.Thread(target=read, name=f"labkit-generate-{model}", daemon=True).start()
+        while True:
+            waiting.wait_for(server, model, pending, limit, extra=hint)
+            try:
+                event = pending.result()
+            except _Refused as exc:
+                raise _refusal_error(server, model, fields, exc.text, since) from None
+            except CONNECTION_ERRORS as exc:
+                dead = server.health.dead_server_error(exc, f"The request to {model!r} failed")
+                raise dead or InferenceError(
+                    f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model, reason=repr(exc)
+                ) from None
+            if isinstance(event, _StreamEnd):
+                return collected
+            if "error" in event:
+                raise _refusal_error(server, model, fields, str(event["error"]), since) from None
+            collected.append({k: v for k, v in event.items() if k not in _NOT_OUTPUTS})
+    finally:
+        server.health.track_request(model, -1)
+
+
+def _json_body(model: str, fields: dict[str, Any]) -> str:
+    """The request's JSON; RequestError (nothing sent) for fields JSON cannot hold."""
+    try:
+        return json.dumps(fields)
     except (TypeError, ValueError) as exc:
         raise RequestError(
             f"The request to {model!r} was not sent: its fields cannot be written as JSON ({exc}). "
@@ -149,13 +191,13 @@ def generate_stream(
             sent=repr(fields),
             differs=[str(exc)],
         ) from None
-    path = f"/v2/models/{quote(model, safe='')}/generate_stream"
-    limit = waiting.limit_of(server, timeout_s)
-    # http.client rather than requests: the helper owns the socket, so a wait given up on (time limit,
-    # interrupt) can shut it and end the reader, which requests offers no way to do from another thread.
-    connection = http.client.HTTPConnection(server.endpoints.host, server.endpoints.http_port, timeout=_CONNECT_S)
-    pending = CallbackPending()
-    collected: list[dict[str, Any]] = []
+
+
+def _reader(
+    connection: http.client.HTTPConnection, path: str, body: str, pending: CallbackPending
+) -> Callable[[], None]:
+    """What the reading thread runs: send the request, then hand each event (a _StreamEnd last, or the
+    refusal or failure) to ``pending``; the connection is closed when it ends."""
 
     def read() -> None:
         try:
@@ -187,39 +229,14 @@ def generate_stream(
         finally:
             connection.close()
 
-    def shut() -> None:
-        sock = connection.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)  # wakes the reader blocked on it
-            except OSError:
-                pass  # already closed: the reader has ended
+    return read
 
-    pending.on_cancel = shut
-    hint = lambda: (  # noqa: E731 - said only when the wait ends without the stream's end
-        f"It sent {len(collected)} response(s) so far and the stream did not end: a decoupled model must end "
-        f"every request with send(flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL)."
-    )
-    since = time.time()
-    server.health.track_request(model, 1)
-    try:
-        # Read on a thread of its own, so that wait_for keeps the time limit and kernel interrupts.
-        threading.Thread(target=read, name=f"labkit-generate-{model}", daemon=True).start()
-        while True:
-            waiting.wait_for(server, model, pending, limit, extra=hint)
-            try:
-                event = pending.result()
-            except _Refused as exc:
-                raise _refusal_error(server, model, fields, exc.text, since) from None
-            except CONNECTION_ERRORS as exc:
-                dead = server.health.dead_server_error(exc, f"The request to {model!r} failed")
-                raise dead or InferenceError(
-                    f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model, reason=repr(exc)
-                ) from None
-            if isinstance(event, _StreamEnd):
-                return collected
-            if "error" in event:
-                raise _refusal_error(server, model, fields, str(event["error"]), since) from None
-            collected.append({k: v for k, v in event.items() if k not in _NOT_OUTPUTS})
-    finally:
-        server.health.track_request(model, -1)
+
+def _shut(connection: http.client.HTTPConnection) -> None:
+    """Shut the connection's socket, which wakes the reader blocked on it (a wait given up on)."""
+    sock = connection.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed: the reader has ended

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from tritonclient.utils import (
@@ -63,8 +63,16 @@ def output_shapes(config: dict, inputs: Mapping[str, np.ndarray], outputs: Seque
     return shapes
 
 
+class _Server(Protocol):
+    """What a request through CUDA shared memory needs of a server: the model's config and an HTTP client."""
+
+    def model_config(self, name: str) -> dict: ...
+
+    def client(self, protocol: str = "http") -> Any: ...
+
+
 def infer(
-    server: Any,
+    server: _Server,
     model: str,
     inputs: Mapping[str, Any],
     outputs: Sequence[str] | None,

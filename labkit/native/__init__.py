@@ -4,13 +4,14 @@ backends (``backends/``), toolchains, builds cached by content, deploys at a new
 crash reports at source lines (``crash``, ``symbols``), exported CMake projects (``export``) and a
 backend's own CMake project built as its repository builds it (``cmake_build``)."""
 
-from .build import Build, build_backend, official_headers, reference_source
+from .build import Build, BuildOptions, build_backend, official_headers, reference_source
 from .cmake_build import CMakeBuild, build_cmake
 from .export import build_project, export_backend
 from .toolchain import LocalToolchain, Toolchain
 
 __all__ = [
     "Build",
+    "BuildOptions",
     "CMakeBuild",
     "LocalToolchain",
     "Toolchain",

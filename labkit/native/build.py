@@ -20,8 +20,9 @@ import sys
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -31,7 +32,7 @@ from ..repository.names import check_name
 from . import cuda_build, defines as defines_, official, triton_sources
 from .diagnostics import compile_error
 from .helpers import INCLUDE_DIR, SRC_DIR, digest, folder_digest, helper_objects, prune
-from .sources import STAGED, collect, stage
+from .sources import STAGED, Sources, collect, stage
 from .toolchain import LocalToolchain, Toolchain
 
 REFERENCE_DIR = Path(__file__).resolve().parent / "backends"
@@ -138,44 +139,117 @@ def server_exports(toolchain: Toolchain) -> set[str] | None:
     return _server_exports[key]
 
 
-def build_backend(
-    backend: str,
-    source: str | Path | Iterable[str | Path],
-    *,
-    headers: str | Path | None = None,
-    extra_flags: list[str] | None = None,
-    cache: Path | None = None,
-    progress: bool = True,
-    toolchain: Toolchain | None = None,
-    extra_includes: list[str] | None = None,
-    required: tuple[str, ...] | None = None,
-    first_line: int = 1,
-    debug: bool = False,
-    cuda: bool = False,
-    defines: defines_.Defines = None,
-) -> Build:
-    """Compile ``source`` into ``libtriton_<backend>.so``: C++ text, a .cc/.cpp file, a list of files,
-    or a directory (its .cc/.cpp files, with the headers beside them; see labkit.native.sources).
+@dataclass(frozen=True)
+class BuildOptions:
+    """How ``build_backend`` compiles.
 
     ``headers``: None for labkit's own declarations of the 23.12 C API; "official" or an include
     folder for Triton's own headers; "image" for those of the image the toolchain compiles in
-    (NGC's ``/opt/tritonserver/include``). An unchanged input is not rebuilt. Compiler messages and
-    crash reports keep the source's own line numbers; ``first_line`` is the number of its first line
-    (2 for a cell under a ``%%triton_cpp`` line; files keep their own). ``debug``: ``-O0 -g`` instead of ``-O2 -g1``, for
-    stepping with gdb. ``toolchain`` is where to compile (a server's ``toolchain()``; default g++
-    here); ``extra_includes`` are include folders as that compiler sees them, searched first.
-    ``required``: entry points the library must export; by default TRITONBACKEND_ModelInstanceExecute,
-    or, for a library that exports TRITONBACKEND_ModelBatch* functions and no Execute (a batching
-    strategy), all five of BATCH_ENTRY_POINTS. ``cuda``: compile the cell and ``.cu`` files with nvcc,
-    the rest with LABKIT_CUDA defined, and link cudart (labkit.native.cuda_build; here only). ``defines``:
-    "NAME=VALUE" texts or a mapping, each a ``-DNAME=VALUE`` for the compiler (the utilities' and helpers' too).
-    A compile error's BuildError has the ``file`` and ``line`` of the first error.
+    (NGC's ``/opt/tritonserver/include``). ``extra_flags``: more compiler flags. ``cache``: the build
+    cache (default the toolchain's). ``progress``: print a line per build. ``toolchain`` is where to
+    compile (a server's ``toolchain()``; default g++ here); ``extra_includes`` are include folders as
+    that compiler sees them, searched first. ``required``: entry points the library must export; by
+    default TRITONBACKEND_ModelInstanceExecute, or, for a library that exports TRITONBACKEND_ModelBatch*
+    functions and no Execute (a batching strategy), all five of BATCH_ENTRY_POINTS. ``first_line``: the
+    number of the source's first line (2 for a cell under a ``%%triton_cpp`` line; files keep their own).
+    ``debug``: ``-O0 -g`` instead of ``-O2 -g1``, for stepping with gdb. ``cuda``: compile the cell and
+    ``.cu`` files with nvcc, the rest with LABKIT_CUDA defined, and link cudart (labkit.native.cuda_build;
+    here only). ``defines``: "NAME=VALUE" texts or a mapping, each a ``-DNAME=VALUE`` for the compiler
+    (the utilities' and helpers' too)."""
+
+    headers: str | Path | None = None
+    extra_flags: list[str] | None = None
+    cache: Path | None = None
+    progress: bool = True
+    toolchain: Toolchain | None = None
+    extra_includes: list[str] | None = None
+    required: tuple[str, ...] | None = None
+    first_line: int = 1
+    debug: bool = False
+    cuda: bool = False
+    defines: defines_.Defines = None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one build compiles with: its flags, include folders and the prebuilt code it links."""
+
+    flags: list[str]
+    host_includes: list[Path]
+    extra_includes: list[str]
+    linked: list[Path]
+    official_mode: bool
+    helpers_too: bool
+    kit: cuda_build.CudaKit | None
+
+
+def build_backend(
+    backend: str, source: str | Path | Iterable[str | Path], options: BuildOptions | None = None, **fields: Any
+) -> Build:
+    """Compile ``source`` into ``libtriton_<backend>.so``: C++ text, a .cc/.cpp file, a list of files,
+    or a directory (its .cc/.cpp files, with the headers beside them; see labkit.native.sources), as
+    ``options`` say (a BuildOptions; keyword ``fields`` replace its fields: ``build_backend(b, src, debug=True)``).
+
+    An unchanged input is not rebuilt. Compiler messages and crash reports keep the source's own line
+    numbers. A compile error's BuildError has the ``file`` and ``line`` of the first error.
     """
+    opts = replace(options or BuildOptions(), **fields)
     check_name(backend, "backend")
-    sources = collect(source, first_line)
-    toolchain = toolchain or LocalToolchain()
-    kit = cuda_build.kit_for(backend, sources, toolchain, cuda)
-    extra_includes = list(extra_includes or [])
+    sources = collect(source, opts.first_line)
+    toolchain = opts.toolchain or LocalToolchain()
+    plan = _plan(backend, sources, opts, toolchain)
+    key = digest(
+        [
+            backend.encode(),
+            *sources.digest_parts(),
+            " ".join(plan.flags).encode(),
+            toolchain.version().encode(),
+            toolchain.cache_key(),
+            " ".join(plan.extra_includes).encode(),
+            " ".join(opts.required or ("auto",)).encode(),
+            cuda_build.key(plan.kit, opts.debug),
+        ]
+        + [folder_digest(src).encode() for src in plan.linked]  # the helpers or utilities linked in
+        + [folder_digest(inc).encode() for inc in plan.host_includes]  # labkit's, Triton's and nlohmann's headers
+        # include folders given as the compiler sees them: their contents when this machine sees them too
+        + [folder_digest(Path(inc)).encode() for inc in plan.extra_includes if Path(inc).is_dir()]
+    )
+    root = opts.cache or toolchain.cache_root
+    folder = root / backend / key[:16]
+    library = folder / f"libtriton_{backend}.so"
+    if opts.progress:  # the same line whether or not the cache answers, so notebook outputs stay stable
+        print(f"building backend {backend!r}{toolchain.label} ...", end="", flush=True)
+    # Two processes building the same source at once (parallel test workers, two notebooks) would write
+    # the same files: the second waits and then finds the first one's library.
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(folder.parent / f".{folder.name}.lock"):
+        if library.exists():
+            os.utime(library)  # the most recently used build is the one latest_build() (and export) take
+            if opts.progress:
+                print(" done", flush=True)
+            return Build(backend, library, key, 0.0, True)
+        t0 = time.perf_counter()
+        try:
+            partial = _compile_and_link(backend, sources, plan, opts, toolchain, folder)
+        except BuildError:
+            if opts.progress:
+                print(" failed")
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        partial.rename(library)
+        seconds = time.perf_counter() - t0
+        if opts.progress:
+            print(" done", flush=True)
+        prune(folder, _KEEP_BUILDS)
+        return Build(backend, library, key, seconds, False)
+
+
+def _plan(backend: str, sources: Sources, opts: BuildOptions, toolchain: Toolchain) -> _Plan:
+    """The flags and include folders of a build: labkit's declarations, or Triton's own headers and
+    utilities (official mode), with labkit's helper layer where the source uses it."""
+    kit = cuda_build.kit_for(backend, sources, toolchain, opts.cuda)
+    extra_includes = list(opts.extra_includes or [])
+    headers = opts.headers
     if headers == "image":
         image_headers = toolchain.triton_headers()
         if not image_headers:
@@ -187,9 +261,9 @@ def build_backend(
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
     flags = (
         CXXFLAGS
-        + (DEBUG if debug else OPTIMIZED)
-        + list(extra_flags or [])
-        + defines_.compiler_flags(defines)
+        + (DEBUG if opts.debug else OPTIMIZED)
+        + list(opts.extra_flags or [])
+        + defines_.compiler_flags(opts.defines)
         + cuda_build.host_flags(kit)
     )
     official_mode = any(official.uses_official_headers(text) for text in sources.texts())
@@ -204,114 +278,80 @@ def build_backend(
             host_includes, linked = [*host_includes, INCLUDE_DIR], [*linked, SRC_DIR]
     else:
         host_includes, linked = [*api, INCLUDE_DIR, json_include()], [SRC_DIR]
-    key = digest(
-        [
-            backend.encode(),
-            *sources.digest_parts(),
-            " ".join(flags).encode(),
-            toolchain.version().encode(),
-            toolchain.cache_key(),
-            " ".join(extra_includes).encode(),
-            " ".join(required or ("auto",)).encode(),
-            cuda_build.key(kit, debug),
+    return _Plan(flags, host_includes, extra_includes, linked, official_mode, helpers_too, kit)
+
+
+def _compile_and_link(
+    backend: str, sources: Sources, plan: _Plan, opts: BuildOptions, toolchain: Toolchain, folder: Path
+) -> Path:
+    """Compile every unit in parallel and link them with the helpers (or utilities) into a partial
+    library in ``folder``, checked; its path. A compile or link error is a BuildError."""
+    flags, kit = plan.flags, plan.kit
+    objects = helper_objects(toolchain, flags, plan.host_includes, plan.extra_includes) if plan.helpers_too else []
+    if plan.official_mode:
+        objects.append(official.utilities(toolchain, flags, plan.extra_includes))
+    folder.mkdir(parents=True, exist_ok=True)
+    units = [write_atomic(folder / f"{backend}.cc", sources.cell)] if sources.cell else []
+    units += stage(sources, folder)
+    exports = write_atomic(folder / "exports.map", VERSION_SCRIPT)
+    partial = folder / f".libtriton_{backend}.so.partial"
+    include = "-isystem" if plan.official_mode else "-I"
+    staged = [f"-I{toolchain.path(folder / STAGED)}"] if sources.files else []
+    includes = [
+        *(f"-I{p}" for p in plan.extra_includes),
+        *staged,
+        *(f"{include}{toolchain.include(p)}" for p in plan.host_includes),
+    ]
+    compiled = [src.with_name(f"{backend}.o" if src.parent == folder else f"{src.name}.o") for src in units]
+
+    def compile_unit(src: Path, obj: Path) -> tuple[int, str]:
+        # A file written against Triton's C API alone (no labkit/ header marks its entry points) is
+        # compiled as Triton's CMake does, default visibility (g++ drops the header's visibility from
+        # an extern "C" definition inside a namespace); the version script still exports only
+        # TRITONBACKEND_*.
+        own = flags if LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
+        if kit is not None and cuda_build.by_nvcc(kit, src, folder):
+            return toolchain.run(
+                cuda_build.nvcc_argv(kit, opts.debug, includes, toolchain.path(src), toolchain.path(obj)), folder
+            )
+        return toolchain.run(["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
+        results = list(pool.map(compile_unit, units, compiled))
+    code, messages = next(((c, m) for c, m in results if c != 0), (0, ""))
+    # linked without the server library: its symbols resolve from the running server
+    linking = [
+        *(toolchain.path(o) for o in compiled),
+        *(toolchain.path(o) for o in objects),
+        *(kit.link_args() if kit else []),
+    ]
+    if code == 0:
+        argv = [
+            "c++",
+            *flags,
+            "-shared",
+            f"-Wl,--version-script={toolchain.path(exports)}",
+            *linking,
+            "-o",
+            toolchain.path(partial),
         ]
-        + [folder_digest(src).encode() for src in linked]  # the helpers or utilities linked in
-        + [folder_digest(inc).encode() for inc in host_includes]  # labkit's, Triton's and nlohmann's headers
-        # include folders given as the compiler sees them: their contents when this machine sees them too
-        + [folder_digest(Path(inc)).encode() for inc in extra_includes if Path(inc).is_dir()]
-    )
-    root = cache or toolchain.cache_root
-    folder = root / backend / key[:16]
-    library = folder / f"libtriton_{backend}.so"
-    if progress:  # the same line whether or not the cache answers, so notebook outputs stay stable
-        print(f"building backend {backend!r}{toolchain.label} ...", end="", flush=True)
-    # Two processes building the same source at once (parallel test workers, two notebooks) would write
-    # the same files: the second waits and then finds the first one's library.
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(folder.parent / f".{folder.name}.lock"):
-        if library.exists():
-            os.utime(library)  # the most recently used build is the one latest_build() (and export) take
-            if progress:
-                print(" done", flush=True)
-            return Build(backend, library, key, 0.0, True)
-        t0 = time.perf_counter()
-        try:
-            objects = helper_objects(toolchain, flags, host_includes, extra_includes) if helpers_too else []
-            if official_mode:
-                objects.append(official.utilities(toolchain, flags, extra_includes))
-            folder.mkdir(parents=True, exist_ok=True)
-            units = [write_atomic(folder / f"{backend}.cc", sources.cell)] if sources.cell else []
-            units += stage(sources, folder)
-            exports = write_atomic(folder / "exports.map", VERSION_SCRIPT)
-            partial = folder / f".libtriton_{backend}.so.partial"
-            include = "-isystem" if official_mode else "-I"
-            staged = [f"-I{toolchain.path(folder / STAGED)}"] if sources.files else []
-            includes = [
-                *(f"-I{p}" for p in extra_includes),
-                *staged,
-                *(f"{include}{toolchain.include(p)}" for p in host_includes),
-            ]
-            compiled = [src.with_name(f"{backend}.o" if src.parent == folder else f"{src.name}.o") for src in units]
-
-            def compile_unit(src: Path, obj: Path) -> tuple[int, str]:
-                # A file written against Triton's C API alone (no labkit/ header marks its entry points) is
-                # compiled as Triton's CMake does, default visibility (g++ drops the header's visibility from
-                # an extern "C" definition inside a namespace); the version script still exports only
-                # TRITONBACKEND_*.
-                own = flags if LABKIT_INCLUDE.search(src.read_text()) else official.flags_for(flags)
-                if kit is not None and cuda_build.by_nvcc(kit, src, folder):
-                    return toolchain.run(
-                        cuda_build.nvcc_argv(kit, debug, includes, toolchain.path(src), toolchain.path(obj)), folder
-                    )
-                return toolchain.run(
-                    ["c++", *own, "-c", *includes, toolchain.path(src), "-o", toolchain.path(obj)], folder
-                )
-
-            with ThreadPoolExecutor(max_workers=max(1, min(len(units), os.cpu_count() or 1))) as pool:
-                results = list(pool.map(compile_unit, units, compiled))
-            code, messages = next(((c, m) for c, m in results if c != 0), (0, ""))
-            if code == 0:  # linked without the server library: its symbols resolve from the running server
-                linking = [
-                    *(toolchain.path(o) for o in compiled),
-                    *(toolchain.path(o) for o in objects),
-                    *(kit.link_args() if kit else []),
-                ]
-                argv = [
-                    "c++",
-                    *flags,
-                    "-shared",
-                    f"-Wl,--version-script={toolchain.path(exports)}",
-                    *linking,
-                    "-o",
-                    toolchain.path(partial),
-                ]
-                code, messages = toolchain.run(argv, folder)
-            src = toolchain.path(folder / f"{backend}.cc")
-            if code != 0:
-                output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder / STAGED)}/", "")
-                place = compile_error(output, folder)
-                raise BuildError(
-                    f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
-                    f"(line numbers are those of your source):\n{output}",
-                    backend=backend,
-                    compiler_output=output,
-                    file=place.file,
-                    line=place.line,
-                    flag=place.flag,
-                )
-            _check_symbols(backend, partial, toolchain, required)
-            _check_defined(backend, toolchain, flags, linking, folder, src)
-        except BuildError:
-            if progress:
-                print(" failed")
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        partial.rename(library)
-        seconds = time.perf_counter() - t0
-        if progress:
-            print(" done", flush=True)
-        prune(folder, _KEEP_BUILDS)
-        return Build(backend, library, key, seconds, False)
+        code, messages = toolchain.run(argv, folder)
+    src = toolchain.path(folder / f"{backend}.cc")
+    if code != 0:
+        output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder / STAGED)}/", "")
+        place = compile_error(output, folder)
+        raise BuildError(
+            f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
+            f"(line numbers are those of your source):\n{output}",
+            backend=backend,
+            compiler_output=output,
+            file=place.file,
+            line=place.line,
+            flag=place.flag,
+        )
+    _check_symbols(backend, partial, toolchain, opts.required)
+    _check_defined(backend, toolchain, flags, linking, folder, src)
+    return partial
 
 
 def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: tuple[str, ...] | None) -> None:

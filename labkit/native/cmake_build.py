@@ -263,21 +263,7 @@ def build_cmake(
     # What the library depends on: the person's defines and labkit's choices among the options (paths are
     # covered by the digests of what they hold).
     configured = {name: settings[name] for name in (*TAGS, "TRITON_ENABLE_GPU") if name in settings} | given
-    key = digest(
-        [
-            b"cmake",
-            backend.encode(),
-            _project_digest(project).encode(),
-            "\0".join(f"{n}={v}" for n, v in sorted(configured.items())).encode(),
-            b"debug" if debug else b"",
-            toolchain.version().encode(),
-            _run([cmake, "--version"], project)[1].encode(),
-            GOOGLETEST.encode(),
-            RAPIDJSON.encode(),
-            *(folder_digest(triton_sources.tree(repo)).encode() for repo in ("core", "common", "backend")),
-            folder_digest(official.rapidjson_include()).encode(),
-        ]
-    )
+    key = _key(backend, project, configured, debug, toolchain, cmake)
     folder = (cache or toolchain.cache_root) / ".cmake" / backend / key[:16]
     library = folder / f"libtriton_{backend}.so"
     result = CMakeBuild(backend, library, key, 0.0, True, project, configured, retagged)
@@ -311,6 +297,27 @@ def build_cmake(
         print(" done", flush=True)
     prune(folder, _KEEP_BUILDS)
     return CMakeBuild(backend, library, key, time.perf_counter() - t0, False, project, configured, retagged)
+
+
+def _key(
+    backend: str, project: Path, configured: dict[str, str], debug: bool, toolchain: LocalToolchain, cmake: str
+) -> str:
+    """The build's cache key: the project's files, its configured options, the tools and Triton's sources."""
+    return digest(
+        [
+            b"cmake",
+            backend.encode(),
+            _project_digest(project).encode(),
+            "\0".join(f"{n}={v}" for n, v in sorted(configured.items())).encode(),
+            b"debug" if debug else b"",
+            toolchain.version().encode(),
+            _run([cmake, "--version"], project)[1].encode(),
+            GOOGLETEST.encode(),
+            RAPIDJSON.encode(),
+            *(folder_digest(triton_sources.tree(repo)).encode() for repo in ("core", "common", "backend")),
+            folder_digest(official.rapidjson_include()).encode(),
+        ]
+    )
 
 
 def _configure_and_build(backend: str, project: Path, work: Path, cmake: str, settings: dict[str, str]) -> str:

@@ -253,47 +253,83 @@ def _read_step(report: Path, mode: str) -> PerfStep:
     )
 
 
-def perf(
-    server: TritonServer,
-    model: str,
-    *,
-    concurrency: Sequence[int] | None = None,
-    request_rate: Sequence[float] | None = None,
-    distribution: str = "constant",
-    protocol: str = "http",
-    batch: int = 1,
-    shapes: Mapping[str, Sequence[int]] | None = None,
-    measurement_ms: int = 1000,
-    stability_percent: float = 10,
-    max_trials: int = 10,
-    timeout_s: float = 300,
-    extra_args: Sequence[str] = (),
-    progress: bool = True,
-) -> PerfSweep:
-    """Measure ``model`` with perf_analyzer 23.12 at each concurrency (default 1, 2, 4, 8) or each
-    request rate (``distribution``: "constant" or "poisson" arrivals). A step's measurement windows
-    last ``measurement_ms``; a step is kept when the last three agree within ``stability_percent``,
-    within ``max_trials`` windows; else it is measured again (see the module's docstring) and kept
-    with ``stable=False``. ``batch`` rows per request."""
-    if concurrency is not None and request_rate is not None:
+@dataclass(frozen=True)
+class PerfOptions:
+    """How ``perf`` measures. ``concurrency`` (default 1, 2, 4, 8) or ``request_rate`` (requests per
+    second, arrivals spaced by ``distribution``: "constant" or "poisson"), one of them; ``protocol``
+    "http" or "grpc"; ``batch`` rows per request; ``shapes`` the size of each input with a variable
+    dimension. A step's windows last ``measurement_ms``; a step is kept when the last three agree
+    within ``stability_percent``, within ``max_trials`` windows, else it is measured again (see the
+    module's docstring). ``timeout_s`` bounds one perf_analyzer run; ``extra_args`` go to each run as
+    they are; ``progress`` prints each step."""
+
+    concurrency: Sequence[int] | None = None
+    request_rate: Sequence[float] | None = None
+    distribution: str = "constant"
+    protocol: str = "http"
+    batch: int = 1
+    shapes: Mapping[str, Sequence[int]] | None = None
+    measurement_ms: int = 1000
+    stability_percent: float = 10
+    max_trials: int = 10
+    timeout_s: float = 300
+    extra_args: Sequence[str] = ()
+    progress: bool = True
+
+    @property
+    def mode(self) -> str:
+        """ "request_rate" or "concurrency": what the sweep steps through."""
+        return "request_rate" if self.request_rate is not None else "concurrency"
+
+    @property
+    def values(self) -> list[float]:
+        """The sweep's steps: the request rates, or the concurrencies (default 1, 2, 4, 8)."""
+        if self.request_rate is not None:
+            return list(self.request_rate)
+        return list(self.concurrency or [1, 2, 4, 8])
+
+
+def perf(server: TritonServer, model: str, options: PerfOptions | None = None, **fields: Any) -> PerfSweep:
+    """Measure ``model`` with perf_analyzer 23.12 at each concurrency or request rate of ``options``
+    (a PerfOptions; keyword ``fields`` replace its fields: ``perf(lab, "add_sub", concurrency=[1, 2])``).
+    A step whose windows disagree is measured again (see the module's docstring) and kept with
+    ``stable=False``."""
+    opts = replace(options or PerfOptions(), **fields)
+    if opts.concurrency is not None and opts.request_rate is not None:
         raise OptionError(
-            option="concurrency and request_rate", value=(concurrency, request_rate), valid="one of them, not both"
+            option="concurrency and request_rate",
+            value=(opts.concurrency, opts.request_rate),
+            valid="one of them, not both",
         )
-    if distribution not in ("constant", "poisson"):
-        raise OptionError(option="distribution", value=distribution, valid="'constant' or 'poisson'")
-    transport = Transport.of(protocol)
-    mode, values = (
-        ("request_rate", list(request_rate))
-        if request_rate is not None
-        else ("concurrency", list(concurrency or [1, 2, 4, 8]))
-    )
-    check_steps(concurrency, request_rate)
+    if opts.distribution not in ("constant", "poisson"):
+        raise OptionError(option="distribution", value=opts.distribution, valid="'constant' or 'poisson'")
+    transport = Transport.of(opts.protocol)
+    check_steps(opts.concurrency, opts.request_rate)
     missing = _not_loaded(server, model)
     if missing is not None:
         raise missing
     tool = perf_dist.locate()
+    base = _base_argv(server, model, opts, str(tool.binary), transport)
+    commands = [shlex.join(["perf_analyzer", *base[1:], *_window_args(opts, value)]) for value in opts.values]
+    if opts.progress:
+        print(
+            f"perf_analyzer's own command, step 1 of {len(opts.values)} (the others change {_MODES[opts.mode][0]}):\n"
+            f"  {commands[0]}",
+            flush=True,
+        )
+    with tempfile.TemporaryDirectory(prefix="labkit-perf-") as tmp:
+        steps = [
+            _measure_step(server, model, opts, base, tool.env(), Path(tmp) / f"step{n}", n, value)
+            for n, value in enumerate(opts.values, 1)
+        ]
+    distribution = opts.distribution if opts.mode == "request_rate" else "constant"
+    return PerfSweep(model, transport.value, steps, distribution, commands)
+
+
+def _base_argv(server: TritonServer, model: str, opts: PerfOptions, binary: str, transport: Transport) -> list[str]:
+    """perf_analyzer's command line without a step's window, stability and load."""
     base = [
-        str(tool.binary),
+        binary,
         "-m",
         model,
         "-i",
@@ -301,74 +337,70 @@ def perf(
         "-u",
         transport.url(server.endpoints),
         "-b",
-        str(batch),
+        str(opts.batch),
         "-r",
-        str(max_trials),
+        str(opts.max_trials),
         "--percentile",
         "95",
         "--verbose-csv",
-        *_shape_args(server, model, shapes or {}),
-        *extra_args,
+        *_shape_args(server, model, opts.shapes or {}),
+        *opts.extra_args,
     ]
-    if mode == "request_rate":
-        base += ["--request-distribution", distribution]
-    steps = []
-    commands = [
-        shlex.join(
-            [
-                "perf_analyzer",
-                *base[1:],
-                "-p",
-                str(measurement_ms),
-                "-s",
-                f"{stability_percent:g}",
-                _MODES[mode][0],
-                f"{value:g}",
-            ]
-        )
-        for value in values
+    if opts.mode == "request_rate":
+        base += ["--request-distribution", opts.distribution]
+    return base
+
+
+def _window_args(
+    opts: PerfOptions, value: float, window_ms: int | None = None, percent: float | None = None
+) -> list[str]:
+    """A step's window (``-p``), stability (``-s``) and load (concurrency or request rate)."""
+    window_ms = opts.measurement_ms if window_ms is None else window_ms
+    percent = opts.stability_percent if percent is None else percent
+    return ["-p", str(window_ms), "-s", f"{percent:g}", _MODES[opts.mode][0], f"{value:g}"]
+
+
+def _measure_step(
+    server: TritonServer,
+    model: str,
+    opts: PerfOptions,
+    base: list[str],
+    env: dict[str, str],
+    reports: Path,
+    n: int,
+    value: float,
+) -> PerfStep:
+    """Step ``n`` of the sweep at ``value``: as asked; then windows twice as long; then any spread
+    accepted, the step marked unstable. Its CSV reports are ``reports.<attempt>.csv``."""
+    what = f"{opts.mode.replace('_', ' ')} {value:g}"
+    if opts.progress:
+        print(f"perf_analyzer {model} [{n}/{len(opts.values)}] {what} ...", end="", flush=True)
+    tries = [
+        (opts.measurement_ms, opts.stability_percent),
+        (2 * opts.measurement_ms, opts.stability_percent),
+        (2 * opts.measurement_ms, _ANY_SPREAD),
     ]
-    if progress:
+    for attempt, (window_ms, percent) in enumerate(tries):
+        report = reports.with_name(f"{reports.name}.{attempt}.csv")
+        args = [*_window_args(opts, value, window_ms, percent), "-f", str(report)]
+        try:
+            proc = subprocess.run([*base, *args], env=env, capture_output=True, text=True, timeout=opts.timeout_s)
+        except subprocess.TimeoutExpired:
+            raise PerfAnalyzerError(
+                f"perf_analyzer on {model!r} at {what} did not finish within {opts.timeout_s:g} s (timeout_s); "
+                f"is the model stuck? Try labkit.infer on it.",
+                exit_code=None,
+            ) from None
+        if proc.returncode == _UNSTABLE and attempt < len(tries) - 1 and server.alive:
+            continue
+        break
+    stable = percent == opts.stability_percent
+    if opts.progress:
         print(
-            f"perf_analyzer's own command, step 1 of {len(values)} (the others change {_MODES[mode][0]}):\n"
-            f"  {commands[0]}",
+            (" done" if stable else " unstable (kept, marked *)") if proc.returncode == 0 else " failed",
             flush=True,
         )
-    with tempfile.TemporaryDirectory(prefix="labkit-perf-") as tmp:
-        for n, value in enumerate(values, 1):
-            what = f"{mode.replace('_', ' ')} {value:g}"
-            if progress:
-                print(f"perf_analyzer {model} [{n}/{len(values)}] {what} ...", end="", flush=True)
-            # as asked; then windows twice as long; then any spread accepted, the step marked unstable
-            tries = [
-                (measurement_ms, stability_percent),
-                (2 * measurement_ms, stability_percent),
-                (2 * measurement_ms, _ANY_SPREAD),
-            ]
-            for attempt, (window_ms, percent) in enumerate(tries):
-                report = Path(tmp) / f"step{n}.{attempt}.csv"
-                args = ["-p", str(window_ms), "-s", f"{percent:g}", _MODES[mode][0], f"{value:g}", "-f", str(report)]
-                try:
-                    proc = subprocess.run(
-                        [*base, *args], env=tool.env(), capture_output=True, text=True, timeout=timeout_s
-                    )
-                except subprocess.TimeoutExpired:
-                    raise PerfAnalyzerError(
-                        f"perf_analyzer on {model!r} at {what} did not finish within {timeout_s:g} s (timeout_s); "
-                        f"is the model stuck? Try labkit.infer on it.",
-                        exit_code=None,
-                    ) from None
-                if proc.returncode == _UNSTABLE and attempt < len(tries) - 1 and server.alive:
-                    continue
-                break
-            stable = percent == stability_percent
-            if progress:
-                print(
-                    (" done" if stable else " unstable (kept, marked *)") if proc.returncode == 0 else " failed",
-                    flush=True,
-                )
-            if proc.returncode != 0 or not report.exists():
-                output = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
-                raise _failure(server, model, proc.returncode, output, what)
-            steps.append(replace(_read_step(report, mode), stable=stable, measurement_ms=window_ms))
-    return PerfSweep(model, transport.value, steps, distribution if mode == "request_rate" else "constant", commands)
+    if proc.returncode != 0 or not report.exists():
+        output = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
+        raise _failure(server, model, proc.returncode, output, what)
+    return replace(_read_step(report, opts.mode), stable=stable, measurement_ms=window_ms)

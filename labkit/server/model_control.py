@@ -27,7 +27,7 @@ from ..errors import (
     WaitTimeoutError,
 )
 from ..native import deploy
-from ..native.build import Build, build_backend
+from ..native.build import Build, BuildOptions, build_backend
 from ..native.export import export_backend
 from ..native.sources import collect
 from ..plumbing.pending import POLL_S, SOCKET_TIMEOUT_S, HttpPending, Pending
@@ -248,7 +248,10 @@ class Models:
         for a C++ backend whose thread is stuck, raises InferenceError offering ``restart()``.
         Other models are not touched. Returns what was done."""
         check_name(name)
-        return _unstick.unstick(self, name)
+        freed = _unstick.free(self, name)  # ends what it can; InferenceError where only a restart helps
+        self.repository.mark_changed(name)
+        self.load(name)
+        return freed.report(self.repository.model_dir(name))
 
     def is_model_ready(self, name: str) -> bool:
         return bool(self._call("ask about a model", lambda c: c.is_model_ready(name)))
@@ -367,7 +370,7 @@ class Models:
 
     def build(self, backend: str, source: str | Path | list[str | Path], **options: Any) -> Build:
         """Compile a C++ backend with this server's toolchain (see ``labkit.native.build_backend``)."""
-        build = build_backend(backend, source, toolchain=self.runtime.toolchain(), **options)
+        build = build_backend(backend, source, BuildOptions(toolchain=self.runtime.toolchain(), **options))
         self._builds[backend] = build
         return build
 

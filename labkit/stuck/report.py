@@ -2,32 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import LabkitError, RequestInterruptedError, RequestTimeoutError
 from .debuggers import Tool, available
 from .native_stack import native_stack
 from .python_stack import python_stack
+from .stuck_server import StuckServer
 
 
-def is_python(server: Any, backend: str) -> bool:
+def is_python(server: StuckServer, backend: str) -> bool:
     """Whether ``backend`` runs model.py in a stub: the Python backend or a Python-based backend."""
     return backend == "python" or (server.workspace.backend_dir / backend / "model.py").exists()
 
 
-def backend_of(server: Any, model: str) -> str:
+def backend_of(server: StuckServer, model: str) -> str:
     try:
         return server.repository.read_config(model).backend
     except LabkitError:
         return ""  # a model labkit has no config for: nothing to say about its code
 
 
-def debug_tools(server: Any | None = None) -> list[Tool]:
+def debug_tools(server: StuckServer | None = None) -> list[Tool]:
     """Whether py-spy and eu-stack are available where ``server`` runs Triton (default: this machine)."""
     return available(server.runtime if server is not None else None)
 
 
-def where_stuck(server: Any, model: str) -> str:
+def where_stuck(server: StuckServer, model: str) -> str:
     """The live frames of ``model``'s code: model.py lines of its busy stubs, or the C++ cell lines
     of Triton's threads in its backend ("" when its code is running nowhere)."""
     backend = backend_of(server, model)
@@ -40,13 +39,13 @@ def where_stuck(server: Any, model: str) -> str:
     )
 
 
-def _restart_needed(server: Any, model: str) -> bool:
+def _restart_needed(server: StuckServer, model: str) -> bool:
     """Only a restart ends a request stuck in ``model``: a thread inside Triton (a C++ backend)."""
     backend = backend_of(server, model)
     return bool(backend) and not is_python(server, backend)
 
 
-def _next_steps(server: Any, model: str) -> str:
+def _next_steps(server: StuckServer, model: str) -> str:
     if _restart_needed(server, model):
         return (
             f"A thread inside Triton cannot be ended from outside: fix the backend, rebuild it, and call "
@@ -65,7 +64,7 @@ def _where_text(stack: str) -> str:
 
 
 def timeout_error(
-    server: Any, model: str, limit_s: float, *, stack: str | None = None, extra: str = ""
+    server: StuckServer, model: str, limit_s: float, *, stack: str | None = None, extra: str = ""
 ) -> RequestTimeoutError:
     """The error for a request to ``model`` unanswered after ``limit_s`` seconds (stack read now
     unless given)."""
@@ -82,7 +81,7 @@ def timeout_error(
     )
 
 
-def interrupted_error(server: Any, model: str, limit_s: float, waited_s: float) -> RequestInterruptedError:
+def interrupted_error(server: StuckServer, model: str, limit_s: float, waited_s: float) -> RequestInterruptedError:
     """The error for a wait on ``model`` ended by a kernel interrupt after ``waited_s`` seconds."""
     stack = where_stuck(server, model)
     return RequestInterruptedError(

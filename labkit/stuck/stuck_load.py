@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import LoadTimeoutError
 from ..stub_side import RECORDS_DIR
@@ -22,6 +21,7 @@ from .debuggers import PY_SPY, missing_text
 from .native_stack import busy_threads, describe_threads, innermost_line
 from .python_stack import Stub, busy_stubs, describe_frames
 from .report import backend_of, is_python
+from .stuck_server import StuckServer
 from .unstick import UNSTICK_SIGNAL
 
 #: py-spy's names of the model.py frames a load runs: ``TritonPythonModel.initialize``, the module,
@@ -34,7 +34,7 @@ _ANSWER_S = 10.0  # how long Triton gets to fail the load once its stub is gone
 Answered = Callable[[float], bool]
 
 
-def loading_stubs(server: Any, model: str) -> list[tuple[Stub, list[dict]]] | None:
+def loading_stubs(server: StuckServer, model: str) -> list[tuple[Stub, list[dict]]] | None:
     """The stubs of ``model`` inside its loading code (not those of a version still serving), with
     their model.py frames; None without py-spy."""
     busy = busy_stubs(server.runtime, model)
@@ -45,7 +45,7 @@ def loading_stubs(server: Any, model: str) -> list[tuple[Stub, list[dict]]] | No
     ]
 
 
-def _end_python(server: Any, model: str, why: str, answered: Answered) -> tuple[str, str, bool]:
+def _end_python(server: StuckServer, model: str, why: str, answered: Answered) -> tuple[str, str, bool]:
     """End the stubs stuck loading ``model``: (their stack, the innermost line, whether the load ended)."""
     loading = loading_stubs(server, model)
     if loading is None:
@@ -67,7 +67,7 @@ def _end_python(server: Any, model: str, why: str, answered: Answered) -> tuple[
     return stack, location, answered(_ANSWER_S)
 
 
-def _native(server: Any, model: str, backend: str) -> tuple[str, str]:
+def _native(server: StuckServer, model: str, backend: str) -> tuple[str, str]:
     threads, problem = busy_threads(server.runtime, model, backend)
     if problem:
         return problem, ""
@@ -75,7 +75,7 @@ def _native(server: Any, model: str, backend: str) -> tuple[str, str]:
 
 
 def load_timeout(
-    server: Any,
+    server: StuckServer,
     model: str,
     limit_s: float,
     answered: Answered,

@@ -1,5 +1,6 @@
-"""One call to get unstuck: end what a Python model is stuck in and reload it, so the next request is
-served by fresh code from the model.py on disk, without restarting Triton or touching other models.
+"""One call to get unstuck: end what a Python model is stuck in, so that the server can reload it and the
+next request is served by fresh code from the model.py on disk, without restarting Triton or touching
+other models. This wing only ends and tells (``Freed``); the server's wing reloads (``Models.unstick``).
 
 A reload alone is not enough: Triton loads new instances at once but keeps the old ones until their
 requests finish, which a stuck request never does. Killing the stub is not safe either: Triton 2.41
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import InferenceError, ModelLoadError, WaitTimeoutError
 from ..plumbing.polling import wait_until
@@ -22,13 +24,34 @@ from ..stub_side import RECORDS_DIR
 from .native_stack import busy_threads, describe_threads
 from .python_stack import busy_stubs, python_stack, stub_processes
 from .report import backend_of, is_python
+from .stuck_server import StuckServer
 
 UNSTICK_SIGNAL = signal.SIGUSR2  # labkit_stub.UNSTICK_SIGNAL, on the stub side
 _ANSWER_S = 3.0  # how long a stub gets to leave model.py after being asked
 
 
-def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
-    """End what ``model`` is stuck in and reload it; returns what was done."""
+@dataclass(frozen=True)
+class Freed:
+    """What ``free`` did to a stuck model, for the server that reloads it next: ``ended`` names the stubs
+    it ended (a Python model); ``problem`` why it could not look inside a C++ backend's threads."""
+
+    model: str
+    python: bool
+    ended: str = ""
+    problem: str = ""
+
+    def report(self, model_dir: Path) -> str:
+        """What was done, once the server has reloaded the model from ``model_dir``."""
+        if self.python:
+            return f"{self.model!r}: ended the stuck request(s) in {self.ended}; reloaded from {model_dir}."
+        if self.problem:
+            return f"{self.model!r}: reloaded. {self.problem} If a request to it still hangs, call lab.restart()."
+        return f"{self.model!r}: no thread was in its C++ code; reloaded."
+
+
+def free(server: StuckServer, model: str) -> Freed:
+    """End what ``model`` is stuck in, so that a reload serves it again (the caller reloads it).
+    InferenceError where only a restart helps: a stub stuck below Python, a C++ thread in its code."""
     backend = backend_of(server, model)
     if not backend:
         raise ModelLoadError(
@@ -37,7 +60,7 @@ def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
             reason="no config",
         )
     if not is_python(server, backend):
-        return _unstick_cpp(server, model, backend)
+        return _free_cpp(server, model, backend)
     busy = busy_stubs(server.runtime, model)
     stuck = [stub for stub, _ in busy] if busy is not None else stub_processes(server.runtime, model)
     for stub in stuck:
@@ -51,12 +74,11 @@ def unstick(server: Any, model: str, timeout_s: float = 30.0) -> str:
             "extension), and ending its stub would crash Triton 23.12",
             python_stack(server.runtime, model),
         )
-    _reload(server, model)
     ended = ", ".join(f"{s.instance} (pid {s.pid})" for s in stuck) or "none (nothing was stuck)"
-    return f"{model!r}: ended the stuck request(s) in {ended}; reloaded from {server.repository.model_dir(model)}."
+    return Freed(model, python=True, ended=ended)
 
 
-def _unstick_cpp(server: Any, model: str, backend: str) -> str:
+def _free_cpp(server: StuckServer, model: str, backend: str) -> Freed:
     threads, problem = busy_threads(server.runtime, model, backend)
     if threads:
         raise _cannot_end(
@@ -65,10 +87,7 @@ def _unstick_cpp(server: Any, model: str, backend: str) -> str:
             f"which cannot be ended from outside",
             describe_threads(threads, model, backend),
         )
-    _reload(server, model)
-    if problem:
-        return f"{model!r}: reloaded. {problem} If a request to it still hangs, call lab.restart()."
-    return f"{model!r}: no thread was in its C++ code; reloaded."
+    return Freed(model, python=False, problem=problem)
 
 
 def _cannot_end(model: str, why: str, stack: str) -> InferenceError:
@@ -80,12 +99,7 @@ def _cannot_end(model: str, why: str, stack: str) -> InferenceError:
     )
 
 
-def _reload(server: Any, model: str) -> None:
-    server.repository.mark_changed(model)
-    server.load(model)
-
-
-def _still_busy(server: Any, model: str, pids: set[int]) -> set[int]:
+def _still_busy(server: StuckServer, model: str, pids: set[int]) -> set[int]:
     busy = busy_stubs(server.runtime, model)
     if busy is None:  # without py-spy, a stub that lives on may still be stuck: assume it left
         return set()

@@ -172,7 +172,7 @@ def test_cuda_shared_memory_refuses_outputs_of_unknown_size(output):
 
 
 def test_gpu_lesson_sources_are_valid_python_and_cuda_cpp_text():
-    from labkit.gpu import examples
+    from labkit.course import gpu_lesson as examples
 
     compile(examples.DLPACK_ADD_SUB.read_text(), str(examples.DLPACK_ADD_SUB), "exec")
     kernel = examples.CUDA_ADD_SUB.read_text()

@@ -1,5 +1,5 @@
 """Notebook 10's CUDA kernel backend, without a GPU or a server: the notebook builds the file the tests
-build (labkit.gpu.examples), its prose shows Triton's instance API before labkit's helpers, and the
+build (labkit.course.gpu_lesson), its prose shows Triton's instance API before labkit's helpers, and the
 kernel's config is one KIND_GPU instance on GPU 0."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from labkit.gpu import examples
+from labkit.course import gpu_lesson as examples
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "10_gpu.ipynb"
 

@@ -177,7 +177,22 @@ def peak(server: TritonServer) -> None:
             raise NotYet(
                 f"a request of {sum(ROWS)} rows, or {len(ROWS)} sent together, failed: {first}", rule="failed"
             ) from None
-    got_alone = answers[0]["OUTPUTTensor"]
+    _check_alone(alone, answers[0]["OUTPUTTensor"])
+    for rows, x, out in zip(ROWS, together, answers[1:]):
+        if not np.allclose(out["OUTPUTTensor"], peak_normalized(x), rtol=1e-4, atol=1e-6):
+            raise NotYet(
+                f"one request alone is right, but {len(ROWS)} requests of {', '.join(map(str, ROWS))} rows sent "
+                f"together (one execute) got back vectors not divided by their own peaks (the request of "
+                f"{rows} row(s) first).",
+                "in a batch, a vector's neighbours may be another request's: compute "
+                "each vector from its own 128 values.",
+                rule="mixed",
+            )
+
+
+def _check_alone(alone: np.ndarray, got_alone: np.ndarray) -> None:
+    """NotYet unless the answer to one request of sum(ROWS) rows has each vector divided by its own peak
+    (the vector of zeros left as it is), saying what it looks like it did instead."""
     if got_alone.dtype != np.float32 or got_alone.shape != alone.shape:
         raise NotYet(
             f"OUTPUTTensor came back as {got_alone.dtype} {list(got_alone.shape)} for an input of {list(alone.shape)}.",
@@ -219,13 +234,3 @@ def peak(server: TritonServer) -> None:
             f"one request of {sum(ROWS)} rows of [2, 128]: its vectors were not each divided by their own peak{guess}.",
             rule="values",
         )
-    for rows, x, out in zip(ROWS, together, answers[1:]):
-        if not np.allclose(out["OUTPUTTensor"], peak_normalized(x), rtol=1e-4, atol=1e-6):
-            raise NotYet(
-                f"one request alone is right, but {len(ROWS)} requests of {', '.join(map(str, ROWS))} rows sent "
-                f"together (one execute) got back vectors not divided by their own peaks (the request of "
-                f"{rows} row(s) first).",
-                "in a batch, a vector's neighbours may be another request's: compute "
-                "each vector from its own 128 values.",
-                rule="mixed",
-            )

@@ -1,4 +1,7 @@
-"""The GPU lesson's sources (notebooks/10_gpu.ipynb): a CUDA kernel backend and a cupy/DLPack model."""
+"""The GPU lesson's sources (notebooks/10_gpu.ipynb): a CUDA kernel backend and a cupy/DLPack model.
+
+The course holds them (not labkit.gpu): the kernel includes labkit's helper layer (labkit.native's
+``include/``), so it stands above both the GPU wing and the builds."""
 
 from __future__ import annotations
 
@@ -26,4 +29,6 @@ def cuda_add_sub_config(name: str = "cuda_add_sub", gpus: Sequence[int] = (0,)) 
     makes one instance per GPU listed and tells each its device id; the backend refuses any other kind."""
     from ...repository import model_config
 
-    return model_config(name, "cuda_add_sub", kind="GPU", gpus=list(gpus), **SPECS)
+    return model_config(
+        name, "cuda_add_sub", kind="GPU", gpus=list(gpus), inputs=SPECS["inputs"], outputs=SPECS["outputs"]
+    )
