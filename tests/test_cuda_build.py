@@ -18,8 +18,8 @@ import labkit
 import labkit.errors
 import labkit.server
 from labkit.course import gpu_lesson as examples
-from labkit.gpu import cuda_kit, detect
-from labkit.native import build_backend
+from labkit.gpu import detect
+from labkit.native import build_backend, cuda_kit
 
 SPECS = examples.SPECS
 KERNEL = examples.CUDA_ADD_SUB.read_text()

@@ -13,7 +13,8 @@ import pytest
 import labkit
 import labkit.server
 from labkit.course import gpu_lesson as examples, reference
-from labkit.gpu import cuda_kit, detect, metrics as gpu_metrics
+from labkit.gpu import detect, metrics as gpu_metrics
+from labkit.native import cuda_kit
 from labkit.observe.stats import parse_metrics
 
 pytestmark = pytest.mark.skipif(not detect.visible(), reason=f"needs a GPU: {detect.probe().line()}")

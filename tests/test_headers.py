@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.gpu import cuda_kit
+from labkit.native import cuda_kit
 from labkit.native.build import INCLUDE_DIR, json_include
 
 CORE = INCLUDE_DIR / "triton" / "core"

@@ -16,7 +16,8 @@ from pathlib import Path
 from ..docker.cpu_image import IMAGE, image_recipe, recipe_hash
 from ..docker.engine import engine_status
 from ..errors import LabkitError, SetupError
-from ..gpu import cuda_kit, detect as gpu_detect
+from ..gpu import detect as gpu_detect
+from ..native import cuda_kit
 from ..native.build import json_include
 from ..native.toolchain import LocalToolchain
 from ..observe import perf_dist

@@ -21,7 +21,7 @@ def _setup(args: argparse.Namespace) -> int:
 
     print(f"rapidjson     {rapidjson_include()}")
     if args.cuda:
-        from ..gpu import cuda_kit  # about 105 MB of wheels: only when asked
+        from ..native import cuda_kit  # about 105 MB of wheels: only when asked
 
         kit = cuda_kit.locate()
         print(f"nvcc          {kit.nvcc} ({kit.version()})")

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import BuildError, SetupError
-from ..gpu import cuda_kit
-from ..gpu.cuda_kit import CudaKit
+from . import cuda_kit
+from .cuda_kit import CudaKit
 from .sources import Sources
 from .toolchain import LocalToolchain, Toolchain, compiler
 
