@@ -20,6 +20,7 @@ import labkit.server
 from labkit.course import gpu_lesson as examples
 from labkit.gpu import detect
 from labkit.native import build_backend, cuda_kit
+from labkit.plumbing import gpu_probe
 
 SPECS = examples.SPECS
 KERNEL = examples.CUDA_ADD_SUB.read_text()
@@ -155,7 +156,7 @@ def test_cuda_shared_memory_fails_as_labkit_error_when_the_driver_is_missing(kit
     )
     if detect.visible():
         pytest.skip("a GPU is visible: the driver is there, this failure path cannot happen")
-    monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], None))  # claim a GPU; none answers
+    monkeypatch.setattr(gpu_probe, "_probed", gpu_probe.visible_from(["nvidia0"], None))  # claim a GPU; none answers
     with labkit.server.EmbeddedServer() as lab:
         lab.start()
         labkit.course.reference.serve(lab, ["add_sub"])

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BuildError, ConfigError, SetupError
-from ..gpu import detect
+from ..plumbing import gpu_probe
 from ..plumbing.downloads import cache_dir, fill_once
 from ..repository.names import check_name
 from . import defines as defines_, official, triton_sources
@@ -103,7 +103,7 @@ def gpu_default() -> str:
     for), OFF otherwise. ``--define TRITON_ENABLE_GPU=...`` overrides it."""
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
     nvcc = shutil.which("nvcc") or str(Path(home) / "bin" / "nvcc")
-    if not detect.visible() or not Path(nvcc).is_file():
+    if not gpu_probe.visible() or not Path(nvcc).is_file():
         return "OFF"
     try:
         code, out = _run([nvcc, "--version"], Path.cwd())

@@ -103,14 +103,14 @@ def test_no_import_cycles():
     assert _cycles(graph) == []
 
 
-#: The wings from the bottom up: a wing imports only wings on a lower line (imports inside functions count).
+#: The wings from the bottom up: a wing imports only wings on a lower line (imports inside functions count);
+#: wings on one line import nothing of each other.
 #: A flat module of labkit/ is a wing of its own; ``labkit`` is the package's ``__init__``, the notebook's API.
 LAYERS = (
     ("errors",),
     ("plumbing", "stub_side"),
     ("repository",),
-    ("gpu",),
-    ("native",),
+    ("gpu", "native"),  # neither imports the other: builds ask plumbing.gpu_probe whether a GPU is visible
     ("docker",),
     ("python_envs",),
     ("stuck",),

@@ -10,8 +10,7 @@ import labkit
 import labkit.errors
 import labkit.repository
 import labkit.server
-from labkit.gpu import detect
-from labkit.plumbing import triton_dist
+from labkit.plumbing import gpu_probe, triton_dist
 from labkit.repository.config import to_text
 from labkit.server.server_config import ServerConfig, TritonPlace, argv
 
@@ -23,23 +22,23 @@ DRIVER = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Tue Sep 30 
 
 
 def test_nvidia_smi_listing_gpus_means_visible_with_names_and_driver():
-    status = detect.visible_from(["nvidiactl", "nvidia0", "nvidia1", "nvidia-uvm"], SMI_TWO, DRIVER)
+    status = gpu_probe.visible_from(["nvidiactl", "nvidia0", "nvidia1", "nvidia-uvm"], SMI_TWO, DRIVER)
     assert status.visible and status.gpus == ("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3")
     assert status.driver == "580.95.05" and status.why == "nvidia-smi -L"
     assert "2 GPU(s)" in status.line() and "580.95.05" in status.line()
 
 
 def test_no_nodes_and_no_smi_means_not_visible():
-    status = detect.visible_from(["null", "shm", "nvidiactl", "nvidia-uvm", "nvidia-modeset"], None)
+    status = gpu_probe.visible_from(["null", "shm", "nvidiactl", "nvidia-uvm", "nvidia-modeset"], None)
     assert not status.visible and status.gpus == () and status.driver == ""
     assert status.why == "no /dev/nvidia0 and no nvidia-smi"
 
 
 def test_gpu_nodes_decide_without_smi_and_smi_overrules_nodes():
-    assert detect.visible_from(["nvidiactl", "nvidia0"], None).gpus == ("nvidia0",)
-    empty = detect.visible_from(["nvidia0"], "No devices were found\n")  # a driver, no usable GPU
+    assert gpu_probe.visible_from(["nvidiactl", "nvidia0"], None).gpus == ("nvidia0",)
+    empty = gpu_probe.visible_from(["nvidia0"], "No devices were found\n")  # a driver, no usable GPU
     assert not empty.visible and empty.why == "nvidia-smi -L lists none"
-    assert detect.visible_from([], "", "Driver Version: 550.54.15").driver == "550.54.15"
+    assert gpu_probe.visible_from([], "", "Driver Version: 550.54.15").driver == "550.54.15"
 
 
 def _place(gpu: bool) -> TritonPlace:
@@ -48,7 +47,7 @@ def _place(gpu: bool) -> TritonPlace:
 
 @pytest.mark.parametrize("gpu, flag", [(True, "--allow-gpu-metrics=true"), (False, "--allow-gpu-metrics=false")])
 def test_gpu_metrics_flag_follows_the_machine(gpu, flag):
-    status = detect.visible_from(["nvidia0"] if gpu else [], SMI_TWO if gpu else None)
+    status = gpu_probe.visible_from(["nvidia0"] if gpu else [], SMI_TWO if gpu else None)
     rendered = argv(ServerConfig(shm_prefix="p_"), _place(status.visible))
     assert flag in rendered and sum(a.startswith("--allow-gpu-metrics") for a in rendered) == 1
 
@@ -87,7 +86,7 @@ def test_pythons_without_a_stub_fail_early_naming_the_version(version):
 
 
 def test_require_prints_the_skip_reason_or_says_go(monkeypatch, capsys):
-    monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
+    monkeypatch.setattr(gpu_probe, "_probed", gpu_probe.visible_from([], None))
     assert labkit.gpu.require("KIND_GPU add_sub") is False
     assert capsys.readouterr().out == (
         "skipped: KIND_GPU add_sub needs a GPU; no GPU visible (no /dev/nvidia0 and no nvidia-smi)\n"
@@ -95,7 +94,7 @@ def test_require_prints_the_skip_reason_or_says_go(monkeypatch, capsys):
     with pytest.raises(labkit.errors.GpuUnavailableError) as info:
         labkit.gpu.need("CUDA shared memory")
     assert info.value.wanted == "CUDA shared memory" and info.value.missing == "GPU"
-    monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], SMI_TWO))
+    monkeypatch.setattr(gpu_probe, "_probed", gpu_probe.visible_from(["nvidia0"], SMI_TWO))
     assert labkit.gpu.require("KIND_GPU add_sub") is True and capsys.readouterr().out == ""
     assert labkit.gpu.need("CUDA shared memory").visible
 
@@ -134,7 +133,7 @@ def test_gpu_metrics_read_per_gpu_and_absent_without_a_gpu():
 def test_cuda_shared_memory_refused_clearly_without_a_gpu(monkeypatch):
     from labkit.gpu import shared_memory
 
-    monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
+    monkeypatch.setattr(gpu_probe, "_probed", gpu_probe.visible_from([], None))
     with pytest.raises(labkit.errors.GpuUnavailableError) as info:
         shared_memory.infer(None, "add_sub", {}, None, lambda exc, sent: exc)
     assert info.value.wanted == "CUDA shared memory" and info.value.missing == "GPU"
@@ -183,10 +182,10 @@ def test_gpu_lesson_sources_are_valid_python_and_cuda_cpp_text():
 def test_doctor_has_an_optional_gpu_line_both_ways(monkeypatch):
     from labkit.cli import doctor
 
-    monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
+    monkeypatch.setattr(gpu_probe, "_probed", gpu_probe.visible_from([], None))
     none = doctor._gpu()
     assert not none.ok and not none.required and none.line().startswith("[--  ] GPU: no GPU visible")
-    monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], SMI_TWO, DRIVER))
+    monkeypatch.setattr(gpu_probe, "_probed", gpu_probe.visible_from(["nvidia0"], SMI_TWO, DRIVER))
     two = doctor._gpu()
     assert (
         two.ok and two.line() == "[ok  ] GPU: 2 GPU(s): NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3, driver 580.95.05"
@@ -194,12 +193,12 @@ def test_doctor_has_an_optional_gpu_line_both_ways(monkeypatch):
 
 
 def test_require_names_a_missing_package_once_a_gpu_is_there(monkeypatch, capsys):
-    monkeypatch.setattr(detect, "_probed", detect.visible_from(["nvidia0"], None))
+    monkeypatch.setattr(gpu_probe, "_probed", gpu_probe.visible_from(["nvidia0"], None))
     assert labkit.gpu.require("the DLPack model", packages=("no_such_package_xyz",)) is False
     assert (
         capsys.readouterr().out == "skipped: the DLPack model needs no_such_package_xyz (`pip install 'labkit[gpu]'`)\n"
     )
     assert labkit.gpu.require("numpy math", packages=("numpy",)) is True
-    monkeypatch.setattr(detect, "_probed", detect.visible_from([], None))
+    monkeypatch.setattr(gpu_probe, "_probed", gpu_probe.visible_from([], None))
     assert labkit.gpu.require("the DLPack model", packages=("numpy",)) is False
     assert "needs a GPU" in capsys.readouterr().out
