@@ -7,7 +7,7 @@ of the "your turn" cells in ``cells/`` (the solutions stay out of the notebooks)
 ``labkit workshop check`` runs the notebooks and collects every verdict (see labkit.course.workshop).
 """
 
-from . import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb09_ensemble, nb09_state, nb11, nb12, nb15
+from . import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb09_ensemble, nb09_state, nb11, nb12, nb15, nb17
 from .core import REGISTRY, TAG_PREFIX, Exercise, NotYet, Verdict, check, exercise, require_latest
 
 __all__ = [
@@ -31,4 +31,5 @@ __all__ = [
     "nb11",
     "nb12",
     "nb15",
+    "nb17",
 ]

@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import tempfile
 import wave
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +119,15 @@ def speech_probabilities(server: TritonServer, audio_frames: np.ndarray, sequenc
     )
 
 
-def events(server: TritonServer, audio_frames: np.ndarray, sequence_id: int, timeout_s: float = 60) -> list[tuple]:
-    """``vad_events``' events for the frames sent as one sequence over a gRPC stream: (kind, seconds) each."""
+def events(
+    server: TritonServer,
+    audio_frames: np.ndarray,
+    sequence_id: int,
+    timeout_s: float = 60,
+    parameters: Mapping[str, str | int | bool] | None = None,
+) -> list[tuple]:
+    """``vad_events``' events for the frames sent as one sequence over a gRPC stream: (kind, seconds) each.
+    ``parameters``: each request's own parameters (tritonclient's), if any."""
     import queue
 
     import tritonclient.grpc as grpcclient
@@ -141,6 +148,7 @@ def events(server: TritonServer, audio_frames: np.ndarray, sequence_id: int, tim
                 sequence_start=step == 0,
                 sequence_end=step == last,
                 enable_empty_final_response=True,
+                parameters=parameters,
             )
         finals = 0
         while finals < len(audio_frames):
@@ -150,7 +158,8 @@ def events(server: TritonServer, audio_frames: np.ndarray, sequence_id: int, tim
             if result.get_response().parameters["triton_final_response"].bool_param:
                 finals += 1
             if result.as_numpy("EVENT") is not None:
-                found.append((result.as_numpy("EVENT")[0, 0].decode(), round(float(result.as_numpy("TIME")[0, 0]), 3)))
+                kind, at = result.as_numpy("EVENT")[0, 0].decode(), float(result.as_numpy("TIME")[0, 0])
+                found.append((kind, round(at, 3)))
     finally:
         client.stop_stream()
         client.close()
@@ -288,19 +297,30 @@ def frames(audio: np.ndarray) -> np.ndarray:
     return audio[: len(audio) // FRAME * FRAME].reshape(-1, FRAME)
 
 
-def onsets(probabilities: Iterable[float], threshold: float = 0.5, min_silence_ms: float = 250) -> list[float]:
-    """Where speech starts (seconds): a frame at ``threshold`` or above after silence, with silero's own
-    hysteresis (silence is ``min_silence_ms`` below threshold - 0.15), as vad_events decides it."""
-    found, speaking, quiet = [], False, 0
-    quiet_frames = max(1, round(min_silence_ms / 1000 * FRAMES_PER_SECOND))
+def events_of(probabilities: Iterable[float], threshold: float = 0.5, min_silence_ms: float = 250) -> list[tuple]:
+    """Speech events from a stream's probabilities, as vad_events decides them: ("start", seconds) at a frame at
+    ``threshold`` or above after silence, ("end", seconds) at the first of ``min_silence_ms`` of frames below
+    threshold - 0.15 (silero's own hysteresis), and an end at the last frame if speech is still on."""
+    found: list[tuple] = []
+    speaking, quiet, index = False, 0, -1
+    quiet_frames = max(1, round(min_silence_ms / 1000 / (FRAME / RATE)))
     for index, p in enumerate(probabilities):
         if not speaking and p >= threshold:
             speaking, quiet = True, 0
-            found.append(round(index / FRAMES_PER_SECOND, 3))
+            found.append(("start", round(index * FRAME / RATE, 3)))
         elif speaking:
             quiet = quiet + 1 if p < threshold - 0.15 else 0
-            speaking = quiet < quiet_frames
+            if quiet >= quiet_frames:
+                speaking = False
+                found.append(("end", round((index - quiet + 1) * FRAME / RATE, 3)))
+    if speaking:
+        found.append(("end", round((index + 1) * FRAME / RATE, 3)))
     return found
+
+
+def onsets(probabilities: Iterable[float], threshold: float = 0.5, min_silence_ms: float = 250) -> list[float]:
+    """Where speech starts (seconds), as vad_events decides it (see ``events_of``)."""
+    return [at for kind, at in events_of(probabilities, threshold, min_silence_ms) if kind == "start"]
 
 
 # --- the runtime alone, in the models' own environment --------------------------------------------------------

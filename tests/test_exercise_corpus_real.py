@@ -1,0 +1,57 @@
+"""The check of notebook 17 against a corpus of answers: right ones written differently pass, plausible wrong
+ones fail with the rule that shows what is wrong, and the check leaves nothing behind.
+
+Each answer is the reference solution (or starter) with one change, served by a real Triton the way the
+notebook's cell serves it (``python_model``, as ``%%triton_python`` does), beside the real vad it asks."""
+
+from __future__ import annotations
+
+import pytest
+from answers import body, edit, judge
+
+import labkit
+from labkit.course.exercises import nb17
+from labkit.lessons import real_models
+
+READ = 'threshold = float(json.loads(request.parameters()).get("threshold", self.threshold))'
+
+ANSWERS = {
+    "solution": (body("17-threshold"), None),
+    "the parameters read into a dict first": (
+        edit(
+            "17-threshold",
+            (
+                READ,
+                'asked = json.loads(request.parameters())\n        threshold = float(asked["threshold"]) '
+                'if "threshold" in asked else self.threshold',
+            ),
+        ),
+        None,
+    ),
+    "the starter (the config's threshold for every request)": (body("17-threshold", "starter"), "threshold"),
+    "the request's threshold for starts, the config's for ends": (
+        edit("17-threshold", ("probability < threshold - 0.15", "probability < self.threshold - 0.15")),
+        "threshold",
+    ),
+    "no default when a request has none": (
+        edit("17-threshold", (READ, 'threshold = float(json.loads(request.parameters())["threshold"])')),
+        "",  # the model's KeyError comes back as the stream's error
+    ),
+    "a default of its own, not the config's": (
+        edit("17-threshold", (READ, 'threshold = float(json.loads(request.parameters()).get("threshold", 0.9))')),
+        "default",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with labkit.start() as server:
+        real_models.serve(server, ("vad", "vad_events"), progress=None)
+        yield server
+
+
+@pytest.mark.parametrize("answer", list(ANSWERS))
+def test_17_threshold(lab, answer):
+    source, rule = ANSWERS[answer]
+    judge(lab, "17-threshold", lambda: lab.python_model(nb17.MODEL, source), rule)
