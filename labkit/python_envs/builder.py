@@ -185,19 +185,25 @@ def _numpy_version(archive: Path) -> str:
     return read_env(archive).numpy
 
 
+def read_requirements(path: str | Path, model: str = "") -> str:
+    """A requirements file's text; PythonEnvError (``problem="requirements"``) when it cannot be read."""
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise PythonEnvError(
+            f"Cannot read the requirements file {path}{f' of model {model!r}' if model else ''}: {exc.strerror}.",
+            problem="requirements",
+            path=str(path),
+            model=model,
+        ) from None
+
+
 def _requirements(packages: Iterable[str], requirements: str | Path | None) -> tuple[list[str], str]:
     """pip's arguments and the requirements file's text (part of the cache key)."""
     args = [str(p) for p in packages]
     text = ""
     if requirements is not None:
-        try:
-            text = Path(requirements).read_text()
-        except OSError as exc:
-            raise PythonEnvError(
-                f"Cannot read the requirements file {requirements}: {exc.strerror}.",
-                problem="requirements",
-                path=str(requirements),
-            ) from None
+        text = read_requirements(requirements)
         args += ["-r", str(Path(requirements).resolve())]
     return [*args, NUMPY_PIN], text
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import PythonEnvError
 from ..plumbing.downloads import cache_dir, fill_once
 from ..repository import ModelRepository
-from .builder import NUMPY_PIN, cached_build
+from .builder import NUMPY_PIN, cached_build, read_requirements
 from .stub_pythons import runtime_stubs
 
 REQUIREMENTS = "requirements.txt"  # beside config.pbtxt
@@ -36,15 +36,7 @@ def model_env(requirements: Path, *, model: str = "", progress: Callable[[str], 
     Python of the embedded server's stub. PythonEnvError (``problem="pip"``, ``model``) when pip cannot build
     it, with pip's last lines: a first build needs the package index; later ones need nothing."""
     say = progress or (lambda _line: None)
-    try:
-        text = Path(requirements).read_text()
-    except OSError as exc:
-        raise PythonEnvError(
-            f"Cannot read {requirements} (model {model!r}): {exc.strerror}.",
-            problem="requirements",
-            path=str(requirements),
-            model=model,
-        ) from None
+    text = read_requirements(requirements, model)
     # pip reads the list from a file named by its content: the cache's key never depends on where a copy was.
     listing = cache_dir() / "python-envs" / f"requirements-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
     if not listing.exists():

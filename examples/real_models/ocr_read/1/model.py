@@ -56,14 +56,13 @@ class TritonPythonModel:
         boxes = pb_utils.get_input_tensor_by_name(request, "BOXES").as_numpy()
         bgr = np.ascontiguousarray(image[:, :, ::-1])  # PP-OCR's networks were trained on BGR
         grouped = lines(list(boxes))
+        crops = [normalized(crop(bgr, box))[None] for line in grouped for box in line]
+        # every crop is cut first, then all are sent together: they reach the batcher within its queue delay
         pending = [
             pb_utils.InferenceRequest(
-                model_name="ocr_rec",
-                inputs=[pb_utils.Tensor("CROP", normalized(crop(bgr, box))[None])],
-                requested_output_names=["TEXT"],
+                model_name="ocr_rec", inputs=[pb_utils.Tensor("CROP", piece)], requested_output_names=["TEXT"]
             ).async_exec()
-            for line in grouped
-            for box in line
+            for piece in crops
         ]
         answers = await asyncio.gather(*pending)
         words = []
