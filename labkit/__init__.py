@@ -11,6 +11,9 @@
 catches are here too), and the wings hold the rest: ``labkit.client`` (requests), ``labkit.traffic`` (load
 generation), ``labkit.observe`` (statistics, timelines, plots), ``labkit.course`` (the course), and
 ``server``, ``repository``, ``native``, ``docker``, ``gpu``, ``stuck``, ``room``, ``lessons``, ``exercises``.
+Only the errors are imported with ``labkit``: every other name, and every wing by its name, on first use.
+Notebooks import only this surface: ``labkit``, the modules in ``__all__``, ``labkit.lessons`` and
+``labkit.exercises``.
 """
 
 import importlib as _importlib
@@ -41,6 +44,7 @@ _LAZY = {
     "plots": ("observe.plots", ""),
     "reference": ("course.reference", ""),
     "stats": ("observe.stats", ""),  # a module notebooks use by its old place (labkit.stats.metric)
+    "CPU_IMAGE": ("docker.cpu_image", "IMAGE"),  # the offline CPU Triton image (`labkit image build`)
     "reference_repository": ("_start", "reference_repository"),
     "start": ("_start", "start"),
     "generate_stream": ("client.generate", "generate_stream"),
@@ -104,6 +108,7 @@ if _typing.TYPE_CHECKING:  # what the lazy names are, for type checkers and edit
     from .client.inference import infer, infer_with_parameters, stream_infer
     from .course import reference
     from .course.checks import check_add_sub, check_passthrough
+    from .docker.cpu_image import IMAGE as CPU_IMAGE
     from .native import export_backend
     from .observe import plots, stats
     from .observe.dashboard import Dashboard
@@ -123,6 +128,7 @@ if _typing.TYPE_CHECKING:  # what the lazy names are, for type checkers and edit
 
 __all__ = [
     "BuildError",
+    "CPU_IMAGE",
     "Dashboard",
     "InferenceError",
     "LabkitError",
