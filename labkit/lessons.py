@@ -1,6 +1,8 @@
 """The lessons under the name the notebooks import them by (``from labkit.lessons import bls``): the
-modules of labkit.course.lessons, the same objects. The course's code imports them from there."""
+modules of labkit.course.lessons, and notebook 10's sources (``gpu_lesson``, labkit.course.gpu_lesson), the
+same objects. The course's code imports them from there."""
 
+from .course import gpu_lesson
 from .course.lessons import (
     artifacts,
     auto_complete,
@@ -16,6 +18,7 @@ from .course.lessons import (
     instances,
     model_loading,
     outcome,
+    production,
     python_logging,
     real_models,
     request_parameters,
@@ -38,9 +41,11 @@ __all__ = [
     "decoupled",
     "decoupled_cpp",
     "ensemble",
+    "gpu_lesson",
     "instances",
     "model_loading",
     "outcome",
+    "production",
     "python_logging",
     "real_models",
     "request_parameters",

@@ -22,7 +22,7 @@ import re
 import nbformat
 
 from ..errors import UnknownExerciseError
-from .exercises import REGISTRY, TAG_PREFIX
+from .catalogue import REGISTRY, TAG_PREFIX
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: What a page can show of an output without a kernel, in the order MyST-NB prefers them.

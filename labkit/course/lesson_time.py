@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .exercises import TAG_PREFIX
+from .catalogue import TAG_PREFIX
 
 WORDS_PER_MINUTE = 150  # reading the markdown cells
 SECONDS_PER_LINE = 8  # reading one line shown: a code cell's line, or a line it printed

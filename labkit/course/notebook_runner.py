@@ -18,8 +18,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from ..errors import UnknownExerciseError
-from .exercises import REGISTRY, TAG_PREFIX, Exercise, Verdict
-from .exercises.core import OUTPUT_METADATA
+from .catalogue import OUTPUT_METADATA, REGISTRY, TAG_PREFIX, Exercise, Verdict
 
 CELL_TIMEOUT_S = 600
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import nbformat
 
 from ..errors import CourseError
-from .exercises import TAG_PREFIX
+from .catalogue import NOTEBOOKS, TAG_PREFIX
 from .lesson_time import RULE, Needed, needed
 
-NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
+NOTEBOOK_PATTERN = NOTEBOOKS
 
 
 @dataclass(frozen=True)

@@ -176,8 +176,7 @@ def lab_memory(container_name: str) -> int:
 def save_notebooks(room: HubClient, users: tuple[str, ...], name: str, which: int = 0) -> dict[str, float]:
     """Save ``name`` in each lab with its exercise number ``which`` solved (as the participant would: the
     contents API; the board learns of it as of any save); when each was saved."""
-    from ..course.exercises import REGISTRY
-    from .protocol import exercises_of
+    from ..course.catalogue import REGISTRY, exercises_of
 
     exercise = exercises_of(name)[which]
     saved = {}
@@ -193,8 +192,8 @@ def save_notebooks(room: HubClient, users: tuple[str, ...], name: str, which: in
 
 def wait_for_verdicts(room_dir: Path, saved: dict[str, float], name: str, timeout_s: float) -> tuple[list[float], int]:
     """Seconds from each save to the board's verdict on it (progress.json's `checked`), and how many never came."""
+    from ..course.catalogue import exercises_of
     from .board import progress
-    from .protocol import exercises_of
 
     exercises = exercises_of(name)
     done: dict[str, float] = {}

@@ -14,10 +14,9 @@ import json
 import zlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..course.exercises import REGISTRY, TAG_PREFIX, Verdict
+from ..course.catalogue import TAG_PREFIX, Verdict, exercises_of, hint_of, is_started
 from ..errors import SubmissionError
 
 ENV = "LABKIT_SUBMISSION"
@@ -64,12 +63,6 @@ def duplicated_problem(exercise: str) -> str:
         f"the tag {TAG_PREFIX}{exercise} is on two cells or more: keep it on your answer's cell only (remove it "
         "from the copy in the cell's Property Inspector, or delete the copy) and save again."
     )
-
-
-def is_started(exercise: str, source: str) -> bool:
-    """Whether a cell differs from the starter the notebook shipped with (an unknown exercise: started)."""
-    known = REGISTRY.get(exercise)
-    return known is None or source.strip() != known.starter().strip()
 
 
 @dataclass(frozen=True)
@@ -123,28 +116,25 @@ class Submission:
 
 
 @dataclass(frozen=True)
-class RoomVerdict:
-    exercise: str
-    passed: bool = False
-    problem: str = ""
-    hint: str = ""
-    rule: str = ""
+class RoomVerdict(Verdict):
+    """A check's Verdict as the room passes it on, with what the room adds to it."""
+
     started: bool = True  # False: the cell is still its starter (nothing was judged)
     digest: str = ""  # of the cell judged ("" when the run could not judge it: judged again at the next save)
 
     @classmethod
     def of(cls, verdict: Verdict) -> RoomVerdict:
-        return cls(verdict.exercise, verdict.passed, verdict.problem, verdict.hint, verdict.rule)
+        return cls(**asdict(verdict))
 
     @classmethod
     def not_started(cls, exercise: str) -> RoomVerdict:
         """An exercise whose cell is as shipped, with its hint (what the board shows before any try)."""
-        return cls(exercise, hint=REGISTRY[exercise].hint if exercise in REGISTRY else "", started=False)
+        return cls(exercise, hint=hint_of(exercise), started=False)
 
     @classmethod
     def unjudged(cls, exercise: str, why: str) -> RoomVerdict:
         """ "Not yet", because the grader could not judge it (``why``)."""
-        return cls(exercise, problem=why, hint=REGISTRY[exercise].hint if exercise in REGISTRY else "")
+        return cls(exercise, problem=why, hint=hint_of(exercise))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RoomVerdict:
@@ -165,12 +155,14 @@ class RoomVerdict:
         return asdict(self)
 
 
-def exercises_of(notebook: str) -> list[str]:
-    """The exercise ids of a notebook, by its file name or stem."""
-    stem = Path(notebook).stem
-    return sorted(e for e, x in REGISTRY.items() if x.notebook == stem)
-
-
 def untouched_results(notebook: str) -> list[RoomVerdict]:
     """The verdicts of a notebook whose exercise cells are all as shipped: every exercise not started."""
     return [RoomVerdict.not_started(e) for e in exercises_of(notebook)]
+
+
+def not_started(notebook: str, cells: Mapping[str, str]) -> list[RoomVerdict]:
+    """The "not started" verdicts of ``notebook``'s exercises whose cell in ``cells`` is still its starter
+    (an exercise without a cell there is not among them: it is judged, or said otherwise)."""
+    return [
+        r for r in untouched_results(notebook) if r.exercise in cells and not is_started(r.exercise, cells[r.exercise])
+    ]

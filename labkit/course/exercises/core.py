@@ -13,7 +13,6 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -21,11 +20,9 @@ from tritonclient.utils import triton_to_np_dtype
 
 from ...errors import LabkitError
 from ...server.base import TritonServer
+from ..catalogue import REGISTRY, Verdict
 
 REPORT_ENV = "LABKIT_WORKSHOP_REPORT"
-OUTPUT_METADATA = "labkit.verdict"  # the key of a check's verdict in its cell output's metadata
-#: The notebook tag that marks a "your turn" cell: ``exercise:<id>``.
-TAG_PREFIX = "exercise:"
 
 
 class NotYet(Exception):
@@ -40,62 +37,28 @@ class NotYet(Exception):
 
 
 @dataclass(frozen=True)
-class Verdict:
-    exercise: str
-    passed: bool
-    problem: str = ""
-    hint: str = ""
-    rule: str = ""  # which rule of the check failed ("" when passed or not named)
+class Check:
+    """How an exercise of the catalogue is judged: ``verify(server, **answer)`` raises NotYet unless the
+    person's work is right; ``sources`` the models or backends whose latest cell it judges (``require_latest``)."""
 
-    def line(self) -> str:
-        if self.passed:
-            return f"passed: {self.exercise}"
-        return f"not yet: {self.exercise}: {self.problem}" + (f" Hint: {self.hint}" if self.hint else "")
-
-    def __repr__(self) -> str:
-        return self.line()
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict[str, str], dict[str, Any]]:
-        """The one line, and the verdict itself in the output's metadata: a grader reads it from the
-        kernel's own output (nothing else can write there), not from a file a model could write too."""
-        return {"text/plain": self.line()}, {OUTPUT_METADATA: asdict(self)}
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """``id`` like "01-output2"; ``notebook`` the notebook's name without .ipynb; ``verify(server, **answer)``
-    raises NotYet unless the person's work is right; ``hint`` is the default hint."""
-
-    id: str
-    notebook: str
-    title: str
-    hint: str
     verify: Callable[..., None]
-    #: Models or backends whose latest cell the check judges: see ``require_latest``.
     sources: tuple[str, ...] = ()
 
-    def starter(self) -> str:
-        """The cell as shipped in the notebook."""
-        return _cell(self.id, "starter")
 
-    def solution(self) -> str:
-        """A reference solution for the cell (kept out of the notebook)."""
-        return _cell(self.id, "solution")
+#: The check of every exercise, by the catalogue's id (labkit.course.catalogue holds what each exercise is).
+CHECKS: dict[str, Check] = {}
 
 
-REGISTRY: dict[str, Exercise] = {}
-
-
-def exercise(
-    id: str, notebook: str, title: str, hint: str, *, sources: tuple[str, ...] = ()
-) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register ``verify`` as the check of exercise ``id``. ``sources`` names the models or backends
-    whose cells the exercise is about: before ``verify`` runs, ``require_latest`` checks each."""
+def exercise(id: str, *, sources: tuple[str, ...] = ()) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``verify`` as the check of the catalogue's exercise ``id``. ``sources`` names the models or
+    backends whose cells the exercise is about: before ``verify`` runs, ``require_latest`` checks each."""
 
     def register(verify: Callable[..., None]) -> Callable[..., None]:
-        if id in REGISTRY:
+        if id not in REGISTRY:
+            raise ValueError(f"exercise {id!r} is not in labkit.course.catalogue")
+        if id in CHECKS:
             raise ValueError(f"exercise {id!r} is registered twice")
-        REGISTRY[id] = Exercise(id, notebook, title, hint, verify, tuple(sources))
+        CHECKS[id] = Check(verify, tuple(sources))
         return verify
 
     return register
@@ -160,10 +123,6 @@ def require_configured_outputs(
             )
 
 
-def _cell(exercise_id: str, kind: str) -> str:
-    return resources.files(__package__).joinpath("cells", f"{exercise_id}.{kind}").read_text()
-
-
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
@@ -174,10 +133,10 @@ def check(exercise_id: str, server: TritonServer, **answer: Any) -> Verdict:
     if exercise_id not in REGISTRY:
         known = ", ".join(sorted(REGISTRY))
         raise KeyError(f"no exercise {exercise_id!r}; the exercises are: {known}")
-    item = REGISTRY[exercise_id]
+    item, judge = REGISTRY[exercise_id], CHECKS[exercise_id]
     try:
-        require_latest(server, *item.sources)
-        item.verify(server, **answer)
+        require_latest(server, *judge.sources)
+        judge.verify(server, **answer)
         verdict = Verdict(exercise_id, True)
     except NotYet as exc:
         verdict = Verdict(exercise_id, False, exc.problem, exc.hint or item.hint, exc.rule)

@@ -41,14 +41,7 @@ _TRITON_NAMES = {
 }
 
 
-@exercise(
-    "01-output2",
-    "01_python_backend",
-    "add OUTPUT2 = INPUT0 × INPUT1 to add_sub",
-    "a response carries one pb_utils.Tensor per output, each named as the config names it (python_backend "
-    "README, r23.12: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#execute).",
-    sources=(OUTPUT2_MODEL,),
-)
+@exercise("01-output2", sources=(OUTPUT2_MODEL,))
 def output2(server: TritonServer) -> None:
     rng = np.random.default_rng(2023)
     a = rng.integers(-9, 10, 4).astype(np.float32) / 2
@@ -194,14 +187,7 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
-@exercise(
-    "01-bad-request",
-    "01_python_backend",
-    "an error for one bad request, answers for the others",
-    "a response can carry an error instead of outputs, and it fails only its own request; see the python_backend "
-    f"README (r23.12), Error Handling: {ERROR_HANDLING}",
-    sources=(DIVIDE,),
-)
+@exercise("01-bad-request", sources=(DIVIDE,))
 def bad_request(server: TritonServer) -> None:
     rounds = [
         [

@@ -29,16 +29,7 @@ BACKEND_README = "https://github.com/triton-inference-server/backend/blob/r23.12
 BACKEND_HEADER = "https://github.com/triton-inference-server/core/blob/r23.12/include/triton/core/tritonbackend.h"
 
 
-@exercise(
-    "14-scale",
-    "14_cpp_parameters_instances",
-    "a C++ backend that scales by a parameter of its config",
-    "the scale belongs to a model load, not to a request: it is a parameter of the model's config (Triton "
-    "keeps every config parameter as a string), read once when the model's state is made in "
-    "TRITONBACKEND_ModelInitialize. Read the backend README (r23.12), Backend Lifecycles, Backend and Model: "
-    f"{BACKEND_README}#backend-and-model, and the comments on labkit::ModelState in labkit/model.hpp.",
-    sources=(SCALE_BACKEND,),
-)
+@exercise("14-scale", sources=(SCALE_BACKEND,))
 def scale(server: TritonServer) -> None:
     build = latest(server, SCALE_BACKEND)
     config = config_of(server, SCALED_MODELS[0], "the cell that configures scaled_a and scaled_b")
@@ -68,17 +59,7 @@ def scale(server: TritonServer) -> None:
                 )
 
 
-@exercise(
-    "02-raw-execute",
-    "02_cpp_backends",
-    "the execute loop without labkit::execute, statistics included",
-    "this is the request life cycle that labkit::execute hides: a backend owns each request from "
-    "TRITONBACKEND_ModelInstanceExecute until it releases it; in between it answers it once, and Triton counts "
-    "only what the backend reports, per request and per execution. Read the backend README (r23.12), "
-    f"Inference Requests and Responses, Single Response: {BACKEND_README}#single-response, and the comments on "
-    f"the statistics functions in tritonbackend.h: {BACKEND_HEADER}.",
-    sources=(RAW_BACKEND,),
-)
+@exercise("02-raw-execute", sources=(RAW_BACKEND,))
 def raw_execute(server: TritonServer) -> None:
     build = latest(server, RAW_BACKEND)
     config = config_of(server, RAW_MODEL, "the cell that writes the config of raw_sum")

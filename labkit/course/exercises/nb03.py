@@ -90,13 +90,7 @@ def _whole_microseconds(value: object) -> int:
     return whole
 
 
-@exercise(
-    "03-delay",
-    "03_dynamic_batching",
-    "a queue delay that batches six clients without making them wait long",
-    "too short, and each request goes before the others arrive; too long, and every request waits it out: "
-    "six clients resend within a millisecond or two of their answers.",
-)
+@exercise("03-delay")
 def delay(server: TritonServer, delay_us: object) -> None:
     delay_us = _whole_microseconds(delay_us)
     if delay_us == 0:
@@ -202,15 +196,7 @@ def _sizes(sizes: object) -> list[int]:
     return whole
 
 
-@exercise(
-    "03-preferred",
-    "03_dynamic_batching",
-    "preferred batch sizes that let batches reach 4 under load, and no more",
-    "a preferred size is one Triton sends as soon as it has it, and section 5 shows what 23.12 does with one "
-    "under this load (model configuration, r23.12: "
-    "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md"
-    "#preferred-batch-sizes).",
-)
+@exercise("03-preferred")
 def preferred(server: TritonServer, preferred: Sequence[int]) -> None:
     sizes = _sizes(preferred)
     if not sizes:

@@ -46,15 +46,7 @@ def _same(got: np.ndarray, x: np.ndarray, steps: int) -> bool:
     )
 
 
-@exercise(
-    "04-vectorize",
-    "04_cpp_vs_python",
-    "the Python work once per batch, not once per request",
-    "execute() gets every request of a batch at once: the steps can run on all of their rows as one array, as "
-    "long as each request gets its own rows back, in order (python_backend README, r23.12: "
-    "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#execute).",
-    sources=(VECTOR_MODEL,),
-)
+@exercise("04-vectorize", sources=(VECTOR_MODEL,))
 def vectorize(server: TritonServer) -> None:
     source = server.repository.model_dir(VECTOR_MODEL) / "1" / "model.py"
     if not source.exists():
@@ -138,15 +130,7 @@ def _peak_rows(rng: np.random.Generator, rows: int, magnitude: float) -> np.ndar
     return x
 
 
-@exercise(
-    "04-peak",
-    "04_cpp_vs_python",
-    "C++ work per vector of the batch: each scaled by its own peak",
-    "batch.input() holds every request's rows one after another: a vector is a run of 128 values (the "
-    "config's last dimension), and Triton may put other requests' vectors beside it (backend README, r23.12: "
-    "https://github.com/triton-inference-server/backend/blob/r23.12/README.md#backends).",
-    sources=(PEAK_BACKEND,),
-)
+@exercise("04-peak", sources=(PEAK_BACKEND,))
 def peak(server: TritonServer) -> None:
     build = latest(server, PEAK_BACKEND)
     config = config_of(server, PEAK_MODEL, f"the cell that configures {PEAK_MODEL}")

@@ -24,15 +24,7 @@ def _first_line(exc: Exception) -> str:
     return (str(exc).strip().splitlines() or [""])[0]
 
 
-@exercise(
-    "05-scale-file",
-    "05_docker",
-    "read scale.txt from the model's folder inside the container",
-    "initialize() is told where the model's folder is, as Triton sees it, and the repository is mounted at the "
-    "same path in the container (python_backend README, r23.12: "
-    "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#initialize).",
-    sources=(FILE_MODEL,),
-)
+@exercise("05-scale-file", sources=(FILE_MODEL,))
 def scale_file(server: TritonServer) -> None:
     source = server.repository.model_dir(FILE_MODEL) / "1" / "model.py"
     if not source.exists():

@@ -52,15 +52,7 @@ def _load(server: TritonServer, name: str, params: dict[str, str]) -> str | None
     return None
 
 
-@exercise(
-    "06-validate",
-    "06_python_based_backend",
-    "refuse a model whose scale is missing or unusable, saying why",
-    "initialize() runs once per model load: whatever it raises fails that load, and Triton reports the message "
-    "(python_backend README, r23.12: "
-    "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#error-handling).",
-    sources=(BACKEND,),
-)
+@exercise("06-validate", sources=(BACKEND,))
 def validate(server: TritonServer) -> None:
     x = np.array([1.5, -2.0, 4.0], np.float32)
     for number, text in enumerate(VALID, 1):
@@ -107,15 +99,7 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
-@exercise(
-    "06-offset",
-    "06_python_based_backend",
-    "give the shared backend an optional offset parameter",
-    "each model's config reaches initialize() as JSON, parameters included; a parameter a config may leave out "
-    "needs a value to fall back on (model configuration, r23.12: "
-    "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md).",
-    sources=(BACKEND,),
-)
+@exercise("06-offset", sources=(BACKEND,))
 def offset(server: TritonServer) -> None:
     x = np.array([1.0, -2.0, 10.0], np.float32)
     answers = {}

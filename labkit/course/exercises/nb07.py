@@ -13,8 +13,6 @@ from .core import NotYet, exercise, require_configured_outputs
 
 COUNTDOWN = "countdown"
 DOUBLING, ADD_SUB = "doubling", "add_sub"
-DECOUPLED_DOC = "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#decoupled-mode"
-BLS_DOC = "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#business-logic-scripting"
 #: Inputs of the BLS check (no 0: a 0 never grows), and the most add_sub calls one of them needs.
 DOUBLING_INPUTS = ([1, 2, 3, 4], [-50, 60, 200, 99], [100, -100, 250, 1000], [0.75, -3, 40, 7])
 
@@ -27,15 +25,7 @@ def doubled(x: np.ndarray) -> tuple[np.ndarray, int]:
     return x, calls
 
 
-@exercise(
-    "07-countdown",
-    "07_backend_api_tour",
-    "a decoupled model that streams N responses",
-    "a decoupled model answers through the request's response sender, once per response, and closes the "
-    "request with the final flag, sent once whatever the number of responses (python_backend README, r23.12, "
-    f"Decoupled mode: {DECOUPLED_DOC}).",
-    sources=(COUNTDOWN,),
-)
+@exercise("07-countdown", sources=(COUNTDOWN,))
 def countdown(server: TritonServer) -> None:
     for n in (5, 1, 0, 12):
         try:
@@ -53,15 +43,7 @@ def countdown(server: TritonServer) -> None:
             )
 
 
-@exercise(
-    "07-bls-loop",
-    "07_backend_api_tour",
-    "a BLS model that calls add_sub until its answer is big enough",
-    "a BLS call is an ordinary request that execute() builds, sends and reads; what to do next is plain Python "
-    "that may depend on the answer, and every call is counted in the called model's statistics (python_backend "
-    f"README, r23.12, Business Logic Scripting: {BLS_DOC}).",
-    sources=(DOUBLING,),
-)
+@exercise("07-bls-loop", sources=(DOUBLING,))
 def bls_loop(server: TritonServer) -> None:
     for values in DOUBLING_INPUTS:
         x = np.array(values, np.float32)

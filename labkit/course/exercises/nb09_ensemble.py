@@ -41,14 +41,7 @@ def _steps_served(config: dict) -> list[tuple]:
     )
 
 
-@exercise(
-    "09-fourth-power",
-    "09_state_ensembles_metrics",
-    "an ensemble that runs one model as two of its steps",
-    "each step's input_map and output_map say which ensemble tensor it reads and writes (the key is the step "
-    "model's tensor); a model may be the model of several steps (ensembles, r23.12: "
-    "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#ensemble-models).",
-)
+@exercise("09-fourth-power")
 def fourth_power(server: TritonServer) -> None:
     if ENSEMBLE not in server.loaded_models():
         raise NotYet(

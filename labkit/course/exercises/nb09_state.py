@@ -125,15 +125,7 @@ def _wanted(sequences: dict[int, list[int]]) -> dict[int, list[int]]:
     return {sid: np.maximum.accumulate(values).tolist() for sid, values in sequences.items()}
 
 
-@exercise(
-    "09-running-max",
-    "09_state_ensembles_metrics",
-    "one running maximum per sequence",
-    "the sequence batcher's controls (CORRID, START, READY) arrive as inputs, like INPUT: a sum belongs to one "
-    "sequence, and a null request (READY 0) to none (stateful models, r23.12: "
-    "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/architecture.md#stateful-models).",
-    sources=(MODEL,),
-)
+@exercise("09-running-max", sources=(MODEL,))
 def running_max(server: TritonServer) -> None:
     source = server.repository.model_dir(MODEL) / "1" / "model.py"
     if not source.exists():

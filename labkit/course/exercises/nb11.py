@@ -19,19 +19,9 @@ from .core import NotYet, exercise
 
 MODEL = "moo"
 PACKAGE = "cowsay"
-#: What notebook 11's environments install: the room's images carry these wheels (labkit.room.hub.lab_image), so that
-#: a lab and the grader, which has no network, build the environments offline.
-ENVIRONMENT_PACKAGES = ("cowsay==6.1",)
 
 
-@exercise(
-    "11-own-package",
-    "11_python_in_production",
-    "give moo the package it imports, in an execution environment of its own",
-    "labkit.python_env(folder, [package]) builds the environment; a config parameter EXECUTION_ENV_PATH gives it to "
-    "the model, relative to the model's folder with $$TRITON_MODEL_DIRECTORY (python_backend README, r23.12: "
-    "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#creating-custom-execution-environments).",
-)
+@exercise("11-own-package")
 def own_package(server: TritonServer) -> None:
     before = server.loaded_models()
     try:

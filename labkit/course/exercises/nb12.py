@@ -14,8 +14,6 @@ from ...errors import InferenceError
 from ...server.base import TritonServer
 from .core import NotYet, exercise, require_configured_outputs
 
-README = "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md"
-
 PICKER = "pick_scale"
 #: FACTOR -> the model pick_scale must ask; both are in the repository, neither is loaded at first.
 SCALERS = {2: "scale_x2", 3: "scale_x3"}
@@ -49,14 +47,7 @@ def _restore(server: TritonServer, before: dict[str, bool]) -> None:
             server.unload(name)
 
 
-@exercise(
-    "12-load-on-demand",
-    "12_bls_and_requests",
-    "a BLS model that loads the model it needs, and unloads the other",
-    "the Python backend can control models from execute: ask whether one is ready, load it, unload it. "
-    f"Read 'Model Loading API' in python_backend's README (r23.12): {README}#model-loading-api",
-    sources=(PICKER,),
-)
+@exercise("12-load-on-demand", sources=(PICKER,))
 def load_on_demand(server: TritonServer) -> None:
     before = _ready(server)
     try:
@@ -91,15 +82,7 @@ def load_on_demand(server: TritonServer) -> None:
         _restore(server, before)
 
 
-@exercise(
-    "12-bls-decoupled",
-    "12_bls_and_requests",
-    "BLS over a decoupled model: count and add up every response",
-    "a decoupled model may answer one BLS request with any number of responses, and a plain call expects "
-    "exactly one. Read 'Using BLS with Decoupled Models' in python_backend's README (r23.12): "
-    f"{README}#using-bls-with-decoupled-models, and mind the last response, which can carry no outputs.",
-    sources=(STATS,),
-)
+@exercise("12-bls-decoupled", sources=(STATS,))
 def bls_decoupled(server: TritonServer) -> None:
     for values in ([4, 8, 15], [], [7], [-5, 5, 100, 1, 2]):
         shown = f" (IN={values})"

@@ -19,15 +19,7 @@ THRESHOLDS = ("0.95", "0.3")  # each moves an event of the check's audio away fr
 SEQUENCE = 9100  # the check's own streams: 9100, 9101, ...
 
 
-@exercise(
-    "17-threshold",
-    "17_real_models",
-    "vad_events with a threshold of the client's own, a parameter of each request",
-    "a request's parameters come as a JSON string from request.parameters() (python_backend README, r23.12: "
-    f"{README}#inference-request-parameters); a client sends the threshold as a string, so read it with float(), "
-    "and keep the config's threshold when a request has none.",
-    sources=(MODEL,),
-)
+@exercise("17-threshold", sources=(MODEL,))
 def threshold(server: TritonServer) -> None:
     frames = real_models.frames(real_models.mixed_audio()[0])
     probabilities = real_models.speech_probabilities(server, frames, sequence_id=SEQUENCE)

@@ -24,7 +24,12 @@ Notebook 12 (BLS in depth, request parameters, the rest of the backend API):
 - backend_attributes: preferred instance groups, parallel instance loading, execution policy and memory
   usage reports of a C++ backend (C API alone)
 
-Every lesson module has the same two calls: ``setup(server)`` writes its configs and sources and
+Notebook 11 (the Python backend in production):
+
+- production: which Python each runtime's stubs embed, and a server's shared-memory regions (readers, no
+  ``setup``/``run``)
+
+Every other lesson module has the same two calls: ``setup(server)`` writes its configs and sources and
 loads its models, and ``run(server) -> Outcome`` exercises it once (setting up what it needs) and
 says whether its claim held. Each also keeps its ``SOURCE`` (and configs) as module constants, so a
 notebook can print the code it runs.

@@ -21,11 +21,11 @@ from fnmatch import fnmatch
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from ...course.catalogue import NOTEBOOKS
 from ...docker.engine_errors import ENGINE_ERRORS
 from ...errors import EngineError, HubError, SubmissionError, WaitTimeoutError
 from ...plumbing.polling import wait_until
-from ..grader.image import NOTEBOOKS
-from ..grader.runner import remove_containers
+from ..cleanup import remove_containers
 from ..hubclient import HubClient
 from ..protocol import RESULT_MARK, ROLE_LABEL, ROOM_LABEL, Submission, submission_of
 from ..settings import BOARD_SCOPES

@@ -12,7 +12,7 @@ import html
 import json
 from dataclasses import dataclass
 
-from ...course.exercises import REGISTRY
+from ...course.catalogue import REGISTRY
 from . import progress as progress_store
 from .progress import Mark, Progress, label
 

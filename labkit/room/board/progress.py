@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...course.exercises import REGISTRY
+from ...course.catalogue import REGISTRY, hint_of, is_started
 from ...errors import BoardError, HubError, LabkitError
 from .. import record as room_record
 from ..hubclient import HubClient
-from ..protocol import RoomVerdict, is_started
+from ..protocol import RoomVerdict
 
 PASSED, NOT_YET, NOT_STARTED = "passed", "not yet", "not started"
 # Marks that are no verdict on the participant's code: the grader failed (its container killed, the engine's
@@ -83,9 +83,7 @@ class Progress:
     unreadable: dict[str, dict[str, tuple[float, str]]] = field(default_factory=dict)  # user -> path -> (since, why)
 
     def _kept(self, user: str, exercise: str) -> Mark:
-        return self.marks.get(user, {}).get(
-            exercise, Mark(hint=REGISTRY[exercise].hint if exercise in REGISTRY else "")
-        )
+        return self.marks.get(user, {}).get(exercise, Mark(hint=hint_of(exercise)))
 
     def mark(self, user: str, exercise: str) -> Mark:
         """What the board shows: the exercise's mark, or "unreadable" while its notebook's last save is not

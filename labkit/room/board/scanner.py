@@ -18,8 +18,8 @@ import time
 from fnmatch import fnmatch
 from pathlib import Path
 
+from ...course.catalogue import NOTEBOOKS
 from ...errors import SubmissionError
-from ..grader.image import NOTEBOOKS
 from ..protocol import RESULT_MARK, submission_of
 
 Found = dict[str, dict[str, list[float | bool]]]  # user -> notebook path -> [mtime, untouched]

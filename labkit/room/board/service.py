@@ -38,7 +38,7 @@ from ..grader.runner import Grader, Limits, Runner
 from ..record import RoomRecord
 from ..settings import GRADER_IMAGE, volume_name
 from .notebook_sources import JupyterSource, NotebookSource, VolumeSource
-from .page import SORTS, render_page
+from .page import SORTS, PageState, render_page
 from .watch import Board
 
 log = logging.getLogger("labkit.room.board")
@@ -57,6 +57,11 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
             self.redirect(page)
 
 
+def _page_state(board: Board) -> PageState:
+    """What the page shows of ``board`` besides the marks: the room, the queue's state, and errors to show."""
+    return PageState(board.room_id, board.status(), (board.prepare_error, board.last_scan_error))
+
+
 class PageHandler(_Handler):
     @web.authenticated
     def get(self) -> None:
@@ -65,7 +70,7 @@ class PageHandler(_Handler):
         user = self.get_argument("user", "")
         board = self.board
         self.write(
-            render_page(board.progress, board.page_state(), self.xsrf_token.decode(), self.xsrf_form_html(), sort, user)
+            render_page(board.progress, _page_state(board), self.xsrf_token.decode(), self.xsrf_form_html(), sort, user)
         )
 
 
@@ -74,7 +79,7 @@ class ProgressHandler(_Handler):
     def get(self) -> None:
         self.set_header("Content-Type", "application/json")
         table = self.board.progress.table()
-        self.write(json.dumps({**table, "status": self.board.page_state().status}))
+        self.write(json.dumps({**table, "status": self.board.status()}))
 
 
 class RefreshHandler(_Handler):

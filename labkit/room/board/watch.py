@@ -10,13 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from ...course.exercises import REGISTRY
+from ...course.catalogue import hint_of
 from ...errors import LabkitError, SubmissionError
 from ..grader.runner import Runner
-from ..protocol import RoomVerdict, duplicated_problem, is_started, untouched_results
+from ..protocol import RoomVerdict, duplicated_problem, not_started, untouched_results
 from . import progress as progress_store
 from .notebook_sources import NotebookSource
-from .page import PageState
 
 log = logging.getLogger("labkit.room.board")
 Key = tuple[str, str]  # (participant, notebook path in their work folder)
@@ -188,14 +187,8 @@ class Board:
             self.progress.cannot_read(user, notebook, mtime, str(exc))
             self._save()
             return
-        starters = [
-            r for r in untouched_results(notebook) if not is_started(r.exercise, submission.cells.get(r.exercise, "\0"))
-        ]
-        starters = [r for r in starters if r.exercise not in submission.duplicated]
-        starters += [
-            RoomVerdict(e, problem=duplicated_problem(e), hint=REGISTRY[e].hint if e in REGISTRY else "")
-            for e in submission.duplicated
-        ]
+        starters = [r for r in not_started(notebook, submission.cells) if r.exercise not in submission.duplicated]
+        starters += [RoomVerdict(e, problem=duplicated_problem(e), hint=hint_of(e)) for e in submission.duplicated]
         changed = self.progress.changed(user, submission.cells)
         if not changed:
             self._record(user, notebook, mtime, starters)
@@ -254,11 +247,12 @@ class Board:
         self.source.close()
         self.runner.close()
 
-    def page_state(self) -> PageState:
+    def status(self) -> str:
+        """The queue's state in words, as the page shows it."""
         queued = self.pending
         status = f"{queued} notebook(s) waiting for the grader" if queued else "every saved notebook is judged"
         if not self.prepared.is_set():
             status = f"preparing the grader {self.runner.image} (building its image takes minutes, once)"
             if self.prepare_error:
                 status = f"the grader {self.runner.image} is not ready; trying again"
-        return PageState(self.room_id, status, (self.prepare_error, self.last_scan_error))
+        return status

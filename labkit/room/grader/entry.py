@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ...course.exercises import REGISTRY
+from ...course.catalogue import REGISTRY, is_started
 from ...plumbing.polling import wait_until
 from ..protocol import (
     ENV,
@@ -30,8 +30,7 @@ from ..protocol import (
     WARM_MARK,
     RoomVerdict,
     Submission,
-    is_started,
-    untouched_results,
+    not_started,
 )
 from . import slices
 from .image import HOME_IN_IMAGE
@@ -72,7 +71,7 @@ def judge_cells(
             cell.source = cells[exercise]
     started = {e: is_started(e, cells.get(e, "")) for e in (exercise_of(c) for c in nb.cells) if e is not None}
     chosen = [e for e in (judge or started) if started.get(e)]
-    results = [r for r in untouched_results(name) if not started.get(r.exercise, True)]
+    results = not_started(name, cells)
     if not chosen:
         return {
             "notebook": name,

@@ -12,13 +12,13 @@ from typing import Any
 
 import docker.errors
 
+from ...course.catalogue import NOTEBOOKS
 from ...docker.engine_errors import engine_error
 from ...errors import SetupError
 from ..settings import GRADER_IMAGE, PARTICIPANT_IMAGE
 
 HOME_IN_IMAGE = "/opt/labkit-grader"  # labkit with its solutions, and the pristine notebooks beside it
 RECIPE_LABEL = "labkit.grader.recipe"
-NOTEBOOKS = "[0-9][0-9]_*.ipynb"  # the workshop's notebooks, by name
 PACKAGE = Path(__file__).resolve().parents[2]  # labkit/, whose whole package the image holds
 
 

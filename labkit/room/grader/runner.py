@@ -26,8 +26,10 @@ from typing import Any, Protocol
 
 import docker.errors
 
+from ...course.catalogue import exercises_of
 from ...docker.engine_errors import ENGINE_ERRORS
 from ...errors import SubmissionError
+from ..cleanup import remove_containers
 from ..protocol import (
     INBOX,
     READY_FILE,
@@ -37,7 +39,6 @@ from ..protocol import (
     SUBMISSION_FILE,
     RoomVerdict,
     Submission,
-    exercises_of,
 )
 from ..settings import GRADER_IMAGE
 from .image import build_grader_image, tar_of
@@ -82,21 +83,6 @@ def judgement_of(submission: Submission, result: dict[str, Any], why: str, secon
         )
         return replace(run, retry=retry)
     return Judgement(submission.user, submission.notebook, verdicts, seconds, network=list(result.get("network") or []))
-
-
-def remove_containers(client: Any, room_id: str, role: str) -> None:
-    """Remove room ``room_id``'s containers of ``role`` ("grader", "scan"); a warning when the engine
-    refuses (`labkit room down` removes them later)."""
-    try:
-        for container in client.containers.list(
-            all=True, ignore_removed=True, filters={"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}={role}"]}
-        ):
-            try:
-                container.remove(force=True, v=True)
-            except docker.errors.NotFound:
-                pass  # removed meanwhile (a judged grader goes in the background)
-    except ENGINE_ERRORS as exc:
-        log.warning("could not remove the room's %s containers (%s); `labkit room down` does", role, exc)
 
 
 class Runner(Protocol):

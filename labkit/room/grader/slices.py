@@ -13,7 +13,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from ...course.exercises import TAG_PREFIX
+from ...course.catalogue import TAG_PREFIX
 
 SETUP_TAG = "grader-setup"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from ...course.exercises import REGISTRY
+from ...course.catalogue import REGISTRY
 
 # numbers made from constants are still constants (a participant may write np.int64(2000))
 _NUMBERS = {

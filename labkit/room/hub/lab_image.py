@@ -39,7 +39,7 @@ import docker.models.containers
 
 import docker
 
-from ...course.exercises.nb11 import ENVIRONMENT_PACKAGES
+from ...course.catalogue import ENVIRONMENT_PACKAGES
 from ...docker import cpu_image
 from ...docker.engine import connect
 from ...docker.engine_errors import engine_error
