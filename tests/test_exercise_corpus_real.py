@@ -1,4 +1,4 @@
-"""The check of notebook 17 against a corpus of answers: right ones written differently pass, plausible wrong
+"""The checks of notebook 17 against a corpus of answers: right ones written differently pass, plausible wrong
 ones fail with the rule that shows what is wrong, and the check leaves nothing behind.
 
 Each answer is the reference solution (or starter) with one change, served by a real Triton the way the
@@ -47,7 +47,7 @@ ANSWERS = {
 @pytest.fixture(scope="module")
 def lab():
     with labkit.start() as server:
-        real_models.serve(server, ("vad", "vad_events"), progress=None)
+        real_models.serve(server, progress=None)
         yield server
 
 
@@ -55,3 +55,34 @@ def lab():
 def test_17_threshold(lab, answer):
     source, rule = ANSWERS[answer]
     judge(lab, "17-threshold", lambda: lab.python_model(nb17.MODEL, source), rule)
+
+
+SEND = """        batches = [np.stack(crops[i : i + BATCH]) for i in range(0, len(crops), BATCH)]  # [n, 3, 48, 320] each"""
+ROWS = """            words += [row[0].decode() for row in pb_utils.get_output_tensor_by_name(answer, "TEXT").as_numpy()]"""
+
+BATCHES = {
+    "solution": (body("17-one-request"), None),
+    "the batches cut with numpy": (
+        edit(
+            "17-one-request",
+            (SEND, "        batches = np.array_split(np.stack(crops), -(-len(crops) // BATCH))"),
+        ),
+        None,
+    ),
+    "the starter (a request per crop)": (body("17-one-request", "starter"), "requests"),
+    "batches of four": (edit("17-one-request", ("BATCH = 8  #", "BATCH = 4  #")), "requests"),
+    "every crop in one request, past the batch ocr_rec takes": (
+        edit("17-one-request", (SEND, "        batches = [np.stack(crops)]")),
+        "",  # ocr_rec refuses a batch of more than 8: the request fails, and the check says so
+    ),
+    "each batch's rows read backwards": (
+        edit("17-one-request", (ROWS, ROWS.replace(".as_numpy()]", ".as_numpy()[::-1]]"))),
+        "text",
+    ),
+}
+
+
+@pytest.mark.parametrize("answer", list(BATCHES))
+def test_17_one_request(lab, answer):
+    source, rule = BATCHES[answer]
+    judge(lab, "17-one-request", lambda: lab.python_model(nb17.READER, source), rule)
