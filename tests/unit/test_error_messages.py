@@ -61,6 +61,10 @@ CASES = {
         lambda mp, tmp: _raised(lambda: cfgmod.parse("max_batch_sise: 4\n")),
         ["max_batch_sise", "Fix that line"],
     ),
+    "MissingConfigError": (
+        lambda mp, tmp: _raised(lambda: labkit.repository.ModelRepository(tmp).read_config("m")),
+        ["Model 'm' has no config.pbtxt at", "config.pbtxt; write one first", "lab.repository.write_config("],
+    ),
     "InvalidNameError": (lambda mp, tmp: _raised(lambda: names.check_name("")), ["name is empty", "give a name"]),
     "RepositoryError": (
         lambda mp, tmp: _raised(lambda: model_source("def execute(requests): pass\n")),
