@@ -22,7 +22,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, MissingConfigError
 from .server.base import current
 
 
@@ -46,11 +46,11 @@ def triton_python(line: str, cell: str) -> None:
         print(f"wrote model.py for backend {args.name!r}" + (f"; reloaded {', '.join(users)}" if users else ""))
         return
     if not (server.repository.model_dir(args.name) / "config.pbtxt").exists():
-        raise ConfigError(
-            f"Model {args.name!r} has no config.pbtxt yet; write it first, e.g. "
-            f"lab.repository.write_config(labkit.model_config({args.name!r}, 'python', inputs, outputs)).",
-            lacks=["config.pbtxt"],
-            source=args.name,
+        raise MissingConfigError(
+            model=args.name,
+            source=str(server.repository.model_dir(args.name) / "config.pbtxt"),
+            remedy=f"write it first, e.g. lab.repository.write_config(labkit.model_config({args.name!r}, "
+            "'python', inputs, outputs)), or with %%triton_config",
         )
     server.python_model(args.name, cell, load=not args.no_load)
     print(f"model {args.name!r}: model.py written" + ("" if args.no_load else ", loaded and READY"))

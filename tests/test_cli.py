@@ -10,6 +10,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
 from waiting_support import within
 
 import labkit
@@ -71,8 +72,15 @@ def test_serve_until_interrupted(tmp_path):
 
 
 def test_serve_missing_repository(tmp_path):
+    from labkit import cli
+
     proc = subprocess.run([*LABKIT, "serve", str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 3 and "No model repository" in proc.stderr
+    assert proc.returncode == 3 and proc.stderr.startswith("labkit: ")
+    for command in (["serve"], ["export", "b", str(tmp_path / "out"), "--repository"]):
+        args = cli.parser().parse_args([*command, str(tmp_path / "nope")])
+        with pytest.raises(labkit.errors.RepositoryNotFoundError) as info:  # one error, from one place
+            args.func(args)
+        assert info.value.path == str(tmp_path / "nope") and not (tmp_path / "out").exists()
 
 
 def test_exit_codes_are_the_documented_ones(tmp_path):

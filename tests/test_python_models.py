@@ -114,9 +114,10 @@ def test_cell_magic_writes_and_reloads(fresh_server):
     shell.run_cell_magic("triton_python", "add_sub", ADD_SUB_SOURCE.replace("a - b", "a - b - 7"))
     result = labkit.check_add_sub(fresh_server, check=False)
     np.testing.assert_allclose(result.output1, result.input0 - result.input1 - 7)
-    with pytest.raises(labkit.errors.ConfigError) as info:
+    with pytest.raises(labkit.errors.MissingConfigError) as info:
         shell.run_cell_magic("triton_python", "nothing_here", ADD_SUB_SOURCE)
-    assert info.value.lacks == ["config.pbtxt"] and info.value.source == "nothing_here"
+    assert info.value.lacks == ["config.pbtxt"] and info.value.model == "nothing_here"
+    assert info.value.source == str(fresh_server.repository.model_dir("nothing_here") / "config.pbtxt")
     with pytest.raises(labkit.ModelLoadError) as info:
         shell.run_cell_magic("triton_python", "add_sub", "class TritonPythonModel:\n    def execute(self, r)\n")
     assert "SyntaxError" in info.value.reason

@@ -88,9 +88,11 @@ def test_fixed_ports_are_the_ones_served(tmp_path):
 def test_a_model_without_config_loads_with_auto_complete(tmp_path):
     labkit.repository.ModelRepository(tmp_path).write_python_model("echo", ECHO)  # echo/1/model.py only
     with labkit.start(tmp_path) as lab:
-        with pytest.raises(labkit.errors.RepositoryError) as caught:
+        with pytest.raises(labkit.errors.MissingConfigError) as caught:  # a RepositoryError, as a ConfigError
             lab.load("echo")
-        assert caught.value.missing == "config.pbtxt"
+        assert caught.value.missing == "config.pbtxt" and caught.value.lacks == ["config.pbtxt"]
+        config = str(lab.repository.model_dir("echo") / "config.pbtxt")
+        assert caught.value.model == "echo" and caught.value.source == config
     with labkit.start(tmp_path, auto_complete=True) as lab:
         lab.load("echo")
         out = labkit.infer(lab, "echo", {"IN": np.array([1.0, 2.0], np.float32)})

@@ -6,16 +6,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import ConfigError, LabkitError
+from ..errors import ConfigError
 from ..native import Build, BuildOptions, build_backend, cmake_build, deploy, export_backend
+from .options import model_repository
 
 
 def _export(args: argparse.Namespace) -> int:
     repository = Path(args.repository) if args.repository else None
     if repository is None and Path("model_repository").is_dir():
         repository = Path("model_repository")
-    if repository is not None and not repository.is_dir():
-        raise LabkitError(f"No model repository at {repository}; give a folder holding <model>/config.pbtxt.")
+    if repository is not None:
+        repository = model_repository(repository)
     sources = [Path(p) for p in args.source] if args.source else None
     project = export_backend(args.backend, args.directory, source=sources, repository=repository, models=args.model)
     models = sorted(p.name for p in (project / "models").iterdir())

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..course import reference
 from ..docker import cpu_image
-from ..errors import SetupError
+from ..errors import RepositoryNotFoundError, SetupError
 from ..native import deploy
 from ..repository import ModelRepository
 from ..server import create, kinds
@@ -39,6 +39,13 @@ def numbers(text: str, kind: type = int) -> list:
         return [kind(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, not {text!r}") from None
+
+
+def model_repository(path: Path) -> Path:
+    """``path``, the model repository a command was given; RepositoryNotFoundError when no folder is there."""
+    if not path.is_dir():
+        raise RepositoryNotFoundError(path=str(path))
+    return path
 
 
 def builds_reference(args: argparse.Namespace, repo: Path) -> bool:

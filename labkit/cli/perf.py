@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..course import reference
-from ..errors import LabkitError
+from ..errors import MissingConfigError
 from ..native import deploy
 from ..observe.perf_analyzer import PerfOptions, check_steps, perf as sweep_with_perf_analyzer
 from ..plumbing.transport import Transport
@@ -19,7 +19,11 @@ def _perf(args: argparse.Namespace) -> int:
     check_steps(args.concurrency, args.request_rate)  # before a server starts
     source = Path(args.repository) if args.repository else reference.repository()
     if not (source / args.model / "config.pbtxt").is_file():
-        raise LabkitError(f"No model {args.model!r} in {source}; give --repository holding <model>/config.pbtxt.")
+        raise MissingConfigError(
+            model=args.model,
+            source=str(source / args.model / "config.pbtxt"),
+            remedy="give --repository, a folder holding <model>/config.pbtxt",
+        )
     own = reference.is_reference_repository(
         source
     )  # labkit's models: copied into the server's workspace, reference backends built

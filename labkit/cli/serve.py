@@ -18,7 +18,7 @@ from ..repository import ModelRepository
 from ..server import ServerConfig
 from ..server.logs import LogFollower
 from ..server.server_config import PYTHON_BACKEND_SETTINGS
-from .options import builds_reference, port_number, server_for, with_server
+from .options import builds_reference, model_repository, port_number, server_for, with_server
 
 TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}  # tritonserver's own defaults
 AUTO_COMPLETE_WARNING = (
@@ -65,9 +65,7 @@ def serve_options(args: argparse.Namespace, unconfigured: list[str]) -> dict[str
 
 
 def _serve(args: argparse.Namespace) -> int:
-    repo = Path(args.repository)
-    if not repo.is_dir():
-        raise LabkitError(f"No model repository at {repo}; give a folder holding <model>/config.pbtxt.")
+    repo = model_repository(Path(args.repository))
     unconfigured = [m for m in ModelRepository(repo).unconfigured() if not args.model or m in args.model]
     options = serve_options(args, unconfigured)
     if unconfigured:

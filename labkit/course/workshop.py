@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..errors import LabkitError
+from ..errors import NotebookNotFoundError, OptionError
 from . import schedule
 from .notebook_runner import exercise_of, registered, run_notebook
 
@@ -52,9 +52,8 @@ def find_notebooks(names: list[str], folder: Path) -> list[Path]:
             continue
         matches = [p for p in every if p.stem == name or p.stem.startswith(f"{name}_") or p.name == name]
         if len(matches) != 1:
-            raise LabkitError(
-                f"No single notebook matches {name!r} in {folder}; give a path or one of: "
-                f"{', '.join(p.stem for p in every)}."
+            raise NotebookNotFoundError(
+                folder=str(folder), name=name, known=[p.stem for p in every], matches=[p.stem for p in matches]
             )
         found.append(matches[0])
     return found
@@ -85,7 +84,9 @@ def check(names: list[str], folder: Path, solutions: bool = False) -> int:
 def reset(names: list[str], folder: Path) -> int:
     """Put exercise cells back to their starters (outputs cleared), after a timestamped backup."""
     if not names:
-        raise LabkitError("Name the notebook(s) to reset, e.g. `labkit workshop reset 01`; nothing was changed.")
+        raise OptionError(
+            option="names", value=names, valid="the notebook(s) to reset, e.g. ['01'] (nothing was changed)"
+        )
     for path in find_notebooks(names, folder):
         nb = nbformat.read(path, as_version=4)
         tagged = [(c, exercise_id) for c in nb.cells if (exercise_id := exercise_of(c)) is not None]
@@ -159,7 +160,7 @@ def run(parsed: argparse.Namespace) -> int:
     if parsed.workshop_command == "plan":
         lessons = schedule.lessons(parsed.dir)
         if not lessons:
-            raise LabkitError(f"No lesson notebooks (NN_name.ipynb) in {parsed.dir}; give --dir, the notebooks folder.")
+            raise NotebookNotFoundError(folder=str(parsed.dir))
         print(schedule.plan(lessons, schedule.day(lessons, start=parsed.start, optional=parsed.all)))
         if parsed.explain:
             print()

@@ -17,7 +17,9 @@ reads its fields, never its text.
     ├── RepositoryError             .missing .refused
     │   ├── InvalidNameError        .name .what (also a ValueError)
     │   ├── RepositoryWriteError    .path .errno: the file system refused a write
+    │   ├── RepositoryNotFoundError .path: a command's model repository folder is not there
     │   └── ConfigError             .field .value .valid .lacks .source
+    │       └── MissingConfigError  .model .remedy: a model without config.pbtxt (.lacks ["config.pbtxt"], .source its path)
     ├── ModelLoadError              .model .reason .serving
     │   ├── LoadTimeoutError        .timeout_s .stack .location .ended .interrupted
     │   ├── EnsembleStepError       .step .step_model .problem .tensor .available .refused_by
@@ -42,9 +44,14 @@ reads its fields, never its text.
     ├── TraceError                  Triton's request traces could not be recorded or read
     ├── UnknownExerciseError        .exercise .notebook .known: a cell's exercise tag names no exercise
     ├── CourseError                 .notebook .field .problem: a lesson lacks the metadata the day's plan reads
+    ├── NotebookNotFoundError       .folder .name .known .matches: `labkit workshop` found no notebook to work on
+    ├── LessonOutcomeError          .model .happened .expected .check: a lesson's demonstration went otherwise
+    ├── AlreadyRanError             .what .remedy: an object that runs once (a dashboard) has run
     ├── OptionError                 .option .value .valid: an argument a labkit call cannot use (also a ValueError)
     ├── RoomSettingsError           .setting .value: a room setting the hub, the chart or KubeSpawner refuses (also a ValueError)
     ├── SubmissionError             .user .notebook .problem .status_code: a saved notebook not read for, or handed to, the grader
+    ├── RoomFileError               .path .problem .detail: a room's folder, progress file or CSV not usable
+    ├── LabKernelError              .user .code .problem .errors: a kernel in a participant's lab did not run code
     ├── HubError                    .url .status_code: the room's hub (or a lab, the board) refused or did not answer
     │   └── BoardError              the teacher's board did not give its table
     └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
@@ -58,9 +65,11 @@ from .models import (
     InvalidNameError,
     LoadTimeoutError,
     MetricKindError,
+    MissingConfigError,
     MissingModuleError,
     ModelLoadError,
     RepositoryError,
+    RepositoryNotFoundError,
     RepositoryWriteError,
 )
 from .requests import (
@@ -87,12 +96,17 @@ from .server import (
     WaitTimeoutError,
 )
 from .tools import (
+    AlreadyRanError,
     BoardError,
     CourseError,
     HubError,
+    LabKernelError,
+    LessonOutcomeError,
+    NotebookNotFoundError,
     OptionError,
     PerfAnalyzerError,
     PythonEnvError,
+    RoomFileError,
     RoomSettingsError,
     SubmissionError,
     TraceError,
@@ -115,7 +129,9 @@ __all__ = [
     "RepositoryError",
     "InvalidNameError",
     "RepositoryWriteError",
+    "RepositoryNotFoundError",
     "ConfigError",
+    "MissingConfigError",
     "ModelLoadError",
     "LoadTimeoutError",
     "EnsembleStepError",
@@ -140,11 +156,16 @@ __all__ = [
     "TraceError",
     "UnknownExerciseError",
     "CourseError",
+    "NotebookNotFoundError",
+    "LessonOutcomeError",
+    "AlreadyRanError",
     "WaitTimeoutError",
     "UnknownProtocolError",
     "OptionError",
     "RoomSettingsError",
     "SubmissionError",
+    "RoomFileError",
+    "LabKernelError",
     "HubError",
     "BoardError",
 ]

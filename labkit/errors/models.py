@@ -61,6 +61,30 @@ class ConfigError(RepositoryError):
         super().__init__(message)
 
 
+class MissingConfigError(ConfigError):
+    """Model ``model`` has no config.pbtxt where labkit (or Triton) reads it: ``source`` is the path of the
+    missing file, ``lacks`` is ["config.pbtxt"] (``missing`` too, as a RepositoryError), ``remedy`` says what
+    to do next (write one; or, where that fits, another folder or auto-complete). Nothing was loaded."""
+
+    def __init__(self, *, model: str, source: str, remedy: str = "") -> None:
+        self.model = model
+        self.remedy = remedy or (
+            f"write one first, e.g. lab.repository.write_config(labkit.model_config({model!r}, backend, inputs, outputs))"
+        )
+        super().__init__(
+            f"Model {model!r} has no config.pbtxt at {source}; {self.remedy}.", lacks=["config.pbtxt"], source=source
+        )
+        self.missing = "config.pbtxt"
+
+
+class RepositoryNotFoundError(RepositoryError):
+    """A command was given ``path`` as its model repository, and there is no folder there; nothing was started."""
+
+    def __init__(self, *, path: str) -> None:
+        self.path = path
+        super().__init__(f"No model repository at {path}; give a folder holding <model>/config.pbtxt.", refused=path)
+
+
 class ModelLoadError(LabkitError):
     """Triton refused to load (or did not finish unloading) ``model``; ``reason`` is Triton's own words."""
 

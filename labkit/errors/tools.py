@@ -53,6 +53,39 @@ class CourseError(LabkitError):
         )
 
 
+class NotebookNotFoundError(LabkitError):
+    """`labkit workshop` found no notebook to work on in ``folder``: none or several (``matches``) match
+    ``name`` (a path, file name or number prefix), or, when ``name`` is "", the folder holds no lesson
+    notebook (NN_name.ipynb). ``known``: the notebooks it holds. Nothing was changed."""
+
+    def __init__(self, *, folder: str, name: str = "", known: Sequence[str] = (), matches: Sequence[str] = ()) -> None:
+        self.folder, self.name, self.known, self.matches = folder, name, list(known), list(matches)
+        if name:
+            found = f"{name!r} matches {', '.join(self.matches)}" if self.matches else f"No notebook matches {name!r}"
+            message = f"{found} in {folder}; give a path or one of: {', '.join(self.known)}."
+        else:
+            message = f"No lesson notebooks (NN_name.ipynb) in {folder}; give --dir, the notebooks folder."
+        super().__init__(message)
+
+
+class LessonOutcomeError(LabkitError):
+    """A lesson's demonstration did not happen as Triton 23.12 (and labkit) make it happen: ``model``
+    ``happened`` (e.g. "answered"), although ``expected`` (what should have stopped it); ``check`` says
+    what to look at."""
+
+    def __init__(self, *, model: str, happened: str, expected: str, check: str) -> None:
+        self.model, self.happened, self.expected, self.check = model, happened, expected, check
+        super().__init__(f"{model} {happened}, although {expected}; {check}.")
+
+
+class AlreadyRanError(LabkitError):
+    """``what`` (e.g. "dashboard") runs once, and it has run; ``remedy`` says how to run again."""
+
+    def __init__(self, *, what: str, remedy: str) -> None:
+        self.what, self.remedy = what, remedy
+        super().__init__(f"This {what} has already run; {remedy}.")
+
+
 class UnknownProtocolError(LabkitError, ValueError):
     """A ``protocol=`` that labkit does not speak (``protocol`` is the value given, ``known`` the ones
     it does: "http" and "grpc"). Also a ValueError, as a bad argument."""
@@ -91,6 +124,41 @@ class SubmissionError(LabkitError):
 
     def __init__(self, message: str, *, user: str = "", notebook: str = "", problem: str, status_code: int = 0) -> None:
         self.user, self.notebook, self.problem, self.status_code = user, notebook, problem, status_code
+        super().__init__(message)
+
+
+class RoomFileError(LabkitError):
+    """A workshop room's file or folder at ``path`` could not be used. ``problem``: "no room" (no room folder
+    there), "unreadable" (the room's progress file; ``detail`` says why), "unwritable" (the CSV file asked
+    for; ``detail``: the system's words). Nothing was changed."""
+
+    _SAID = {
+        "no room": ("No room at {path}", "give the folder `labkit room up --dir` made (--dir)"),
+        "unreadable": (
+            "Cannot read the room's progress from {path}",
+            "remove the file and the board judges every saved notebook again",
+        ),
+        "unwritable": ("Cannot write {path}", "give another --csv path"),
+    }
+
+    def __init__(self, *, path: str, problem: str, detail: str = "") -> None:
+        self.path, self.problem, self.detail = path, problem, detail
+        what, remedy = self._SAID[problem]
+        super().__init__(what.format(path=path) + (f" ({detail})" if detail else "") + f"; {remedy}.")
+
+
+class LabKernelError(LabkitError):
+    """A kernel started in ``user``'s lab (by `labkit room bench`) did not run ``code``. ``problem``: "no answer"
+    (its websocket broke; ``errors`` holds why), "failed" (``errors``: the kernel's "ename: evalue" lines, or
+    its reply when it sent none)."""
+
+    def __init__(self, *, user: str, code: str, problem: str, errors: Sequence[str] = ()) -> None:
+        self.user, self.code, self.problem, self.errors = user, code, problem, list(errors)
+        said = "; ".join(self.errors)
+        if problem == "no answer":
+            message = f"The kernel of {user}'s lab stopped answering ({said}); read its container's log."
+        else:
+            message = f"`{code}` failed in {user}'s lab: {said}. Run it in that lab to read its traceback."
         super().__init__(message)
 
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import BuildError, RepositoryError, SetupError
+from ..errors import BuildError, MissingConfigError, RepositoryError, SetupError
 from ..repository import ModelRepository
 from ..repository.names import check_name
 from . import official, triton_sources
@@ -169,7 +169,7 @@ def _copy_model(repo: ModelRepository, model: str, target: Path) -> None:
     labkit put there (the installed backend serves instead)."""
     source = repo.model_dir(model)
     if not (source / "config.pbtxt").exists():
-        raise RepositoryError(f"Model {model!r} has no config.pbtxt in {repo.root}.")
+        raise MissingConfigError(model=model, source=str(source / "config.pbtxt"))
     target.mkdir(parents=True)
     versions = repo.versions(model)
     for item in source.iterdir():

@@ -24,7 +24,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from ..errors import LabkitError
+from ..errors import AlreadyRanError, LabkitError
 from ..gpu import metrics as gpu_metrics
 from ..plumbing.transport import closing_http
 from ..server.base import TritonServer
@@ -153,7 +153,7 @@ class Dashboard(widgets.VBox):
         """Start a load (until ``duration_s`` has passed, or ``stop()``) and the live panels; returns at once.
         The controls change its concurrency and the model's queue delay / preferred batch sizes."""
         if self.load is not None or self._thread is not None:
-            raise LabkitError("This dashboard has already run; make a new one for another load.")
+            raise AlreadyRanError(what="dashboard", remedy="make a new one for another load")
         batching = self.server.repository.read_config(
             self.model
         ).dynamic_batching  # as written, not as Triton filled it in

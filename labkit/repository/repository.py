@@ -7,7 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
-from ..errors import ConfigError, RepositoryError
+from ..errors import ConfigError, MissingConfigError, RepositoryError
 from . import config as _config
 from .files import write_atomic, writing
 from .names import check_name, check_relpath
@@ -76,11 +76,7 @@ class ModelRepository:
     def read_config(self, name: str) -> _config.ModelConfig:
         path = self.model_dir(name) / "config.pbtxt"
         if not path.exists():
-            raise ConfigError(
-                f"Model {name!r} has no config at {path}; write one with write_config().",
-                lacks=["config.pbtxt"],
-                source=str(path),
-            )
+            raise MissingConfigError(model=name, source=str(path))
         cfg = _config.read(path)
         if cfg.name and cfg.name != name:
             raise ConfigError(
@@ -140,7 +136,9 @@ class ModelRepository:
         """Copy model ``name`` from another repository folder into this one (replacing it)."""
         src = Path(other) / check_name(name)
         if not (src / "config.pbtxt").exists():
-            raise RepositoryError(f"{src} holds no model (no config.pbtxt).")
+            raise MissingConfigError(
+                model=name, source=str(src / "config.pbtxt"), remedy=f"copy a model {other} holds, with its config"
+            )
         dst = self.model_dir(name)
         with writing(dst):
             if dst.exists():

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LabkitError, WaitTimeoutError
+from ..errors import LabKernelError, WaitTimeoutError
 from ..plumbing.downloads import say
 from ..plumbing.polling import wait_until
 from . import record as room_record
@@ -152,11 +152,11 @@ def run_in_lab(room: HubClient, user: str, code: str, timeout_s: float = 300) ->
                 took = time.monotonic() - t0
                 break
     except (websocket.WebSocketException, OSError) as exc:
-        raise LabkitError(f"The kernel of {user}'s lab stopped answering ({exc}); read its container's log.") from None
+        raise LabKernelError(user=user, code=code, problem="no answer", errors=[str(exc)]) from None
     finally:
         socket.close()
     if errors or reply["content"].get("status") != "ok":
-        raise LabkitError(f"`{code}` failed in {user}'s lab: {'; '.join(errors) or reply['content']}.")
+        raise LabKernelError(user=user, code=code, problem="failed", errors=errors or [str(reply["content"])])
     return kernel, took
 
 

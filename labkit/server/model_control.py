@@ -20,6 +20,7 @@ from tritonclient.utils import InferenceServerException
 
 from ..errors import (
     LabkitError,
+    MissingConfigError,
     ModelLoadError,
     RepositoryError,
     ServerNotRunningError,
@@ -116,10 +117,10 @@ class Models:
             self.repository.read_config(name)  # a typo in a field fails here, named, before Triton sees it
         elif not (self.config.auto_complete and self.repository.versions(name)):
             # With auto-complete on, Triton asks the backend for the config (auto_complete_config).
-            raise RepositoryError(
-                f"Model {name!r} has no config.pbtxt in {self.repository.root}; write one first "
-                f"(or start the server with auto_complete=True).",
-                missing="config.pbtxt",
+            raise MissingConfigError(
+                model=name,
+                source=str(self.repository.model_dir(name) / "config.pbtxt"),
+                remedy="write one first (or start the server with auto_complete=True)",
             )
         refusals.check_metric_kinds(self, name)  # before Triton: its refusal can crash 23.12
         env_checks.check_environment(self, name)  # a wrong Python or numpy 2 would load and then fail

@@ -61,6 +61,34 @@ CASES = {
         lambda mp, tmp: _raised(lambda: cfgmod.parse("max_batch_sise: 4\n")),
         ["max_batch_sise", "Fix that line"],
     ),
+    "MissingConfigError": (
+        lambda mp, tmp: _raised(lambda: labkit.repository.ModelRepository(tmp).read_config("m")),
+        ["Model 'm' has no config.pbtxt at", "config.pbtxt; write one first", "lab.repository.write_config("],
+    ),
+    "RepositoryNotFoundError": (
+        lambda mp, tmp: labkit.errors.RepositoryNotFoundError(path="/r"),
+        ["No model repository at /r", "give a folder holding <model>/config.pbtxt"],
+    ),
+    "RoomFileError": (
+        lambda mp, tmp: labkit.errors.RoomFileError(path="/g.csv", problem="unwritable", detail="Read-only"),
+        ["Cannot write /g.csv (Read-only)", "give another --csv path"],
+    ),
+    "LabKernelError": (
+        lambda mp, tmp: labkit.errors.LabKernelError(user="p01", code="1/0", problem="failed", errors=["E: v"]),
+        ["`1/0` failed in p01's lab: E: v", "Run it in that lab"],
+    ),
+    "NotebookNotFoundError": (
+        lambda mp, tmp: labkit.errors.NotebookNotFoundError(folder="nb", name="07", known=["01_a"]),
+        ["No notebook matches '07' in nb", "give a path or one of: 01_a"],
+    ),
+    "LessonOutcomeError": (
+        lambda mp, tmp: labkit.errors.LessonOutcomeError(model="m", happened="loaded", expected="e", check="look"),
+        ["m loaded, although e; look."],
+    ),
+    "AlreadyRanError": (
+        lambda mp, tmp: labkit.errors.AlreadyRanError(what="dashboard", remedy="make a new one"),
+        ["This dashboard has already run; make a new one."],
+    ),
     "InvalidNameError": (lambda mp, tmp: _raised(lambda: names.check_name("")), ["name is empty", "give a name"]),
     "RepositoryError": (
         lambda mp, tmp: _raised(lambda: model_source("def execute(requests): pass\n")),

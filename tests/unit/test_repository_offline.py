@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import linecache
 import os
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +54,25 @@ def test_wrong_type_is_named(tmp_path):
     with pytest.raises(labkit.errors.ConfigError) as info:
         labkit.repository.ModelRepository(tmp_path).read_config("m")
     assert info.value.field == "max_batch_size" and info.value.source == str(tmp_path.resolve() / "m" / "config.pbtxt")
+
+
+def test_a_missing_config_is_one_error_wherever_it_is_found(tmp_path):
+    from labkit.native.export import _copy_model
+
+    repo = labkit.repository.ModelRepository(tmp_path / "repo")
+    repo.write_python_model("m", ADD_SUB)  # m/1/model.py, no config.pbtxt
+    wanted = str(repo.model_dir("m") / "config.pbtxt")
+    for call in (
+        lambda: repo.read_config("m"),
+        lambda: labkit.repository.ModelRepository(tmp_path / "other").copy_model_from(repo.root, "m"),
+        lambda: _copy_model(repo, "m", tmp_path / "exported" / "m"),
+    ):
+        with pytest.raises(labkit.errors.MissingConfigError) as info:
+            call()
+        assert isinstance(info.value, labkit.errors.ConfigError | labkit.errors.RepositoryError)
+        assert (info.value.model, info.value.lacks, info.value.missing) == ("m", ["config.pbtxt"], "config.pbtxt")
+        assert Path(info.value.source) == Path(wanted)
+    assert not (tmp_path / "exported").exists() and not (tmp_path / "other" / "m").exists()
 
 
 def test_incomplete_config_refused(tmp_path):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...client.inference import infer
-from ...errors import InferenceError, LabkitError
+from ...errors import InferenceError, LessonOutcomeError
 from ...observe.stats import model_stats
 from ...repository import model_config
 from ...server.base import TritonServer
@@ -135,7 +135,12 @@ def missing_callee_error(server: TritonServer, callee: str = CALLEES[1]) -> str:
         return str(exc)
     finally:
         server.load(callee)
-    raise LabkitError(f"bls_demo answered although {callee!r} was unloaded; check its error handling.")
+    raise LessonOutcomeError(
+        model=MODEL,
+        happened="answered",
+        expected=f"{callee!r} was unloaded",
+        check="check its error handling (an error response of a BLS call must become bls_demo's error)",
+    )
 
 
 def run(server: TritonServer) -> Outcome:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...client.inference import stream_infer
-from ...errors import InferenceError, LabkitError
+from ...errors import InferenceError, LessonOutcomeError
 from ...repository import model_config
 from ...server.base import TritonServer
 from . import decoupled
@@ -139,7 +139,12 @@ def async_refused(server: TritonServer) -> str:
         stream_infer(server, REFUSED, {"IN": np.array([1, 2], np.int32)})
     except InferenceError as exc:
         return exc.reason or str(exc)
-    raise LabkitError(f"{REFUSED} answered without an error; 23.12's stub should have refused async_exec.")
+    raise LessonOutcomeError(
+        model=REFUSED,
+        happened="answered without an error",
+        expected="23.12's stub refuses async_exec in a decoupled model",
+        check="check that the server is Triton 23.12",
+    )
 
 
 def run(server: TritonServer) -> Outcome:

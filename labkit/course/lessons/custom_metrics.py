@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...client.inference import infer
-from ...errors import LabkitError, MetricKindError
+from ...errors import AnswerMismatchError, LessonOutcomeError, MetricKindError
 from ...observe.dashboard import Dashboard
 from ...observe.metric_plots import TRITON_FAMILIES
 from ...observe.stats import family_totals
@@ -91,7 +91,11 @@ def send(server: TritonServer, requests: int = 3, rows: int = 2) -> None:
     for _ in range(requests):
         answer = infer(server, MODEL, {"X": x}, ["Y"])["Y"]
         if not np.array_equal(answer, x + 1):
-            raise LabkitError(f"{MODEL} answered {answer.tolist()}, not X + 1; check its execute.")
+            raise AnswerMismatchError(
+                f"{MODEL} answered {answer.tolist()}, not X + 1; check its execute.",
+                model=MODEL,
+                reason=f"answered {answer.tolist()}, not X + 1",
+            )
 
 
 def read(server: TritonServer) -> dict[str, tuple[str, float]]:
@@ -116,7 +120,12 @@ def clash_error(server: TritonServer) -> MetricKindError:
         server.python_model(CLASH_MODEL, CLASH_SOURCE, CLASH_CONFIG)
     except MetricKindError as exc:
         return exc
-    raise LabkitError(f"{CLASH_MODEL} loaded although {MODEL} defines lesson_requests as a counter.")
+    raise LessonOutcomeError(
+        model=CLASH_MODEL,
+        happened="loaded",
+        expected=f"{MODEL} defines lesson_requests as a counter",
+        check=f"load {MODEL} first (setup(server)), then call this again",
+    )
 
 
 def run(server: TritonServer) -> Outcome:

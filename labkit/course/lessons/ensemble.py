@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...client.inference import infer
-from ...errors import EnsembleStepError, LabkitError
+from ...errors import EnsembleStepError, LessonOutcomeError
 from ...observe.ensembles import EnsembleTimeline, ensemble_timeline, serve_ensemble
 from ...repository import model_config
 from ...repository.ensemble_config import Step, ensemble_config
@@ -115,7 +115,12 @@ def missing_step_error(server: TritonServer, missing: str = "postprocess") -> En
         serve_ensemble(server, broken)
     except EnsembleStepError as exc:
         return exc
-    raise LabkitError(f"pipeline_v2 was served although {missing!r} is not in the repository.")
+    raise LessonOutcomeError(
+        model="pipeline_v2",
+        happened="was served",
+        expected=f"its step {missing!r} is not in the repository",
+        check="give missing= a name that no model of the repository has",
+    )
 
 
 def run(server: TritonServer) -> Outcome:

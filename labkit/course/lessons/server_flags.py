@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import LabkitError
+from ...errors import SetupError
 from ...server.base import TritonServer
 
 #: Why labkit sets each option (the options a person passes in ``extra_args`` have no entry).
@@ -57,7 +57,11 @@ def command_line(server: TritonServer) -> list[str]:
     """The running Triton's own argv, read from /proc (a Triton on this machine only)."""
     pid = getattr(server.runtime, "triton_pid", None)
     if pid is None or not Path(f"/proc/{pid}/cmdline").exists():
-        raise LabkitError("Triton's command line is read from /proc: start an embedded server (labkit.start()).")
+        raise SetupError(
+            "Triton's command line is read from /proc: start an embedded server (labkit.start()).",
+            missing="a Triton process on this machine" if pid is None else f"/proc/{pid}/cmdline",
+            reason="not an embedded server" if pid is None else "process gone",
+        )
     return [part for part in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if part]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...course.catalogue import REGISTRY, hint_of, is_started
-from ...errors import BoardError, HubError, LabkitError
+from ...errors import BoardError, HubError, RoomFileError
 from .. import record as room_record
 from ..hubclient import HubClient
 from ..protocol import RoomVerdict
@@ -177,10 +177,7 @@ def load(room_dir: Path, participants: list[str] | tuple[str, ...] = ()) -> Prog
     except FileNotFoundError:
         progress = Progress([])
     except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise LabkitError(
-            f"Cannot read the room's progress from {path} ({exc}); remove the file and the board "
-            "judges every saved notebook again."
-        ) from None
+        raise RoomFileError(path=str(path), problem="unreadable", detail=str(exc)) from None
     progress.participants += [p for p in participants if p not in progress.participants]
     return progress
 
@@ -244,7 +241,7 @@ def export_grades(room_dir: Path, csv_file: Path | None = None, *, url: str = ""
     if url:
         return _write(to_csv(board_table(url, token)), csv_file)
     if not Path(room_dir).is_dir():
-        raise LabkitError(f"No room at {room_dir}; give the folder `labkit room up --dir` made (--dir).")
+        raise RoomFileError(path=str(room_dir), problem="no room")
     record = room_record.read_if_any(Path(room_dir))
     participants = list(record.participants) if record else []
     return _write(to_csv(load(room_dir, participants)), csv_file)
@@ -257,6 +254,6 @@ def _write(text: str, csv_file: Path | None) -> int:
     try:
         Path(csv_file).write_text(text)
     except OSError as exc:
-        raise LabkitError(f"Cannot write {csv_file} ({exc.strerror}); give another --csv path.") from None
+        raise RoomFileError(path=str(csv_file), problem="unwritable", detail=exc.strerror or str(exc)) from None
     print(f"{csv_file}: {text.count(chr(10)) - 1} participant(s) × {len(exercise_ids())} exercise(s)")
     return 0
