@@ -154,8 +154,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             description="Serve a model repository until Ctrl-C or SIGTERM, on Triton's ports 8000/8001/8002 "
             "(127.0.0.1). Triton's log (the models' print() and pb_utils.Logger lines) shows here as it "
             "comes; the log file is kept and its path printed at exit. A model folder without "
-            "config.pbtxt turns Triton's auto-complete on (with a warning). The repository is served "
-            "as it is: nothing is built or written into it (unless --build-reference-backends).",
+            "config.pbtxt turns Triton's auto-complete on (with a warning). A model folder with a requirements.txt "
+            "gets an environment built from it (pip install --no-deps, once, into labkit's cache) and is served "
+            "from a copy whose config names it. The repository is served as it is: nothing is built or written "
+            "into it (unless --build-reference-backends).",
         )
     )
     serve.add_argument("repository", nargs="?", default="model_repository")
