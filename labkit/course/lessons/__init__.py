@@ -24,6 +24,11 @@ Notebook 12 (BLS in depth, request parameters, the rest of the backend API):
 - backend_attributes: preferred instance groups, parallel instance loading, execution policy and memory
   usage reports of a C++ backend (C API alone)
 
+Notebook 17 (real models):
+
+- real_models (with real_models_data): PP-OCRv4 and silero-vad from examples/real_models served with their own
+  environments, the drawn text and spoken audio they are fed, their answers scored, Triton against onnxruntime alone
+
 Notebook 11 (the Python backend in production):
 
 - production: which Python each runtime's stubs embed, and a server's shared-memory regions (readers, no
