@@ -164,11 +164,11 @@ def test_labkit_serve_serves_the_folder_as_it_is_and_writes_nothing_into_it():
         tensor.set_data_from_numpy(image)
         found = [t.decode() for t in client.infer("ocr", [tensor]).as_numpy("TEXT")]
         assert real_models.character_accuracy(lines, found) >= 0.95
-        for name in ("ocr_det", "ocr_read", "ocr_rec", "vad"):
+        for name in ("ocr_det", "ocr_read", "ocr_rec", "vad", "vad_events"):
             config = json.loads(json.dumps(client.get_model_config(name)))
             env = Path(config["parameters"]["EXECUTION_ENV_PATH"]["string_value"])
             assert env.is_dir() and folder not in env.parents
-        assert "EXECUTION_ENV_PATH" not in client.get_model_config("vad_events").get("parameters", {})
+        assert "EXECUTION_ENV_PATH" not in client.get_model_config("ocr").get("parameters", {})  # the ensemble
         client.close()
         assert serve.stop(signal.SIGINT).strip().endswith("stopped.")
     finally:

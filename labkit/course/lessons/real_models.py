@@ -142,8 +142,9 @@ def events(
     timeout_s: float = 60,
     parameters: Mapping[str, str | int | bool] | None = None,
 ) -> list[tuple]:
-    """``vad_events``' events for the frames sent as one sequence over a gRPC stream: (kind, seconds) each.
-    ``parameters``: each request's own parameters (tritonclient's), if any."""
+    """``vad_events``' events for the frames sent as one sequence over a gRPC stream: (kind, seconds) each, in
+    the order of their times (a decoupled model's responses to different requests may arrive in another
+    order). ``parameters``: each request's own parameters (tritonclient's), if any."""
     import queue
 
     import tritonclient.grpc as grpcclient
@@ -189,7 +190,7 @@ def events(
     finally:
         client.stop_stream()
         client.close()
-    return found
+    return sorted(found, key=lambda event: event[1])
 
 
 def run(server: TritonServer) -> Outcome:

@@ -1,21 +1,27 @@
-"""Speech start and end events from vad's probabilities, sent as they happen (a decoupled model).
+"""Speech start and end events, sent as they happen (a decoupled model), from silero-vad run here.
 
 Speech starts at the first frame whose probability reaches the threshold, and ends at the first of
 min_silence_ms of frames below threshold - 0.15 (silero-vad's own hysteresis). Each stream's state
-(in speech or not, frames seen, quiet frames so far) is kept per correlation id, freed at END or
-after the sequence's idle time, as in vad."""
+(the network's state and context, as in vad; in speech or not, frames seen, quiet frames so far) is
+kept per correlation id, freed at END or after the sequence's idle time."""
 
+import importlib.util
 import json
 import time
+from pathlib import Path
 
 import numpy as np
+import onnxruntime
 import triton_python_backend_utils as pb_utils
 
-FRAME_S = 512 / 16000  # one frame: 32 ms
+FRAME, CONTEXT, RATE = 512, 64, 16000
+FRAME_S = FRAME / RATE  # one frame: 32 ms
 
 
 class Stream:
     def __init__(self):
+        self.state = np.zeros((2, 1, 128), np.float32)
+        self.context = np.zeros(CONTEXT, np.float32)
         self.frames = 0
         self.speech = False
         self.quiet = 0
@@ -30,6 +36,13 @@ class TritonPythonModel:
         self.quiet_frames = max(1, round(float(parameters["min_silence_ms"]) / 1000 / FRAME_S))
         self.idle_s = int(config["sequence_batching"]["max_sequence_idle_microseconds"]) / 1e6
         self.streams = {}
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = 1, 1
+        # silero_vad's __init__ imports torch; the ONNX file next to it needs only onnxruntime.
+        package = Path(importlib.util.find_spec("silero_vad").submodule_search_locations[0])
+        self.session = onnxruntime.InferenceSession(
+            str(package / "data" / "silero_vad.onnx"), options, providers=["CPUExecutionProvider"]
+        )
 
     def execute(self, requests):
         now = time.monotonic()
@@ -55,19 +68,15 @@ class TritonPythonModel:
         stream = self.streams.get(corrid)
         if stream is None:
             raise pb_utils.TritonModelException(f"AUDIO for sequence {corrid} has no state: start it with START")
-        flags = (pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START if start else 0) | (
-            pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END if end else 0
+        frame = pb_utils.get_input_tensor_by_name(request, "AUDIO").as_numpy().reshape(-1)
+        if frame.size != FRAME:
+            raise pb_utils.TritonModelException(f"AUDIO holds {frame.size} samples: send {FRAME} (32 ms at 16 kHz)")
+        speech, stream.state = self.session.run(
+            None,
+            {"input": np.concatenate([stream.context, frame])[None], "state": stream.state, "sr": np.array(RATE, np.int64)},
         )
-        answer = pb_utils.InferenceRequest(
-            model_name="vad",
-            inputs=[pb_utils.get_input_tensor_by_name(request, "AUDIO")],
-            requested_output_names=["SPEECH"],
-            correlation_id=corrid,
-            flags=flags,
-        ).exec()
-        if answer.has_error():
-            raise pb_utils.TritonModelException(f"vad: {answer.error().message()}")
-        probability = float(pb_utils.get_output_tensor_by_name(answer, "SPEECH").as_numpy().reshape(-1)[0])
+        stream.context = frame[-CONTEXT:].copy()
+        probability = float(speech.reshape(-1)[0])
         stream.seen = time.monotonic()
         found = []
         if not stream.speech and probability >= self.threshold:
