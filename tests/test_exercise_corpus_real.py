@@ -1,4 +1,4 @@
-"""The checks of notebook 17 against a corpus of answers: right ones written differently pass, plausible wrong
+"""The checks of notebooks 17 and 18 against a corpus of answers: right ones written differently pass, plausible wrong
 ones fail with the rule that shows what is wrong, and the check leaves nothing behind.
 
 Each answer is the reference solution (or starter) with one change, served by a real Triton the way the
@@ -10,16 +10,16 @@ import pytest
 from answers import body, edit, judge
 
 import labkit
-from labkit.course.exercises import nb17
+from labkit.course.exercises import nb17, nb18
 from labkit.lessons import real_models
 
 READ = 'threshold = float(json.loads(request.parameters()).get("threshold", self.threshold))'
 
 ANSWERS = {
-    "solution": (body("17-threshold"), None),
+    "solution": (body("18-threshold"), None),
     "the parameters read into a dict first": (
         edit(
-            "17-threshold",
+            "18-threshold",
             (
                 READ,
                 'asked = json.loads(request.parameters())\n        threshold = float(asked["threshold"]) '
@@ -28,17 +28,17 @@ ANSWERS = {
         ),
         None,
     ),
-    "the starter (the config's threshold for every request)": (body("17-threshold", "starter"), "threshold"),
+    "the starter (the config's threshold for every request)": (body("18-threshold", "starter"), "threshold"),
     "the request's threshold for starts, the config's for ends": (
-        edit("17-threshold", ("probability < threshold - 0.15", "probability < self.threshold - 0.15")),
+        edit("18-threshold", ("probability < threshold - 0.15", "probability < self.threshold - 0.15")),
         "threshold",
     ),
     "no default when a request has none": (
-        edit("17-threshold", (READ, 'threshold = float(json.loads(request.parameters())["threshold"])')),
+        edit("18-threshold", (READ, 'threshold = float(json.loads(request.parameters())["threshold"])')),
         "",  # the model's KeyError comes back as the stream's error
     ),
     "a default of its own, not the config's": (
-        edit("17-threshold", (READ, 'threshold = float(json.loads(request.parameters()).get("threshold", 0.9))')),
+        edit("18-threshold", (READ, 'threshold = float(json.loads(request.parameters()).get("threshold", 0.9))')),
         "default",
     ),
 }
@@ -52,9 +52,9 @@ def lab():
 
 
 @pytest.mark.parametrize("answer", list(ANSWERS))
-def test_17_threshold(lab, answer):
+def test_18_threshold(lab, answer):
     source, rule = ANSWERS[answer]
-    judge(lab, "17-threshold", lambda: lab.python_model(nb17.MODEL, source), rule)
+    judge(lab, "18-threshold", lambda: lab.python_model(nb18.MODEL, source), rule)
 
 
 SEND = """        batches = [np.stack(crops[i : i + BATCH]) for i in range(0, len(crops), BATCH)]  # [n, 3, 48, 320] each"""

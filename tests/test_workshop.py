@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,9 @@ import labkit
 import labkit.errors
 import labkit.server
 from labkit import exercises
-from labkit.course import notebook_runner, workshop
+from labkit.course import lesson_time, notebook_runner, workshop
 from labkit.course.exercises import REGISTRY
+from labkit.native import triton_sources
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -178,23 +180,38 @@ def test_a_broken_exercise_cell_does_not_hide_the_other_verdicts(tmp_path):
     assert f"(ValueError: half-finished, cell {numbers['broken']})" in broken.line()
 
 
-def _workshop(*args: str) -> subprocess.CompletedProcess:
+def _workshop(*args: str, folder: Path = NOTEBOOKS) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    pinned = NOTEBOOKS.parent.parent / "shared" / "triton-r23.12"  # what notebook 08 finds from notebooks/
+    if pinned.is_dir():
+        env.setdefault(triton_sources.ENV, str(pinned))
     return subprocess.run(
-        [sys.executable, "-m", "labkit.cli", "workshop", "check", *args, "--dir", str(NOTEBOOKS)],
+        [sys.executable, "-m", "labkit.cli", "workshop", "check", *args, "--dir", str(folder)],
         capture_output=True,
         text=True,
         timeout=3000,
+        env=env,
     )
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3000)
-def test_with_the_solutions_every_exercise_passes():
-    run = _workshop("--all", "--solutions")
+def test_with_the_solutions_every_exercise_passes_and_its_check_time_is_recorded(tmp_path):
+    """Run on copies with --record-times: the copies gain each check's time with its answer, and nothing else."""
+    folder = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOKS, folder, ignore=shutil.ignore_patterns(".*"))
+    run = _workshop("--all", "--solutions", "--record-times", folder=folder)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     lines = [line.strip() for line in run.stdout.splitlines() if line.strip().startswith(("passed:", "not yet:"))]
     assert sorted(line.split(": ", 1)[1] for line in lines) == sorted(REGISTRY)
     assert all(line.startswith("passed:") for line in lines)
+    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+        original, recorded = (nbformat.read(p, as_version=4) for p in (NOTEBOOKS / path.name, path))
+        times = recorded.metadata["labkit"].pop(lesson_time.CHECK_TIMES, {})
+        original.metadata["labkit"].pop(lesson_time.CHECK_TIMES, None)
+        assert set(times) == {e.id for e in REGISTRY.values() if e.notebook == path.stem}, path.name
+        assert all(seconds > 0 for seconds in times.values()), (path.name, times)
+        assert recorded == original, f"{path.name}: --record-times changed more than labkit.check_s"
 
 
 @pytest.mark.slow

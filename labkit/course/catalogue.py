@@ -188,16 +188,16 @@ _EXERCISES = (
         "a cancelled request is still the model's until it ends it: Triton only marks it, and the model asks the request itself, between two responses, then stops and closes the stream with its final flag (python_backend README, r23.12, Request Cancellation Handling: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#request-cancellation-handling).",
     ),
     Exercise(
-        "17-threshold",
-        "17_real_models",
-        "vad_events with a threshold of the client's own, a parameter of each request",
-        "a request's parameters come as a JSON string from request.parameters() (python_backend README, r23.12: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#inference-request-parameters); a client sends the threshold as a string, so read it with float(), and keep the config's threshold when a request has none.",
-    ),
-    Exercise(
         "17-one-request",
         "17_real_models",
         "ocr_read sends an image's crops to ocr_rec in as few requests as its batch allows",
         "a BLS request may carry a batch: stack the crops along the first axis (np.stack), at most ocr_rec's max_batch_size (8) a request, and read the answer's TEXT row by row, in the order the crops went in (python_backend README, r23.12, Business Logic Scripting: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#business-logic-scripting).",
+    ),
+    Exercise(
+        "18-threshold",
+        "18_real_models_voice",
+        "vad_events with a threshold of the client's own, a parameter of each request",
+        "a request's parameters come as a JSON string from request.parameters() (python_backend README, r23.12: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#inference-request-parameters); a client sends the threshold as a string, so read it with float(), and keep the config's threshold when a request has none.",
     ),
 )
 #: Every exercise by id, in the notebooks' order of registration.

@@ -19,6 +19,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 
 from ..errors import UnknownExerciseError
 from .catalogue import OUTPUT_METADATA, REGISTRY, TAG_PREFIX, Exercise, Verdict
+from .lesson_time import check_times
 
 CELL_TIMEOUT_S = 600
 
@@ -59,6 +60,7 @@ class NotebookRun:
     stopped: str = ""  # why execution stopped early, if it did
     failures: list[CellFailure] = field(default_factory=list)  # cells that raised (the run went on)
     skipped: str = ""  # why the notebook was not run (this machine lacks what it needs), if so
+    check_s: dict[str, float] = field(default_factory=dict)  # each check cell's run time, by exercise
 
     @property
     def passed(self) -> bool:
@@ -181,4 +183,4 @@ def run_notebook(
                 "run the notebook top to bottom in JupyterLab to see the failing cell.",
             )
         )
-    return NotebookRun(path, verdicts, stopped, failures)
+    return NotebookRun(path, verdicts, stopped, failures, check_s=check_times(nb.cells))

@@ -89,9 +89,10 @@ class DayShape:
     end: str = "17:00"
     setup_minutes: int = 30  # installing, `labkit doctor`, the first `labkit.start()` on every machine
     break_minutes: int = 15  # one in the morning, one in the afternoon
-    lunch_minutes: int = 60
+    lunch_minutes: int = 45
     lunch_window: tuple[str, str] = ("12:00", "13:30")  # lunch starts within it
     own_minutes: int = 30  # the participants' own backends, at the end
+    buffer_minutes: int = 20  # the day's last row ends this long before ``end``: what runs late has room
 
 
 SETUP, BREAK, LUNCH, OWN = "set-up and checks", "break", "lunch", "your own backends"
@@ -176,8 +177,12 @@ def problems(slots: list[Slot], shape: DayShape | None = None) -> list[str]:
             found.append("no morning break")
         if not afternoon:
             found.append("no afternoon break")
-    if slots and slots[-1].end > minute_of_day(shape.end):
-        found.append(f"ends at {clock(slots[-1].end)}, after {shape.end}")
+    latest = minute_of_day(shape.end) - shape.buffer_minutes
+    if slots and slots[-1].end > latest:
+        found.append(
+            f"ends at {clock(slots[-1].end)}, after {clock(latest)} ({shape.buffer_minutes} min before {shape.end} "
+            "are kept for what runs late)"
+        )
     return found
 
 
@@ -225,17 +230,18 @@ def explain(lessons: list[Lesson]) -> str:
     """The rule that gives each lesson's least minutes, and its figures per lesson."""
     rows = [
         f"  {'lesson':7s} {'words':>6s} {'read':>5s} {'lines':>6s} {'read':>5s} {'run s':>6s} "
-        f"{'exer.':>5s} {'min':>5s}  {'needed':>6s}  {'stated':>6s}"
+        f"{'exer.':>5s} {'min':>5s} {'sect.':>5s} {'min':>5s}  {'needed':>6s}  {'stated':>6s}"
     ]
     for lesson in lessons:
         if lesson.needed is None:
             continue
-        parts = lesson.needed.parts
-        short = " LESS THAN THE RULE" if lesson.minutes < lesson.needed.minutes else ""
-        untimed = f" ({lesson.needed.untimed} cells untimed)" if lesson.needed.untimed else ""
+        n, parts = lesson.needed, lesson.needed.parts
+        notes = [" LESS THAN THE RULE"] if lesson.minutes < n.minutes else []
+        notes += [f" ({n.untimed} cells untimed)"] if n.untimed else []
+        notes += [f" (no time with the answer: {', '.join(n.checks_unmeasured)})"] if n.checks_unmeasured else []
         rows.append(
-            f"  {lesson.number:7s} {lesson.needed.words:6d} {parts['reading']:5.1f} {lesson.needed.lines:6d} "
-            f"{parts['lines']:5.1f} {lesson.needed.run_s:6.0f} {lesson.needed.exercises:5d} "
-            f"{parts['exercises']:5.0f}  {lesson.needed.minutes:6d}  {lesson.minutes:6d}{short}{untimed}"
+            f"  {lesson.number:7s} {n.words:6d} {parts['reading']:5.1f} {n.lines:6d} {parts['lines']:5.1f} "
+            f"{n.run_s:6.0f} {n.exercises:5d} {parts['exercises']:5.0f} {n.sections:5d} {parts['sections']:5.0f}  "
+            f"{n.minutes:6d}  {lesson.minutes:6d}{''.join(notes)}"
         )
     return "\n".join([RULE, "", *rows])

@@ -1,11 +1,13 @@
 """`labkit workshop`: run the notebooks' exercises and say, per exercise, passed or not yet.
 
-    labkit workshop check [NOTEBOOK ...] [--all] [--solutions]
+    labkit workshop check [NOTEBOOK ...] [--all] [--solutions [--record-times]]
     labkit workshop reset NOTEBOOK ...
     labkit workshop plan [--start HH:MM] [--all] [--explain]
 
 ``check`` executes each notebook (a copy; the file is not changed) with a real kernel and collects the
-verdict of every check cell; ``--solutions`` first fills each exercise cell with its reference solution.
+verdict of every check cell; ``--solutions`` first fills each exercise cell with its reference solution, and
+``--record-times`` then writes each check cell's run time into the notebook's metadata (``labkit.check_s``, the
+only change to the file), which the day's plan counts (labkit.course.lesson_time).
 ``reset`` puts a participant's notebook back to its starters, keeping a timestamped backup in
 ``.labkit-backups/`` beside it (out of the notebooks' pattern, so ``check --all`` does not run it).
 A cell that raises does not stop ``check``: the notebook runs on, and an exercise cell's error becomes
@@ -24,7 +26,8 @@ import nbformat
 
 from ..errors import NotebookNotFoundError, OptionError
 from . import schedule
-from .notebook_runner import exercise_of, registered, run_notebook
+from .lesson_time import CHECK_TIMES
+from .notebook_runner import NotebookRun, exercise_of, registered, run_notebook
 
 BACKUP_FOLDER = ".labkit-backups"
 _PATTERN = "[0-9][0-9]_*.ipynb"
@@ -59,8 +62,26 @@ def find_notebooks(names: list[str], folder: Path) -> list[Path]:
     return found
 
 
-def check(names: list[str], folder: Path, solutions: bool = False) -> int:
-    """Run the notebooks, print one line per exercise; 0 only when every exercise passed."""
+def record_times(run: NotebookRun) -> None:
+    """Write the check cells' run times with the reference answers into the notebook's ``labkit`` metadata,
+    and nothing else; a run where an exercise did not pass records nothing (its times are not an answer's)."""
+    if not run.passed:
+        print("  times not recorded: not every exercise passed", flush=True)
+        return
+    nb = nbformat.read(run.notebook, as_version=4)
+    nb.metadata.setdefault("labkit", {})[CHECK_TIMES] = dict(sorted(run.check_s.items()))
+    nbformat.write(nb, run.notebook)
+    times = ", ".join(f"{exercise} {seconds:.1f} s" for exercise, seconds in sorted(run.check_s.items()))
+    print(f"  recorded in {run.notebook.name}: {times or 'no check cells'}", flush=True)
+
+
+def check(names: list[str], folder: Path, solutions: bool = False, record: bool = False) -> int:
+    """Run the notebooks, print one line per exercise; 0 only when every exercise passed. ``record`` (with
+    ``solutions`` only): keep each check cell's run time in the notebook's metadata."""
+    if record and not solutions:
+        raise OptionError(
+            option="--record-times", value=True, valid="only with --solutions (a starter's failing check is no answer)"
+        )
     ok = True
     for path in find_notebooks(names, folder):
         print(f"{path.stem}{' (with the reference solutions)' if solutions else ''}:", flush=True)
@@ -77,6 +98,8 @@ def check(names: list[str], folder: Path, solutions: bool = False) -> int:
         if not run.verdicts:
             print("  (no exercises)", flush=True)
         print(f"  ({time.monotonic() - t0:.0f} s)", flush=True)
+        if record:
+            record_times(run)
         ok = ok and run.passed
     return 0 if ok else 1
 
@@ -114,6 +137,11 @@ def _add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], fold
     )
     c.add_argument("--all", action="store_true", help="every notebook in the folder")
     c.add_argument("--solutions", action="store_true", help="fill each exercise with its reference solution first")
+    c.add_argument(
+        "--record-times",
+        action="store_true",
+        help="with --solutions: write each check's run time into the notebook's metadata (labkit.check_s)",
+    )
     c.set_defaults(usage_error=c.error)
     r = sub.add_parser("reset", help="restore notebooks' exercise cells to their starters (keeps a backup)")
     r.add_argument("notebooks", nargs="+")
@@ -156,7 +184,7 @@ def run(parsed: argparse.Namespace) -> int:
     if parsed.workshop_command == "check":
         if not parsed.notebooks and not parsed.all:
             parsed.usage_error("name notebooks or pass --all")
-        return check(parsed.notebooks, parsed.dir, parsed.solutions)
+        return check(parsed.notebooks, parsed.dir, parsed.solutions, parsed.record_times)
     if parsed.workshop_command == "plan":
         lessons = schedule.lessons(parsed.dir)
         if not lessons:

@@ -4,14 +4,16 @@ and docs/workshop.md's table and schedule, which must say what the notebooks' me
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from labkit.course import lesson_time, schedule, workshop
+from labkit.course import lesson_time, notebook_runner, schedule, workshop
+from labkit.course.catalogue import OUTPUT_METADATA, Verdict
 from labkit.course.exercises import REGISTRY
-from labkit.errors import CourseError
+from labkit.errors import CourseError, OptionError
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -49,7 +51,11 @@ def test_the_core_day_keeps_the_hours_and_every_lesson_takes_at_least_what_the_r
     ] or [s.pause for s in slots if s.lesson is None].count(schedule.BREAK) == 2
     for lesson in lessons:
         assert lesson.needed is not None and lesson.needed.untimed == 0, lesson.name
+        # every check counts its time with the answer: `workshop check --solutions --record-times` ran on it
+        assert lesson.needed.checks_unmeasured == (), (lesson.name, lesson.needed.checks_unmeasured)
         assert lesson.minutes >= lesson.needed.minutes, (lesson.name, lesson.minutes, lesson.needed)
+    core = [lesson for lesson in lessons if lesson.core]
+    assert any(lesson.name == "17_real_models" for lesson in core)  # the real-model lesson is in the day
 
 
 def test_the_guide_lists_every_lesson_with_its_time_path_and_exercises():
@@ -84,15 +90,22 @@ def test_a_day_has_set_up_a_break_each_half_lunch_in_its_window_and_own_backends
         ("09:30", "01", 80),
         ("10:50", schedule.BREAK, 15),
         ("11:05", "02", 70),
-        ("12:15", schedule.LUNCH, 60),
-        ("13:15", "03", 60),
-        ("14:15", schedule.BREAK, 15),
-        ("14:30", "04", 50),
-        ("15:20", "05", 60),
-        ("16:20", schedule.OWN, 30),
+        ("12:15", schedule.LUNCH, 45),
+        ("13:00", "03", 60),
+        ("14:00", schedule.BREAK, 15),
+        ("14:15", "04", 50),
+        ("15:05", "05", 60),
+        ("16:05", schedule.OWN, 30),
     ]
-    assert schedule.problems(slots) == []
+    assert schedule.problems(slots) == []  # it ends at 16:35: 25 min before 17:00 are left for what runs late
     assert all(a.end == b.start for a, b in zip(slots, slots[1:]))
+
+
+def test_a_day_that_leaves_less_than_its_buffer_before_the_end_says_so():
+    lessons = [_lesson(f"{k:02d}", m) for k, m in enumerate((80, 70, 60, 50, 70), start=1)]
+    slots = schedule.day(lessons)
+    assert schedule.clock(slots[-1].end) == "16:45"  # within 17:00, but not 20 min before it
+    assert schedule.problems(slots) == ["ends at 16:45, after 16:40 (20 min before 17:00 are kept for what runs late)"]
 
 
 def test_a_day_that_cannot_keep_the_hours_says_why():
@@ -177,6 +190,57 @@ def test_the_rule_counts_words_lines_run_time_and_exercises(tmp_path):
     assert (needed.words, needed.lines, needed.run_s, needed.untimed, needed.exercises) == (300, 5, 30.0, 1, 1)
     # 2 min reading + 5 lines x 8 s + 30 s running + 12 min: 15.17 -> 16
     assert needed.minutes == 16
+
+
+def _timed(cell: nbformat.NotebookNode, seconds: int) -> nbformat.NotebookNode:
+    cell.metadata["execution"] = {
+        "iopub.execute_input": "2026-11-27T10:00:00.000000Z",
+        "shell.execute_reply": f"2026-11-27T10:00:{seconds:02d}.000000Z",
+    }
+    return cell
+
+
+def _check_cell(exercise_id: str, seconds: int) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(f"labkit.exercises.check({exercise_id!r}, lab)")
+    verdict = {"exercise": exercise_id, "passed": False, "problem": "p", "hint": "h", "rule": ""}
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "execute_result", data={"text/plain": "not yet"}, metadata={OUTPUT_METADATA: verdict}, execution_count=1
+        )
+    ]
+    return _timed(cell, seconds)
+
+
+def test_the_rule_counts_sections_and_each_check_with_its_answer():
+    sections = nbformat.v4.new_markdown_cell("## One\n\ntext\n\n### not a section\n\n## Two")
+    exercise = _timed(nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["exercise:01-output2"]}), 1)
+    nb = nbformat.v4.new_notebook(
+        cells=[sections, exercise, _check_cell("01-output2", 2), _check_cell("01-bad-request", 3)]
+    )
+    unmeasured = lesson_time.needed(nb)
+    assert (unmeasured.sections, unmeasured.run_s) == (2, 6.0)
+    assert unmeasured.checks_unmeasured == ("01-output2", "01-bad-request")
+    assert unmeasured.parts["sections"] == 2 * lesson_time.MINUTES_PER_SECTION
+    nb.metadata["labkit"] = {lesson_time.CHECK_TIMES: {"01-output2": 50.0}}
+    measured = lesson_time.needed(nb)
+    # the check of 01-output2 counts 50 s, its answer's, not the 2 s its starter's failure took
+    assert measured.run_s == 1 + 50 + 3 and measured.checks_unmeasured == ("01-bad-request",)
+    assert lesson_time.check_times(nb.cells) == {"01-output2": 2.0, "01-bad-request": 3.0}
+
+
+def test_check_times_are_recorded_only_with_the_solutions_and_only_from_a_run_that_passed(tmp_path):
+    path = tmp_path / "06_python_based_backend.ipynb"
+    shutil.copy(NOTEBOOKS / path.name, path)
+    before = path.read_bytes()
+    with pytest.raises(OptionError) as refused:
+        workshop.main(["check", "06", "--record-times", "--dir", str(tmp_path)])
+    assert refused.value.option == "--record-times"
+    failed = notebook_runner.NotebookRun(path, [Verdict("06-offset", False, "wrong")], check_s={"06-offset": 9.0})
+    workshop.record_times(failed)
+    assert path.read_bytes() == before
+    passed = notebook_runner.NotebookRun(path, [Verdict("06-offset", True)], check_s={"06-offset": 9.0})
+    workshop.record_times(passed)
+    assert nbformat.read(path, as_version=4).metadata["labkit"][lesson_time.CHECK_TIMES] == {"06-offset": 9.0}
 
 
 def test_plan_explains_its_rule_for_every_lesson(capsys):

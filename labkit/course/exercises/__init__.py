@@ -10,7 +10,7 @@ against the catalogue's ids (``CHECKS``).
 """
 
 from ..catalogue import REGISTRY, TAG_PREFIX, Exercise, Verdict
-from . import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb09_ensemble, nb09_state, nb11, nb12, nb15, nb17
+from . import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb09_ensemble, nb09_state, nb11, nb12, nb15, nb17, nb18
 from .core import CHECKS, NotYet, check, exercise, require_latest
 
 __all__ = [
@@ -36,4 +36,5 @@ __all__ = [
     "nb12",
     "nb15",
     "nb17",
+    "nb18",
 ]
