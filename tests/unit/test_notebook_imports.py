@@ -5,6 +5,7 @@ is exported there (``labkit.CPU_IMAGE``, ``labkit.lessons.production``)."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import types
 from pathlib import Path
@@ -38,7 +39,35 @@ def deep_imports(source: str) -> list[str]:
             found += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             found.append(node.module)
+    found += _attribute_modules(ast.parse(_python(source)))
     return [m for m in found if (m == "labkit" or m.startswith("labkit.")) and m not in PUBLIC]
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _attribute_modules(tree: ast.AST) -> list[str]:
+    """Modules reached through attributes (``labkit.repository.config.parse``): the longest prefix of each
+    ``labkit.`` chain that is a module, when it is one of labkit's own (a name may also be a function)."""
+    found = set()
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    for node in ast.walk(tree):
+        parts = _dotted(node).split(".") if isinstance(node, ast.Attribute) and id(node) not in inner else []
+        if parts[:1] != ["labkit"]:
+            continue
+        for end in range(len(parts), 1, -1):
+            name = ".".join(parts[:end])
+            try:
+                if importlib.util.find_spec(name) is not None:
+                    found.add(name)
+                    break
+            except (ImportError, ValueError):
+                continue
+    return sorted(found)
 
 
 def test_the_check_sees_each_kind_of_deep_import_and_skips_magics():
@@ -50,6 +79,8 @@ def test_the_check_sees_each_kind_of_deep_import_and_skips_magics():
     )
     assert deep_imports(cell) == ["labkit.server.base", "labkit.docker.cpu_image", "labkit.plumbing"]
     assert deep_imports("%%triton_python add_sub\nfrom labkit.server import base\n") == []
+    reached = "import labkit\nlabkit.server.base.x(t)\nlabkit.gpu.probe()\nlabkit.stats.metric(s, 'x')\n"
+    assert deep_imports(reached) == ["labkit.server.base"]
     assert {"labkit.errors", "labkit.native", "labkit.gpu"} <= PUBLIC
 
 
