@@ -245,7 +245,7 @@ def python_env(
     ``progress`` receives a line per step (pip's own lines included); None keeps it quiet."""
     started = time.monotonic()
     say = progress or (lambda _line: None)
-    stubs = runtime_stubs(runtime, image)
+    stubs = runtime_stubs(runtime, image, python)
     version = parse_version(python) if python else stubs.serves
     if version not in stubs.holds:
         raise PythonEnvError(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..docker.mounts import container_path
-from ..errors import PythonEnvError
+from ..errors import LabkitError, PythonEnvError
 from ..plumbing.downloads import cache_dir, fill_once
 from ..repository import ModelRepository
 from .builder import NUMPY_PIN, cached_build, read_requirements, unpack
@@ -51,13 +51,26 @@ def model_env(
 
 
 def wanted(source: Path, models: Iterable[str] | None = None) -> dict[str, Path]:
-    """Each model of ``source`` (or of ``models``) that declares its packages, with its requirements.txt."""
+    """Each model of ``source`` (or of ``models``) that declares its packages, with its requirements.txt; a
+    model whose config.pbtxt names its environment itself is served with that one (nothing is built)."""
     chosen = set(models) if models else None
+    repository = ModelRepository(source)
     return {
         name: found
-        for name in ModelRepository(source).models()
-        if (chosen is None or name in chosen) and (found := requirements_of(Path(source) / name))
+        for name in repository.models()
+        if (chosen is None or name in chosen)
+        and (found := requirements_of(Path(source) / name))
+        and not _names_own_env(repository, name)
     }
+
+
+def _names_own_env(repository: ModelRepository, name: str) -> bool:
+    if not (repository.model_dir(name) / "config.pbtxt").is_file():
+        return False
+    try:
+        return PARAMETER in repository.read_config(name).parameters
+    except LabkitError:
+        return False  # a config Triton cannot read either: Triton says so when it loads the model
 
 
 def envs_for(
