@@ -16,6 +16,7 @@ import tritonclient.http as httpclient
 from serve_support import LABKIT, Serve, listing
 from waiting_support import eventually
 
+import labkit
 from labkit.lessons import real_models
 from labkit.python_envs import model_envs
 
@@ -166,6 +167,21 @@ def test_a_docker_image_whose_python_labkit_does_not_know_is_refused_before_anyt
     assert "example.org/triton:custom" in done.stderr and "labkit python-env" in done.stderr
     assert "http" not in done.stdout
     assert sorted(p.name for p in (repo / "cow").iterdir()) == ["1", "config.pbtxt", "requirements.txt"]
+    # What the refusal advises: an environment built for the Python the person names, under the image's /usr.
+    env = labkit.python_env(
+        tmp_path / "env", ["cowsay==6.1"], runtime="docker", image="example.org/triton:custom", python="3.11"
+    )
+    assert (env.path / "bin" / "python3.11").readlink() == Path("/usr/bin/python3.11") and env.python == "3.11"
+
+
+def test_a_model_whose_config_names_its_own_environment_gets_none_built(tmp_path):
+    repo = _repository(tmp_path / "repo", cow=f"labkit-offline-probe=={os.getpid()}.0\n", bare="")
+    config = repo / "cow" / "config.pbtxt"
+    config.write_text(CONFIG + 'parameters { key: "EXECUTION_ENV_PATH" value { string_value: "/opt/env" } }\n')
+    said: list[str] = []
+    assert model_envs.wanted(repo) == {} and model_envs.envs_for(repo, progress=said.append) == {} and said == []
+    config.write_text(CONFIG)  # without it, the list is built (and pip cannot: the package does not exist)
+    assert model_envs.wanted(repo) == {"cow": repo / "cow" / "requirements.txt"}
 
 
 def test_the_docker_server_reads_text_with_ocr_rec_from_its_own_environment(cpu_image):
