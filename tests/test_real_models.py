@@ -157,6 +157,9 @@ def test_labkit_serve_serves_the_folder_as_it_is_and_writes_nothing_into_it():
     serve = Serve(str(folder), "--any-ports")
     try:
         assert serve.lines["serving"].split(", ") == ["ocr", "ocr_det", "ocr_read", "ocr_rec", "vad", "vad_events"]
+        serve.wait_for("environment of vad, vad_events")  # said before Triton started; read by another thread
+        announced = [line.split(":")[0] for line in serve.err if line.startswith("environment of")]
+        assert announced == ["environment of ocr_det, ocr_read, ocr_rec", "environment of vad, vad_events"]  # once each
         copy = Path(serve.lines["repository"].split(" (", 1)[0])
         client = httpclient.InferenceServerClient(serve.lines["http"].removeprefix("http://"))
         image, lines = real_models.pages()[1]

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import breakpoints
 from ..course import reference
+from ..docker import cpu_image
 from ..errors import LabkitError, OptionError
 from ..native import deploy
 from ..python_envs import model_envs
@@ -79,6 +80,10 @@ def _serve(args: argparse.Namespace) -> int:
     build_reference = builds_reference(args, repo)
     own = reference.is_reference_repository(repo)  # labkit's own models: served from a copy in the server's workspace
     envs = _model_envs(args, repo)  # before Triton starts: a first build takes minutes, and may fail
+    named: dict[str, Path | str] = dict(envs)  # each environment as Triton sees it
+    if envs and args.server == "docker":  # mounted read-only where the copy's configs say
+        inside, options["volumes"] = model_envs.container_envs(envs)
+        named.update(inside)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -89,7 +94,7 @@ def _serve(args: argparse.Namespace) -> int:
         if own:  # never built into: the reference repository stays as shipped (as committed in a checkout)
             reference.copy_into(server, args.model)
         elif envs:  # a copy whose configs name the environments: the person's files stay as they are
-            model_envs.copy_with_envs(server.repository, repo, envs)
+            model_envs.copy_with_envs(server.repository, repo, named)
         names = args.model or sorted({*server.repository.models(), *unconfigured})
         failed = {}
         for name in names:
@@ -106,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
         if own or envs:
             print(f"repository {server.repository.root} (a copy of {repo}, removed when the server stops)")
         for name, env in envs.items():
-            print(f"env      {name}: {env}")
+            print(f"env      {name}: {env}{'' if str(env) == str(named[name]) else f' (at {named[name]} inside)'}")
         for name, reason in failed.items():
             print(f"NOT LOADED {name}: {reason}", file=sys.stderr)
         print(
@@ -132,17 +137,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _model_envs(args: argparse.Namespace, repo: Path) -> dict[str, Path]:
     """The environment of each model served that declares its packages (requirements.txt), built or found
-    in labkit's cache, with progress on stderr."""
-    wanted = model_envs.wanted(repo, args.model)
-    if wanted and args.server != "embedded":
-        raise OptionError(
-            option="--server",
-            value=args.server,
-            valid=f"embedded: labkit builds the environments of {', '.join(wanted)} (requirements.txt) for the "
-            "embedded server; for a container, give each model EXECUTION_ENV_PATH in its config.pbtxt "
-            "(`labkit python-env --runtime docker`)",
-        )
-    return model_envs.envs_for(repo, args.model, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    in labkit's cache for the stub that will run it (the embedded server's, or the image's), with progress
+    on stderr."""
+    image = (args.image or cpu_image.IMAGE) if args.server == "docker" else None
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    return model_envs.envs_for(repo, args.model, progress=say, runtime=args.server, image=image)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

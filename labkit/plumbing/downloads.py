@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import SetupError
+from . import partials
 
 
 def cache_dir() -> Path:
@@ -58,19 +59,19 @@ def pip_download(spec: str, pattern: str, size: str, otherwise: str, options: tu
 
 def fill_once(target: Path, fill: Callable[[Path], None]) -> Path:
     """``target``, made by ``fill(folder)`` in a private folder then renamed into place (another
-    process doing the same at the same time wins or loses the rename; either way one whole copy stays)."""
+    process doing the same at the same time wins or loses the rename; either way one whole copy stays).
+    What a killed process left half filled for ``target`` is removed on the way (``partials``), even when
+    another process made ``target`` since."""
+    partials.sweep(target)
     if target.exists():
         return target
-    partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    try:
+    with partials.claimed(partials.partial_for(target)) as partial:
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
         fill(partial)
         try:
             partial.rename(target)
         except OSError:
             if not target.exists():
                 raise
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
     return target

@@ -26,6 +26,7 @@ from filelock import FileLock
 
 from ..errors import PythonEnvError
 from ..plumbing.downloads import cache_dir, fill_once, system_has
+from ..plumbing.process_groups import die_with_parent
 from .stub_pythons import StubRuntime, Version, parse_version, runtime_stubs, version_text
 
 NUMPY_PIN = "numpy<2"  # 23.12's stub (pybind11 over numpy 1's ABI) answers with empty outputs under numpy 2
@@ -94,8 +95,16 @@ def _interpreter(version: Version) -> str:
 
 def _run_pip(venv: Path, requirements: list[str], progress: Callable[[str], None]) -> None:
     argv = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--progress-bar", "off"]
+    parent = os.getpid()
     proc = subprocess.Popen(
-        [*argv, *requirements], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ)
+        [*argv, *requirements],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=dict(os.environ),
+        # A builder killed outright (SIGKILL) must not leave pip writing into the folder that the next build
+        # sweeps away as abandoned (plumbing.partials): pip dies with it.
+        preexec_fn=lambda: die_with_parent(parent),
     )
     assert proc.stdout is not None
     lines: list[str] = []
@@ -179,6 +188,14 @@ def cached_build(
     return folder, cached
 
 
+def unpack(archive: Path, into: Path) -> None:
+    """A cached build's ``env.tar`` unpacked into the folder ``into`` (made if missing). tarfile's "tar"
+    filter: no member lands outside ``into``, while a link to an absolute path stays (a venv built for an
+    image links the image's own interpreter, /usr/bin/python3.X)."""
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="tar")
+
+
 def _numpy_version(archive: Path) -> str:
     from .env_contents import read_env
 
@@ -228,7 +245,7 @@ def python_env(
     ``progress`` receives a line per step (pip's own lines included); None keeps it quiet."""
     started = time.monotonic()
     say = progress or (lambda _line: None)
-    stubs = runtime_stubs(runtime, image)
+    stubs = runtime_stubs(runtime, image, python)
     version = parse_version(python) if python else stubs.serves
     if version not in stubs.holds:
         raise PythonEnvError(
@@ -263,8 +280,7 @@ def python_env(
             shutil.copyfile(gz, partial)
         else:
             say(f"unpacking into {target}")
-            with tarfile.open(folder / "env.tar") as archive:
-                archive.extractall(partial, filter="tar")
+            unpack(folder / "env.tar", partial)
         _put_in_place(partial, target)
     finally:
         _remove(partial)

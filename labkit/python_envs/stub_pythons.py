@@ -59,8 +59,9 @@ class StubRuntime:
         return f"{where}: stubs for Python {', '.join(map(version_text, self.holds))}"
 
 
-def runtime_stubs(runtime: str = "embedded", image: str | None = None) -> StubRuntime:
-    """The stubs ``runtime`` holds ("embedded"; "docker" with ``image``, default labkit's CPU image)."""
+def runtime_stubs(runtime: str = "embedded", image: str | None = None, python: str | None = None) -> StubRuntime:
+    """The stubs ``runtime`` holds ("embedded"; "docker" with ``image``, default labkit's CPU image). For an
+    image labkit does not know, ``python="3.X"`` says which Python its stub embeds (under /usr)."""
     if runtime == "embedded":
         own: Version = (sys.version_info[0], sys.version_info[1])
         return StubRuntime("embedded", "", own, triton_dist.STUB_PYTHONS, "")
@@ -69,14 +70,20 @@ def runtime_stubs(runtime: str = "embedded", image: str | None = None) -> StubRu
             f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}.", problem="runtime", runtime=runtime
         )
     image = image or cpu_image.IMAGE
-    if image not in KNOWN_IMAGES:
+    if image in KNOWN_IMAGES:
+        version, prefix = KNOWN_IMAGES[image]
+    elif python is not None:
+        version, prefix = parse_version(python), "/usr"
+    else:
         raise PythonEnvError(
             f"labkit does not know which Python the stub of image {image} embeds (it knows "
-            f"{', '.join(KNOWN_IMAGES)}); give python='3.X' for it.",
+            f"{', '.join(KNOWN_IMAGES)}), so it cannot build a model's environment for it. Build one yourself: "
+            f"`labkit python-env MODEL/env --server docker --image {image} --python 3.X --requirements "
+            f"MODEL/requirements.txt` (3.X: the image's `python3 --version`), name it in the model's config.pbtxt "
+            f'(parameters {{ key: "EXECUTION_ENV_PATH" ... }}), or serve with an image labkit knows.',
             problem="python",
             runtime=f"docker {image}",
         )
-    version, prefix = KNOWN_IMAGES[image]
     return StubRuntime("docker", image, version, (version,), prefix)
 
 

@@ -144,6 +144,10 @@ class DockerRuntime(RuntimeDefaults):
         return self.layout.trace_folder()
 
     def host_path(self, path: str) -> str:
+        for host, target in self.volumes.items():  # a mount's own path first (an environment under /labkit/)
+            inside = target.partition(":")[0].rstrip("/")
+            if path == inside or path.startswith(inside + "/"):
+                return str(host) + path[len(inside) :]
         return self.layout.host_path(path)
 
     def _device_requests(self, client: docker.client.DockerClient) -> list[DeviceRequest]:
