@@ -99,7 +99,7 @@ def model_wheelhouse(examples: Path, python: str) -> Path:
         return house
     shutil.rmtree(house, ignore_errors=True)
     house.mkdir(parents=True)
-    say(f"room image: downloading the real models' wheels for Python {python} into {house} (about 90 MB, once) ...")
+    say(f"room image: downloading the real models' wheels for Python {python} into {house} (about 130 MB, once) ...")
     for path in lists.values():
         pip(
             ["download", "-q", "--no-deps", "--only-binary=:all:", f"--python-version={python}"]
