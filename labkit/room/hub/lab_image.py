@@ -34,6 +34,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Iterable, Iterator
+from fnmatch import fnmatch
 from pathlib import Path
 
 import docker.client
@@ -136,9 +137,11 @@ def _sources(root: Path, into: Path) -> None:
     shutil.copytree(root / "model_repository", into / "model_repository", symlinks=True, ignore=ignore)
 
 
-def _tree_hash(h: hashlib._Hash, folder: Path) -> None:
+def _tree_hash(h: hashlib._Hash, folder: Path, skip: tuple[str, ...] = ()) -> None:
+    """Every file under ``folder`` into ``h``, by path and content; none of whose path parts matches ``skip``."""
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.is_symlink():
+        parts = path.relative_to(folder).parts
+        if path.is_file() and not path.is_symlink() and not any(fnmatch(p, s) for p in parts for s in skip):
             h.update(path.relative_to(folder).as_posix().encode())
             h.update(path.read_bytes())
 
@@ -168,7 +171,7 @@ def recipe_parts(
     labkit, shipped, models = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
     _tree_hash(labkit, sources)
     _tree_hash(shipped, notebooks)
-    _tree_hash(models, examples)
+    _tree_hash(models, examples, EXCLUDED)  # as copied into the image
     recipe = hashlib.sha256(
         json.dumps(
             [RECIPE_VERSION, IMAGE_PYTHON, extra, TRITON_WHEEL, START_SCRIPT, setup, lab_models.DEBIAN_PACKAGES]
