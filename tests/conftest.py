@@ -131,22 +131,24 @@ def cpu_image(engine):
 @pytest.fixture(scope="session")
 def lab_image(cpu_image):
     """The participant image labkit/lab:23.12-cpu, built on the CPU image here if missing or outdated
-    (about 80 s the first time), else reused: no room test relies on another having built it."""
+    (about 70 s the first time), else reused: no room test relies on another having built it. With
+    LABKIT_ROOM_TEST_LAB set, under that tag instead (a development run that leaves the shared tag alone)."""
+    from room_board_support import LAB_TAG
+
     from labkit.room.hub.lab_image import build_image
 
-    return build_image().tag
+    return build_image(tag=LAB_TAG).tag
 
 
 @pytest.fixture(scope="session")
 def grader_image(request, engine):
     """The grader image, built on the participant image (or on LABKIT_ROOM_TEST_BASE, a development
     stand-in, which must exist) if missing or outdated, else reused."""
-    from room_board_support import BASE, TAG
+    from room_board_support import BASE, LAB_TAG, TAG
 
     from labkit.room.grader.image import build_grader_image
-    from labkit.room.settings import PARTICIPANT_IMAGE
 
-    if BASE == PARTICIPANT_IMAGE:
+    if BASE == LAB_TAG:
         request.getfixturevalue("lab_image")
     elif not any(BASE in image.tags for image in engine.images.list()):
         skip_or_fail(f"LABKIT_ROOM_TEST_BASE names {BASE}, which is not built")

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker.errors
 import nbformat
 import pytest
 import requests
@@ -31,9 +32,11 @@ from labkit.room.settings import BOARD_SCOPES, GRADER_IMAGE, PARTICIPANT_IMAGE, 
 
 NOTEBOOK = "01_python_backend.ipynb"
 NOTEBOOKS_DIR = os.path.join(os.path.dirname(__file__), "..", "notebooks")
-# the participant image the grader is built from; LABKIT_ROOM_TEST_BASE picks another (a development
-# stand-in with labkit's requirements), and then the grader gets a test tag of its own
-BASE = os.environ.get("LABKIT_ROOM_TEST_BASE", PARTICIPANT_IMAGE)
+# the participant image the tests build (LABKIT_ROOM_TEST_LAB: a tag of a development run's own) and the one the
+# grader is built from; LABKIT_ROOM_TEST_BASE picks another (a development stand-in with labkit's requirements,
+# which must exist), and then the grader gets a test tag of its own
+LAB_TAG = os.environ.get("LABKIT_ROOM_TEST_LAB", PARTICIPANT_IMAGE)
+BASE = os.environ.get("LABKIT_ROOM_TEST_BASE", LAB_TAG)
 TAG = GRADER_IMAGE if BASE == PARTICIPANT_IMAGE else "labkit-test/grader:dev"
 # a started but wrong 01-bad-request: it raises for a bad request, which fails every request of that execute
 WRONG_BAD_REQUEST = """%%triton_python divide
@@ -239,18 +242,28 @@ class RoomVolumes:
             box.remove(force=True, v=True)
 
     def close(self) -> None:
-        for container in self.client.containers.list(
-            all=True, ignore_removed=True, filters={"label": f"{ROOM_LABEL}={self.id}"}
-        ):
-            container.remove(force=True, v=True)
+        def left() -> list:
+            return self.client.containers.list(
+                all=True, ignore_removed=True, filters={"label": f"{ROOM_LABEL}={self.id}"}
+            )
+
+        for container in left():
+            try:
+                container.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as exc:  # 409: a grader's own removal (in the background) is under way
+                if exc.status_code != 409:
+                    raise
+        eventually(lambda: not left(), f"room {self.id}'s containers to be removed", 120, interval_s=0.5)
         for volume in self.client.volumes.list(filters={"name": f"labkit-room-{self.id}-"}):
             volume.remove(force=True)
 
 
-def notebook(cells: dict[str, str] | None = None) -> nbformat.NotebookNode:
-    """Notebook 01 as shipped, with the given exercise cells (by id, e.g. ``solution("01-output2")``)."""
+def notebook(cells: dict[str, str] | None = None, name: str = NOTEBOOK) -> nbformat.NotebookNode:
+    """Notebook ``name`` (01) as shipped, with the given exercise cells (by id, e.g. ``solution("01-output2")``)."""
     cells = cells or {}
-    nb = nbformat.read(os.path.join(NOTEBOOKS_DIR, NOTEBOOK), as_version=4)
+    nb = nbformat.read(os.path.join(NOTEBOOKS_DIR, name), as_version=4)
     for cell in nb.cells:
         for tag in cell.get("metadata", {}).get("tags", []):
             if tag.removeprefix("exercise:") in cells:

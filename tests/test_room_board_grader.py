@@ -1,6 +1,7 @@
 """The room's grader on a real engine: a participant's saved notebook, read from their volume (read-only,
 by the room's scanning container), judged in a container with no network that sees only its exercise
-cells; solved, wrong, untouched and tampered-with cells."""
+cells; solved, wrong, untouched and tampered-with cells; and the real-model lesson's, whose models and
+their environments the image carries."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from room_board_support import (
     solution,
 )
 
+from labkit.course.catalogue import REGISTRY
 from labkit.errors import SubmissionError
 from labkit.room.board.notebook_sources import VolumeSource
 from labkit.room.board.progress import NOT_STARTED, NOT_YET, PASSED, Progress
@@ -136,3 +138,32 @@ def test_the_grader_sees_no_participant_files_and_a_missing_notebook_is_an_error
         assert (missing.value.problem, missing.value.user) == ("unreachable", "p01")
     finally:
         source.close()
+
+
+REAL_MODELS = f"{REGISTRY['17-one-request'].notebook}.ipynb"
+# started but wrong: batches of 4 crops, so a page of 11 lines takes 3 requests where ocr_rec's 8 take 2
+HALF_BATCHES = solution("17-one-request").replace("BATCH = 8", "BATCH = 4")
+
+
+def test_the_real_model_lesson_is_judged_offline_with_the_models_the_image_carries(room):
+    """17-one-request saved solved by p05 and with half-size batches by p06: the grader, with no network,
+    serves examples/real_models from the image (their environments built into it) and judges both."""
+    assert HALF_BATCHES != solution("17-one-request")
+    room.save("p05", notebook({"17-one-request": solution("17-one-request")}, REAL_MODELS), REAL_MODELS)
+    room.save("p06", notebook({"17-one-request": HALF_BATCHES}, REAL_MODELS), REAL_MODELS)
+    source = VolumeSource(room.client, room.id, room.image, {u: room.volume(u) for u in ("p05", "p06")})
+    judge = grader.Grader(room.client, room.id, room.image)
+    try:
+        found = source.scan()
+        runs = {u: judge.judge(source.read(u, REAL_MODELS)) for u in ("p05", "p06")}
+    finally:
+        source.close()
+    for user, run in runs.items():
+        assert not run.error and run.network == ["lo"], (user, run.error)
+        others = [r for e, r in _by_exercise(run).items() if e != "17-one-request"]
+        assert not any(r.started or r.passed for r in others)  # as shipped: not run, not judged
+    solved, halved = _by_exercise(runs["p05"])["17-one-request"], _by_exercise(runs["p06"])["17-one-request"]
+    assert solved.passed and solved.started, solved
+    assert not halved.passed and halved.started and halved.rule == "requests", halved
+    assert halved.problem and halved.hint
+    assert {u: list(found[u]) for u in found} == {"p05": [REAL_MODELS], "p06": [REAL_MODELS]}

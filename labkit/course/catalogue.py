@@ -20,6 +20,9 @@ NOTEBOOKS = "[0-9][0-9]_*.ipynb"  # the workshop's notebooks, by name
 #: What notebook 11's environments install (exercise 11-own-package): the room's images carry these wheels
 #: (labkit.room.hub.lab_image), so that a lab and the grader, which has no network, build the environments offline.
 ENVIRONMENT_PACKAGES = ("cowsay==6.1",)
+#: Where the room's images hold examples/real_models, the real-model lessons' models (labkit.room.hub.lab_models),
+#: and where those lessons look for them when labkit is not a checkout (labkit.course.lessons.real_models).
+REAL_MODELS_IN_IMAGES = "/opt/labkit/examples/real_models"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from ...python_envs import model_envs
 from ...server.base import TritonServer
 from ...traffic.generator import run_load
 from ...traffic.sequences import run_sequences
+from ..catalogue import REAL_MODELS_IN_IMAGES
 from .outcome import Outcome
 from .real_models_data import (  # the lesson's data, under this module's name too
     CROP_SHAPE,
@@ -42,7 +43,11 @@ from .real_models_data import (  # the lesson's data, under this module's name t
     speech,
 )
 
-REPOSITORY = Path(__file__).resolve().parents[3] / "examples" / "real_models"
+# Where the models are, by one rule: a checkout's examples/real_models when labkit runs from a checkout (the folder
+# beside the package), else where labkit's lab and grader images put it (labkit.room.hub.lab_models).
+CHECKOUT_REPOSITORY = Path(__file__).resolve().parents[3] / "examples" / "real_models"
+IMAGE_REPOSITORY = Path(REAL_MODELS_IN_IMAGES)
+REPOSITORY = CHECKOUT_REPOSITORY if CHECKOUT_REPOSITORY.is_dir() else IMAGE_REPOSITORY
 OCR_MODELS = ("ocr", "ocr_det", "ocr_read", "ocr_rec")
 VAD_MODELS = ("vad", "vad_events")
 
@@ -83,10 +88,13 @@ __all__ = [
 
 
 def repository() -> Path:
-    """``examples/real_models`` of the checkout (the models are the lesson's files, not the package's data)."""
+    """The real models' repository, REPOSITORY: a checkout's ``examples/real_models``, else the one in labkit's
+    lab and grader images (the models are the lesson's files, not the package's data)."""
     if not (REPOSITORY / "ocr" / "config.pbtxt").is_file():
         raise SetupError(
-            f"The real models are not at {REPOSITORY}: they come with a checkout of labkit (examples/real_models).",
+            f"The real models are neither in a checkout of labkit ({CHECKOUT_REPOSITORY}) nor where labkit's lab "
+            f"image holds them ({IMAGE_REPOSITORY}). Run the lesson from a clone of labkit (its "
+            "examples/real_models), or in a lab of labkit's image (`labkit room image` builds it).",
             missing=str(REPOSITORY),
             reason="no checkout",
         )

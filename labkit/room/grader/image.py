@@ -1,5 +1,7 @@
 """The grader image: the participant image plus labkit's whole package (the checks and the reference
-solutions) and the pristine notebooks, built when missing or when any of that changed (a recipe label)."""
+solutions) and the pristine notebooks, built when missing or when any of that changed (a recipe label).
+What the real-model lessons need (the models, their environments, espeak-ng and fonts) comes with the
+participant image (labkit.room.hub.lab_models), so a grader serves them as a lab does, offline."""
 
 from __future__ import annotations
 

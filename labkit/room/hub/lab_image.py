@@ -9,13 +9,17 @@ The recipe:
    the image must not hold them. pip downloads every other wheel (labkit's dependencies, JupyterHub for
    ``jupyterhub-singleuser``, ``nvidia-pytriton`` without its own pins, pip) into a wheelhouse in
    labkit's cache, for the image's Python (Debian 12's 3.11.2), once per set of requirements.
-2. Run the CPU image once with the wheelhouse mounted read-only: ``pip install --no-index`` from it,
-   add the user ``jovyan`` (uid 1000), the notebooks (``/opt/labkit/notebooks``) and the start script,
-   which copies them into the participant's volume at the lab's first start, never over their work.
+2. Run the CPU image once, with no network, the wheelhouse mounted read-only: ``pip install --no-index``
+   from it, add the user ``jovyan`` (uid 1000), the notebooks (``/opt/labkit/notebooks``) and the start
+   script, which copies them into the participant's volume at the lab's first start, never over their work;
+   and what the real-model lessons need (labkit.room.hub.lab_models): ``examples/real_models``, the models'
+   execution environments built from their wheels (fetched into labkit's cache like the wheelhouse),
+   espeak-ng and fonts (Debian packages, downloaded once by apt in a throwaway container of the CPU image).
+   Its output is shown as it runs.
 3. ``docker commit`` that container with a ``labkit.recipe`` label (a hash of every input) and a
-   ``labkit.recipe.parts`` label (the hash of each input: labkit's package files, the notebooks, the recipe
-   and the base image); an image whose label matches the tree is reused, any other is rebuilt, saying which
-   input changed. The wheelhouse is mounted, not copied: it stays out of the image.
+   ``labkit.recipe.parts`` label (the hash of each input: labkit's package files, the notebooks, the real
+   models, the recipe and the base image); an image whose label matches the tree is reused, any other is
+   rebuilt, saying which input changed. The wheelhouses are mounted, not copied: they stay out of the image.
 
 The image's JupyterLab never asks to fetch Jupyter's news or to check for updates (an ``overrides.json``
 of its settings), and ``python`` runs ``python3`` in a lab's terminal.
@@ -26,11 +30,11 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterable, Iterator
+from fnmatch import fnmatch
 from pathlib import Path
 
 import docker.client
@@ -46,14 +50,16 @@ from ...docker.engine_errors import engine_error
 from ...errors import SetupError
 from ...plumbing.downloads import cache_dir, say
 from ..settings import PARTICIPANT_IMAGE
+from . import lab_models
 from .hubconfig import HOME, START_COMMAND, WORK
 
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
 RECIPE_LABEL, PARTS_LABEL = "labkit.recipe", "labkit.recipe.parts"
 #: What each input of the recipe is called when `room up` says why it rebuilds the image.
 PART_NAMES = {
     "labkit": "labkit's package files",
     "notebooks": "the notebooks",
+    "examples": "the real models (examples/real_models)",
     "recipe": "the image's recipe",
     "base": "the base image",
 }
@@ -86,6 +92,7 @@ exec jupyterhub-singleuser "$@"
 """
 
 SETUP_SCRIPT = f"""set -e
+echo "labkit, JupyterLab and Triton 23.12 from the wheelhouse"
 cd /wheels
 python3 "$(ls pip-*.whl)/pip" install --no-index --find-links /wheels --break-system-packages --no-compile \\
     --root-user-action=ignore --no-cache-dir -q /build/labkit-*.whl {" ".join(repr(e) for e in EXTRA)}
@@ -103,7 +110,7 @@ cp /build/notebooks/*.ipynb /opt/labkit/notebooks/
 cp /build/labkit-lab-start {START_COMMAND}
 mkdir -p {LESSON_WHEELS}
 for package in {" ".join(p.split("==")[0] for p in ENVIRONMENT_PACKAGES)} numpy; do cp /wheels/"$package"-*.whl {LESSON_WHEELS}/; done
-chmod 755 {START_COMMAND}
+{lab_models.SETUP_MODELS}chmod 755 {START_COMMAND}
 chown -R jovyan:jovyan {HOME}
 rm -rf /root/.cache
 """
@@ -130,9 +137,11 @@ def _sources(root: Path, into: Path) -> None:
     shutil.copytree(root / "model_repository", into / "model_repository", symlinks=True, ignore=ignore)
 
 
-def _tree_hash(h: hashlib._Hash, folder: Path) -> None:
+def _tree_hash(h: hashlib._Hash, folder: Path, skip: tuple[str, ...] = ()) -> None:
+    """Every file under ``folder`` into ``h``, by path and content; none of whose path parts matches ``skip``."""
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.is_symlink():
+        parts = path.relative_to(folder).parts
+        if path.is_file() and not path.is_symlink() and not any(fnmatch(p, s) for p in parts for s in skip):
             h.update(path.relative_to(folder).as_posix().encode())
             h.update(path.read_bytes())
 
@@ -149,41 +158,62 @@ def for_jupyterhub(jupyterhub: str, tag: str = PARTICIPANT_IMAGE) -> tuple[str, 
 
 
 def recipe_parts(
-    base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA, setup: str = SETUP_SCRIPT
+    base_id: str,
+    sources: Path,
+    notebooks: Path,
+    examples: Path,
+    extra: tuple[str, ...] = EXTRA,
+    setup: str = SETUP_SCRIPT,
 ) -> dict[str, str]:
-    """A hash of each input (keys of PART_NAMES): labkit's sources (as copied), the notebooks, the recipe
-    (scripts, pinned packages, the image's Python) and the base image's id."""
-    labkit, shipped = hashlib.sha256(), hashlib.sha256()
+    """A hash of each input (keys of PART_NAMES): labkit's sources (as copied), the notebooks, the real
+    models (``examples``), the recipe (scripts, pinned packages, Debian packages, the image's Python) and the
+    base image's id."""
+    labkit, shipped, models = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
     _tree_hash(labkit, sources)
     _tree_hash(shipped, notebooks)
+    _tree_hash(models, examples, EXCLUDED)  # as copied into the image
     recipe = hashlib.sha256(
-        json.dumps([RECIPE_VERSION, IMAGE_PYTHON, extra, TRITON_WHEEL, START_SCRIPT, setup]).encode()
+        json.dumps(
+            [RECIPE_VERSION, IMAGE_PYTHON, extra, TRITON_WHEEL, START_SCRIPT, setup, lab_models.DEBIAN_PACKAGES]
+        ).encode()
     )
     return {
         "labkit": labkit.hexdigest(),
         "notebooks": shipped.hexdigest(),
+        "examples": models.hexdigest(),
         "recipe": recipe.hexdigest(),
         "base": base_id,
     }
 
 
 def tree_parts(
-    base_id: str, jupyterhub: str = HUB_JUPYTERHUB, *, root: Path | None = None, notebooks: Path | None = None
+    base_id: str,
+    jupyterhub: str = HUB_JUPYTERHUB,
+    *,
+    root: Path | None = None,
+    notebooks: Path | None = None,
+    examples: Path | None = None,
 ) -> dict[str, str]:
-    """recipe_parts of this checkout (``root``; its ``notebooks`` unless given) for a lab image on the base
-    image ``base_id``: what an image built now would record."""
+    """recipe_parts of this checkout (``root``; its ``notebooks`` and ``examples/real_models`` unless given)
+    for a lab image on the base image ``base_id``: what an image built now would record."""
     root = root or _checkout()
     _, extra, setup = for_jupyterhub(jupyterhub)
     with tempfile.TemporaryDirectory(prefix="labkit-room-image-") as tmp:
         _sources(root, Path(tmp))
-        return recipe_parts(base_id, Path(tmp), notebooks or root / "notebooks", extra, setup)
+        shipped, models = notebooks or root / "notebooks", examples or lab_models.examples_of(root)
+        return recipe_parts(base_id, Path(tmp), shipped, models, extra, setup)
 
 
 def recipe_hash(
-    base_id: str, sources: Path, notebooks: Path, extra: tuple[str, ...] = EXTRA, setup: str = SETUP_SCRIPT
+    base_id: str,
+    sources: Path,
+    notebooks: Path,
+    examples: Path,
+    extra: tuple[str, ...] = EXTRA,
+    setup: str = SETUP_SCRIPT,
 ) -> str:
     """A hash of every input (the image's ``labkit.recipe`` label): see recipe_parts."""
-    return _combined(recipe_parts(base_id, sources, notebooks, extra, setup))
+    return _combined(recipe_parts(base_id, sources, notebooks, examples, extra, setup))
 
 
 def _combined(parts: dict[str, str]) -> str:
@@ -207,21 +237,10 @@ def rebuild_reason(tag: str, labels: dict[str, str] | None, parts: dict[str, str
     return f"{', '.join(changed) or 'its inputs'} changed since {tag} was built: rebuilding it"
 
 
-def _pip(args: list[str], what: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = "\n".join(line for line in proc.stderr.splitlines() if "is ignored" not in line)[-1500:]
-        raise SetupError(
-            f"pip could not {what} (exit {proc.returncode}); is the package index reachable?\n{tail}",
-            missing=what,
-            reason="pip failed",
-        )
-
-
 def _labkit_wheel(sources: Path, into: Path) -> Path:
     """labkit's wheel, built from ``sources`` (a copy without the reference solutions), checked for them."""
     say("room image: building labkit's wheel (without the reference solutions) ...")
-    _pip(["wheel", "-q", "--no-deps", "-w", str(into), str(sources)], "build labkit's wheel")
+    lab_models.pip(["wheel", "-q", "--no-deps", "-w", str(into), str(sources)], "build labkit's wheel")
     wheel = next(into.glob("labkit-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         leaked = [n for n in archive.namelist() if n.endswith(".solution")]
@@ -254,7 +273,7 @@ def _wheelhouse(wheel: Path, extra: tuple[str, ...] = EXTRA) -> Path:
     shutil.rmtree(house, ignore_errors=True)
     house.mkdir(parents=True)
     say(f"room image: downloading wheels for Python {IMAGE_PYTHON} into {house} (about 230 MB, once) ...")
-    _pip(
+    lab_models.pip(
         [
             "download",
             "-q",
@@ -268,7 +287,7 @@ def _wheelhouse(wheel: Path, extra: tuple[str, ...] = EXTRA) -> Path:
         ],
         "download the lab's wheels",
     )
-    _pip(
+    lab_models.pip(
         [
             "download",
             "-q",
@@ -296,8 +315,11 @@ def image_state(tag: str = PARTICIPANT_IMAGE, client: docker.client.DockerClient
 
 
 def _run_setup(
-    client: docker.client.DockerClient, base: str, house: Path, build: Path
+    client: docker.client.DockerClient, base: str, mounted: dict[str, Path]
 ) -> docker.models.containers.Container:
+    """The set-up container, run to its end with ``mounted`` (path in it: folder here) read-only and its
+    output shown line by line; SetupError with its last lines when it fails."""
+    fetched = ", ".join(str(here) for inside, here in mounted.items() if inside != "/build")
     container = client.containers.create(
         base,
         ["sh", "/build/setup.sh"],
@@ -305,13 +327,12 @@ def _run_setup(
         network_disabled=True,
         # Mounts, not volumes=: docker-py also lists volumes= in the container's config, which `commit`
         # would keep as VOLUME /wheels and /build, an anonymous volume for every lab and grader container.
-        mounts=[
-            docker.types.Mount("/wheels", str(house), type="bind", read_only=True),
-            docker.types.Mount("/build", str(build), type="bind", read_only=True),
-        ],
+        mounts=[docker.types.Mount(inside, str(here), type="bind", read_only=True) for inside, here in mounted.items()],
     )
     try:
         container.start()
+        for line in _lines(container.logs(stream=True, follow=True)):
+            say(f"room image:   {line}")
         code = container.wait().get("StatusCode", 1)
     except BaseException:  # Ctrl-C, or the engine failing: leave no build container behind
         container.remove(force=True)
@@ -321,11 +342,22 @@ def _run_setup(
         container.remove(force=True)
         raise SetupError(
             f"Setting up the participant image failed (exit {code}):\n{tail}\n"
-            f"Remove {house} to download the wheels again.",
+            f"Remove {fetched} to download the wheels and packages again.",
             missing="participant image",
             reason="setup failed",
         )
     return container
+
+
+def _lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """The non-empty lines of a container's streamed output, each as soon as it is whole."""
+    pending = ""
+    for chunk in chunks:
+        pending += chunk.decode(errors="replace")
+        *whole, pending = pending.split("\n")
+        yield from (line.rstrip() for line in whole if line.strip())
+    if pending.strip():
+        yield pending.rstrip()
 
 
 def build_image(
@@ -352,7 +384,8 @@ def build_image(
             sources, build = Path(tmp) / "src", Path(tmp) / "build"
             sources.mkdir()
             _sources(root, sources)
-            parts = recipe_parts(base_id, sources, root / "notebooks", extra, setup)
+            examples = lab_models.examples_of(root)
+            parts = recipe_parts(base_id, sources, root / "notebooks", examples, extra, setup)
             recipe = _combined(parts)
             why = rebuild_reason(tag, _labels(client, tag), parts)
             if not force and not why:
@@ -366,11 +399,18 @@ def build_image(
                 build / "notebooks",
                 ignore=shutil.ignore_patterns("*.py", "*.cfg", "__pycache__", ".ipynb_checkpoints"),
             )
+            shutil.copytree(examples, build / "examples" / "real_models", ignore=shutil.ignore_patterns(*EXCLUDED))
             house = _wheelhouse(_labkit_wheel(sources, build), extra)
+            mounted = {
+                "/wheels": house,
+                "/build": build,
+                lab_models.WHEELS_MOUNT: lab_models.model_wheelhouse(examples, IMAGE_PYTHON),
+                lab_models.DEBS_MOUNT: lab_models.debian_packages(client, base, base_id),
+            }
             (build / "setup.sh").write_text(setup)
             (build / "labkit-lab-start").write_text(START_SCRIPT)
-            say(f"room image: installing into {base} (a minute or two) ...")
-            container = _run_setup(client, base, house, build)
+            say(f"room image: installing into {base} (two or three minutes) ...")
+            container = _run_setup(client, base, mounted)
         return _commit(client, container, tag, parts, t0)
     except docker.errors.APIError as exc:
         raise engine_error(
@@ -413,6 +453,7 @@ def _commit(
         f"WORKDIR {WORK}",
         f"ENV HOME={HOME}",
         f"ENV PIP_FIND_LINKS={LESSON_WHEELS}",
+        f"ENV XDG_CACHE_HOME={lab_models.CACHE}",
         f'CMD ["{START_COMMAND}"]',
         "EXPOSE 8888",
         "LABEL " + " ".join(f"{k}={json.dumps(v)}" for k, v in labels.items()),
