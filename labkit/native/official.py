@@ -11,6 +11,7 @@ import re
 import tarfile
 from pathlib import Path
 
+from ..plumbing.archives import extract
 from ..plumbing.downloads import cache_dir, fill_once, pip_download
 from . import triton_sources
 from .helpers import compiled
@@ -64,7 +65,7 @@ def rapidjson_include() -> Path:
             members = [m for m in tar.getmembers() if "/rapidjson/include/rapidjson/" in m.name]
             for member in members:
                 member.name = member.name.split("/rapidjson/include/", 1)[1]
-            tar.extractall(partial, members=members, filter="data")
+            extract(tar, partial, members=members)
 
     return fill_once(target, unpack)
 

@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 from ..errors import OptionError, SetupError
+from ..plumbing.archives import extract
 from ..plumbing.downloads import cache_dir, fill_once, say
 
 ENV = "LABKIT_TRITON_SOURCES"
@@ -96,7 +97,7 @@ def _unpack(archive: Path, repo: str, partial: Path) -> None:
     folder: ``repo/`` for the pinned ones, ``repo-<commit>/`` for GitHub's)."""
     scratch = partial / ".unpack"
     with tarfile.open(archive) as tar:
-        tar.extractall(scratch, filter="data")
+        extract(tar, scratch)
     tops = [p for p in scratch.iterdir() if p.is_dir()]
     if len(tops) != 1:
         raise SetupError(

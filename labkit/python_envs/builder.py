@@ -25,6 +25,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from ..errors import PythonEnvError
+from ..plumbing.archives import extract
 from ..plumbing.downloads import cache_dir, fill_once, system_has
 from ..plumbing.process_groups import die_with_parent
 from .stub_pythons import StubRuntime, Version, parse_version, runtime_stubs, version_text
@@ -193,7 +194,7 @@ def unpack(archive: Path, into: Path) -> None:
     filter: no member lands outside ``into``, while a link to an absolute path stays (a venv built for an
     image links the image's own interpreter, /usr/bin/python3.X)."""
     with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="tar")
+        extract(tar, into, "tar")
 
 
 def _numpy_version(archive: Path) -> str:

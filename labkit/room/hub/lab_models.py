@@ -26,9 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
-from typing import Any
 
 import docker.client
 import docker.errors
@@ -159,26 +157,10 @@ def _progress(line: str) -> None:
         print(f"  {line}", flush=True)
 
 
-def _without_tar_filters() -> None:
-    """Debian 12's Python 3.11.2 (the image's) predates tarfile's extraction filters (3.11.4), and labkit's
-    builder passes one (``filter="tar"``), which 3.11.2 refuses. In the set-up container the archives are
-    the builder's own, packed a moment before: they are extracted as 3.11.2 always did."""
-    if hasattr(tarfile, "tar_filter"):
-        return
-    plain = tarfile.TarFile.extractall
-
-    def extractall(self: tarfile.TarFile, path: str = ".", members: Any = None, **options: Any) -> None:
-        options.pop("filter", None)
-        plain(self, path, members, **options)
-
-    setattr(tarfile.TarFile, "extractall", extractall)  # noqa: B010 - mypy refuses assigning to a method
-
-
 def main() -> int:
     """In the set-up container (XDG_CACHE_HOME=CACHE, pip offline): build every model's environment, drop
     each packed archive (what serves is the unpacked folder; the archive would double the image's share), and
     ask again as a lab will, with pip given no wheels at all: each must be found built, none built again."""
-    _without_tar_filters()
     envs = model_envs.envs_for(Path(REAL_MODELS_IN_IMAGES), progress=_progress)
     for folder in {env.parent for env in envs.values()}:
         (folder / "env.tar").unlink(missing_ok=True)
