@@ -195,27 +195,66 @@ OFFSET_REQUIRED = edit(
     OFFSET, 'float(parameters.get("offset", {}).get("string_value", 0))', 'float(parameters["offset"]["string_value"])'
 )
 
+# -- 03-preferred ---------------------------------------------------------------------------------------
+PREFERRED = solution("03-preferred")
+PREFERRED_BLOCKS = """%%triton_config batched_add_sub
+name: "batched_add_sub"
+backend: "python"
+max_batch_size: 8
+input [
+  { name: "INPUT0", data_type: TYPE_FP32, dims: 4 },
+  { name: "INPUT1", data_type: TYPE_FP32, dims: 4 }
+]
+output [
+  { name: "OUTPUT0", data_type: TYPE_FP32, dims: 4 },
+  { name: "OUTPUT1", data_type: TYPE_FP32, dims: 4 }
+]
+instance_group [ { count: 1, kind: KIND_CPU } ]
+dynamic_batching {
+  max_queue_delay_microseconds: 50000
+  preferred_batch_size: 4
+}
+"""
+
 # -- 07 ---------------------------------------------------------------------------------------------
-COUNTDOWN = solution("07-countdown")
-COUNT_LOOP = '            for value in range(n, 0, -1):\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([value], dtype=np.int32))]))\n'
-COUNTDOWN_WHILE = edit(
-    COUNTDOWN,
-    COUNT_LOOP,
-    '            while n > 0:\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([n], dtype=np.int32))]))\n                n -= 1\n',
+COLLATZ = solution("07-countdown")
+COLLATZ_STEP = "                n = n // 2 if n % 2 == 0 else 3 * n + 1\n"
+COLLATZ_LAST = (
+    "            sender.send(pb_utils.InferenceResponse(last), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
 )
-COUNTDOWN_FINAL_WITH_LAST = edit(
+COLLATZ_ERROR = """                error = pb_utils.TritonError(f"N must be at least 1, not {n}")
+                sender.send(pb_utils.InferenceResponse(output_tensors=[], error=error),
+                            flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+"""
+COLLATZ_BRANCH = edit(
+    COLLATZ,
+    COLLATZ_STEP,
+    "                if n % 2:\n                    n = 3 * n + 1\n                else:\n                    n //= 2\n",
+)
+COLLATZ_LIST_FIRST = edit(
     edit(
-        COUNTDOWN,
-        COUNT_LOOP,
-        '            for value in range(n, 0, -1):\n                last = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if value == 1 else 0\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([value], dtype=np.int32))]), flags=last)\n',
+        COLLATZ,
+        """            steps = 0
+            while n != 1:
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("VALUE", np.array([n], dtype=np.int32))]))
+"""
+        + COLLATZ_STEP
+        + "                steps += 1\n",
+        """            values = [n]
+            while values[-1] != 1:
+                values.append(values[-1] // 2 if values[-1] % 2 == 0 else 3 * values[-1] + 1)
+            for value in values[:-1]:
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("VALUE", np.array([value], dtype=np.int32))]))
+            steps = len(values) - 1
+""",
     ),
-    "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
-    "            if n <= 0:\n                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
+    'pb_utils.Tensor("STEPS", np.array([steps], dtype=np.int32))',
+    'pb_utils.Tensor("STEPS", np.array([steps]).astype(np.int32))',
 )
-COUNTDOWN_ARANGE = edit(
-    COUNTDOWN,
-    COUNT_LOOP,
-    '            replies = [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", v.reshape(1))]) for v in np.arange(n, 0, -1, dtype=np.int32)]\n            for reply in replies:\n                sender.send(reply)\n',
+COLLATZ_ERROR_CODE = edit(
+    COLLATZ,
+    'pb_utils.TritonError(f"N must be at least 1, not {n}")',
+    'pb_utils.TritonError(f"N={n}: no sequence", pb_utils.TritonError.INVALID_ARG)',
 )
 LOOP = solution("07-bls-loop")
 LOOP_WHILE = "            while np.abs(x).min() < 100:\n"
@@ -312,20 +351,54 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ("03-delay", "a fraction", ["delay_us = 2000.5"], WRONG),
     ("03-delay", "a string", ['delay_us = "2000"'], WRONG),
     ("03-delay", "negative", ["delay_us = -2000"], WRONG),
-    ("03-preferred", "solution", [solution("03-preferred")], RIGHT),
-    ("03-preferred", "a tuple (3,)", ["preferred = (3,)"], RIGHT),
-    ("03-preferred", "[2, 3] with np.int64", ["preferred = [np.int64(2), 3]"], RIGHT),
-    ("03-preferred", "1 + 2", ["preferred = [1 + 2]"], RIGHT),
-    ("03-preferred", "starter: none", [starter("03-preferred")], WRONG),
-    ("03-preferred", "[4]: batches of 5 under load", ["preferred = [4]"], WRONG),
-    ("03-preferred", "[2, 4]", ["preferred = [2, 4]"], WRONG),
-    ("03-preferred", "[3, 4]", ["preferred = [3, 4]"], WRONG),
-    ("03-preferred", "[8]", ["preferred = [8]"], WRONG),
-    ("03-preferred", "[2]: batches stop at 3", ["preferred = [2]"], WRONG),
-    ("03-preferred", "[1, 2]", ["preferred = [1, 2]"], WRONG),
-    ("03-preferred", "[1]", ["preferred = [1]"], WRONG),
-    ("03-preferred", "strings", ['preferred = ["3"]'], WRONG),
-    ("03-preferred", "a bare number", ["preferred = 3"], WRONG),
+    ("03-preferred", "solution", [PREFERRED], RIGHT),
+    ("03-preferred", "blocks and scalar dims", [PREFERRED_BLOCKS], RIGHT),
+    (
+        "03-preferred",
+        "preferred 4 and 8",
+        [edit(PREFERRED, "preferred_batch_size: [ 4 ]", "preferred_batch_size: [ 4, 8 ]")],
+        RIGHT,
+    ),
+    ("03-preferred", "starter: no data_type, no dims", [starter("03-preferred")], WRONG),
+    (
+        "03-preferred",
+        "[2, 4]: 2 goes first",
+        [edit(PREFERRED, "preferred_batch_size: [ 4 ]", "preferred_batch_size: [ 2, 4 ]")],
+        WRONG,
+    ),
+    ("03-preferred", "no preferred size", [edit(PREFERRED, "  preferred_batch_size: [ 4 ]\n", "")], WRONG),
+    (
+        "03-preferred",
+        "the delay in ms",
+        [edit(PREFERRED, "max_queue_delay_microseconds: 50000", "max_queue_delay_microseconds: 50")],
+        WRONG,
+    ),
+    (
+        "03-preferred",
+        "500 ms",
+        [edit(PREFERRED, "max_queue_delay_microseconds: 50000", "max_queue_delay_microseconds: 500000")],
+        WRONG,
+    ),
+    ("03-preferred", "max_batch_size 4", [edit(PREFERRED, "max_batch_size: 8", "max_batch_size: 4")], WRONG),
+    ("03-preferred", "max_batch_size 16", [edit(PREFERRED, "max_batch_size: 8", "max_batch_size: 16")], WRONG),
+    (
+        "03-preferred",
+        "the batch dimension written",
+        [edit(PREFERRED, "dims: [ 4 ] }\ninput", "dims: [ -1, 4 ] }\ninput")],
+        WRONG,
+    ),
+    (
+        "03-preferred",
+        "outputs FP64",
+        [
+            edit(
+                PREFERRED,
+                'output { name: "OUTPUT0" data_type: TYPE_FP32',
+                'output { name: "OUTPUT0" data_type: TYPE_FP64',
+            )
+        ],
+        WRONG,
+    ),
     ("06-validate", "solution", [VALID], RIGHT),
     ("06-validate", "assert with a message", [VALID_ASSERT], RIGHT),
     ("06-validate", "TritonModelException", [VALID_MODEL_EXCEPTION], RIGHT),
@@ -364,26 +437,58 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ),
     ("06-offset", "default 1", [edit(OFFSET, '.get("string_value", 0)', '.get("string_value", 1)')], WRONG),
     ("06-offset", "latest cell does not compile", [OFFSET, broken(OFFSET)], WRONG),
-    ("07-countdown", "solution", [COUNTDOWN], RIGHT),
-    ("07-countdown", "while loop", [COUNTDOWN_WHILE], RIGHT),
-    ("07-countdown", "final flag with the last response", [COUNTDOWN_FINAL_WITH_LAST], RIGHT),
-    ("07-countdown", "np.arange, sent after", [COUNTDOWN_ARANGE], RIGHT),
-    ("07-countdown", "starter: only n", [starter("07-countdown")], WRONG),
-    ("07-countdown", "n-1 down to 0", [edit(COUNTDOWN, "range(n, 0, -1)", "range(n - 1, -1, -1)")], WRONG),
-    ("07-countdown", "counting up", [edit(COUNTDOWN, "range(n, 0, -1)", "range(1, n + 1)")], WRONG),
+    ("07-countdown", "solution", [COLLATZ], RIGHT),
+    ("07-countdown", "if/else step", [COLLATZ_BRANCH], RIGHT),
+    ("07-countdown", "the sequence listed first", [COLLATZ_LIST_FIRST], RIGHT),
+    ("07-countdown", "an error with a code", [COLLATZ_ERROR_CODE], RIGHT),
+    ("07-countdown", "starter: only n, flag alone", [starter("07-countdown")], WRONG),
     (
         "07-countdown",
-        "int64 responses",
-        [edit(COUNTDOWN, "np.array([value], dtype=np.int32)", "np.array([value], dtype=np.int64)")],
+        "the final flag alone, after the last value",
+        [
+            edit(
+                COLLATZ,
+                COLLATZ_LAST,
+                "            sender.send(pb_utils.InferenceResponse(last))\n"
+                "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
+            )
+        ],
         WRONG,
     ),
     (
         "07-countdown",
-        "no final flag",
-        [edit(COUNTDOWN, "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n", "")],
+        "STEPS on every response",
+        [
+            edit(
+                COLLATZ,
+                'sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("VALUE", np.array([n], dtype=np.int32))]))',
+                'sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("VALUE", np.array([n], dtype=np.int32)), '
+                'pb_utils.Tensor("STEPS", np.array([steps], dtype=np.int32))]))',
+            )
+        ],
         WRONG,
     ),
-    ("07-countdown", "latest cell does not compile", [COUNTDOWN, broken(COUNTDOWN)], WRONG),
+    ("07-countdown", "STEPS counts the responses", [edit(COLLATZ, "np.array([steps]", "np.array([steps + 1]")], WRONG),
+    ("07-countdown", "stops before 1", [edit(COLLATZ, "while n != 1:", "while n > 2:")], WRONG),
+    (
+        "07-countdown",
+        "N < 1: only the flag",
+        [
+            edit(
+                COLLATZ,
+                COLLATZ_ERROR,
+                "                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
+            )
+        ],
+        WRONG,
+    ),
+    (
+        "07-countdown",
+        "int64 values",
+        [edit(COLLATZ, "np.array([n], dtype=np.int32)", "np.array([n], dtype=np.int64)")],
+        WRONG,
+    ),
+    ("07-countdown", "latest cell does not compile", [COLLATZ, broken(COLLATZ)], WRONG),
     ("07-bls-loop", "solution", [LOOP], RIGHT),
     ("07-bls-loop", "a helper function", [LOOP_HELPER], RIGHT),
     ("07-bls-loop", "a for loop with break", [LOOP_FOR], RIGHT),
@@ -423,16 +528,15 @@ RULES: dict[tuple[str, str], str] = {
     ("01-bad-request", "no response for the bad request"): "failed-all",
     ("01-bad-request", "None for the bad request"): "failed-all",
     ("01-bad-request", "latest cell does not compile"): "load",
-    ("03-preferred", "starter: none"): "too-large",
-    ("03-preferred", "[4]: batches of 5 under load"): "too-large",
-    ("03-preferred", "[2, 4]"): "too-large",
-    ("03-preferred", "[3, 4]"): "too-large",
-    ("03-preferred", "[8]"): "too-large",
-    ("03-preferred", "[2]: batches stop at 3"): "too-small",
-    ("03-preferred", "[1, 2]"): "too-small",
-    ("03-preferred", "[1]"): "too-small",
-    ("03-preferred", "strings"): "not-sizes",
-    ("03-preferred", "a bare number"): "not-sizes",
+    ("03-preferred", "starter: no data_type, no dims"): "not-loaded",
+    ("03-preferred", "[2, 4]: 2 goes first"): "preferred",
+    ("03-preferred", "no preferred size"): "preferred",
+    ("03-preferred", "the delay in ms"): "delay-short",
+    ("03-preferred", "500 ms"): "delay-long",
+    ("03-preferred", "max_batch_size 4"): "refused",
+    ("03-preferred", "max_batch_size 16"): "max-batch",
+    ("03-preferred", "the batch dimension written"): "refused",
+    ("03-preferred", "outputs FP64"): "outputs",
     ("06-validate", "starter: float() alone"): "unclear",
     ("06-validate", "NaN and inf let through"): "accepted",
     ("06-validate", "inf let through"): "accepted",
@@ -441,6 +545,14 @@ RULES: dict[tuple[str, str], str] = {
     ("06-validate", "logs and loads with 1"): "accepted",
     ("06-validate", "message without the value"): "unclear",
     ("06-validate", "latest cell does not compile"): "load",
+    ("07-countdown", "starter: only n, flag alone"): "values",
+    ("07-countdown", "the final flag alone, after the last value"): "empty-final",
+    ("07-countdown", "STEPS on every response"): "steps",
+    ("07-countdown", "STEPS counts the responses"): "steps",
+    ("07-countdown", "stops before 1"): "values",
+    ("07-countdown", "N < 1: only the flag"): "error",
+    ("07-countdown", "int64 values"): "values",
+    ("07-countdown", "latest cell does not compile"): "load",
     ("07-bls-loop", "starter: no call"): "values",
     ("07-bls-loop", "doubled here, not by add_sub"): "calls",
     ("07-bls-loop", "one call, whatever the answer"): "values",
