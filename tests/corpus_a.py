@@ -5,6 +5,8 @@ test_exercise_corpus_a.py runs them against a real Triton and asserts the check'
 
 from __future__ import annotations
 
+from corpus_a_transfer import TRANSFER_CASES, TRANSFER_RULES
+
 from labkit.course.exercises import REGISTRY
 
 RIGHT, WRONG = True, False
@@ -196,27 +198,6 @@ OFFSET_REQUIRED = edit(
 )
 
 # -- 07 ---------------------------------------------------------------------------------------------
-COUNTDOWN = solution("07-countdown")
-COUNT_LOOP = '            for value in range(n, 0, -1):\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([value], dtype=np.int32))]))\n'
-COUNTDOWN_WHILE = edit(
-    COUNTDOWN,
-    COUNT_LOOP,
-    '            while n > 0:\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([n], dtype=np.int32))]))\n                n -= 1\n',
-)
-COUNTDOWN_FINAL_WITH_LAST = edit(
-    edit(
-        COUNTDOWN,
-        COUNT_LOOP,
-        '            for value in range(n, 0, -1):\n                last = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if value == 1 else 0\n                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([value], dtype=np.int32))]), flags=last)\n',
-    ),
-    "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
-    "            if n <= 0:\n                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n",
-)
-COUNTDOWN_ARANGE = edit(
-    COUNTDOWN,
-    COUNT_LOOP,
-    '            replies = [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", v.reshape(1))]) for v in np.arange(n, 0, -1, dtype=np.int32)]\n            for reply in replies:\n                sender.send(reply)\n',
-)
 LOOP = solution("07-bls-loop")
 LOOP_WHILE = "            while np.abs(x).min() < 100:\n"
 LOOP_CALL = """                call = pb_utils.InferenceRequest(
@@ -312,20 +293,6 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ("03-delay", "a fraction", ["delay_us = 2000.5"], WRONG),
     ("03-delay", "a string", ['delay_us = "2000"'], WRONG),
     ("03-delay", "negative", ["delay_us = -2000"], WRONG),
-    ("03-preferred", "solution", [solution("03-preferred")], RIGHT),
-    ("03-preferred", "a tuple (3,)", ["preferred = (3,)"], RIGHT),
-    ("03-preferred", "[2, 3] with np.int64", ["preferred = [np.int64(2), 3]"], RIGHT),
-    ("03-preferred", "1 + 2", ["preferred = [1 + 2]"], RIGHT),
-    ("03-preferred", "starter: none", [starter("03-preferred")], WRONG),
-    ("03-preferred", "[4]: batches of 5 under load", ["preferred = [4]"], WRONG),
-    ("03-preferred", "[2, 4]", ["preferred = [2, 4]"], WRONG),
-    ("03-preferred", "[3, 4]", ["preferred = [3, 4]"], WRONG),
-    ("03-preferred", "[8]", ["preferred = [8]"], WRONG),
-    ("03-preferred", "[2]: batches stop at 3", ["preferred = [2]"], WRONG),
-    ("03-preferred", "[1, 2]", ["preferred = [1, 2]"], WRONG),
-    ("03-preferred", "[1]", ["preferred = [1]"], WRONG),
-    ("03-preferred", "strings", ['preferred = ["3"]'], WRONG),
-    ("03-preferred", "a bare number", ["preferred = 3"], WRONG),
     ("06-validate", "solution", [VALID], RIGHT),
     ("06-validate", "assert with a message", [VALID_ASSERT], RIGHT),
     ("06-validate", "TritonModelException", [VALID_MODEL_EXCEPTION], RIGHT),
@@ -364,26 +331,6 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     ),
     ("06-offset", "default 1", [edit(OFFSET, '.get("string_value", 0)', '.get("string_value", 1)')], WRONG),
     ("06-offset", "latest cell does not compile", [OFFSET, broken(OFFSET)], WRONG),
-    ("07-countdown", "solution", [COUNTDOWN], RIGHT),
-    ("07-countdown", "while loop", [COUNTDOWN_WHILE], RIGHT),
-    ("07-countdown", "final flag with the last response", [COUNTDOWN_FINAL_WITH_LAST], RIGHT),
-    ("07-countdown", "np.arange, sent after", [COUNTDOWN_ARANGE], RIGHT),
-    ("07-countdown", "starter: only n", [starter("07-countdown")], WRONG),
-    ("07-countdown", "n-1 down to 0", [edit(COUNTDOWN, "range(n, 0, -1)", "range(n - 1, -1, -1)")], WRONG),
-    ("07-countdown", "counting up", [edit(COUNTDOWN, "range(n, 0, -1)", "range(1, n + 1)")], WRONG),
-    (
-        "07-countdown",
-        "int64 responses",
-        [edit(COUNTDOWN, "np.array([value], dtype=np.int32)", "np.array([value], dtype=np.int64)")],
-        WRONG,
-    ),
-    (
-        "07-countdown",
-        "no final flag",
-        [edit(COUNTDOWN, "            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n", "")],
-        WRONG,
-    ),
-    ("07-countdown", "latest cell does not compile", [COUNTDOWN, broken(COUNTDOWN)], WRONG),
     ("07-bls-loop", "solution", [LOOP], RIGHT),
     ("07-bls-loop", "a helper function", [LOOP_HELPER], RIGHT),
     ("07-bls-loop", "a for loop with break", [LOOP_FOR], RIGHT),
@@ -409,6 +356,7 @@ CASES: list[tuple[str, str, list[str], bool]] = [
         WRONG,
     ),
     ("07-bls-loop", "latest cell does not compile", [LOOP, broken(LOOP)], WRONG),
+    *TRANSFER_CASES,
 ]
 
 #: The rule a wrong answer fails by, where the check names one (the other cases assert only the verdict).
@@ -423,16 +371,6 @@ RULES: dict[tuple[str, str], str] = {
     ("01-bad-request", "no response for the bad request"): "failed-all",
     ("01-bad-request", "None for the bad request"): "failed-all",
     ("01-bad-request", "latest cell does not compile"): "load",
-    ("03-preferred", "starter: none"): "too-large",
-    ("03-preferred", "[4]: batches of 5 under load"): "too-large",
-    ("03-preferred", "[2, 4]"): "too-large",
-    ("03-preferred", "[3, 4]"): "too-large",
-    ("03-preferred", "[8]"): "too-large",
-    ("03-preferred", "[2]: batches stop at 3"): "too-small",
-    ("03-preferred", "[1, 2]"): "too-small",
-    ("03-preferred", "[1]"): "too-small",
-    ("03-preferred", "strings"): "not-sizes",
-    ("03-preferred", "a bare number"): "not-sizes",
     ("06-validate", "starter: float() alone"): "unclear",
     ("06-validate", "NaN and inf let through"): "accepted",
     ("06-validate", "inf let through"): "accepted",
@@ -446,4 +384,5 @@ RULES: dict[tuple[str, str], str] = {
     ("07-bls-loop", "one call, whatever the answer"): "values",
     ("07-bls-loop", "stops at 100 exclusive"): "values",
     ("07-bls-loop", "latest cell does not compile"): "load",
+    **TRANSFER_RULES,
 }

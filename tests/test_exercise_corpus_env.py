@@ -1,6 +1,6 @@
-"""The check of notebook 11's exercise (a model that needs a package, given its environment) against a
-corpus of answers: right ones written differently pass, plausible wrong ones fail with the rule that shows
-what is wrong, and the check leaves nothing behind. Each answer is the shipped cell with one change, run
+"""The check of notebook 11's exercise (two models that need one package, given one shared environment)
+against a corpus of answers: right ones written differently pass, plausible wrong ones fail with the rule that
+shows what is wrong, and the check leaves nothing behind. Each answer is the shipped cell with a change, run
 as the notebook runs it, against a real Triton."""
 
 from __future__ import annotations
@@ -37,43 +37,56 @@ def _edit(text: str, *changes: tuple[str, str]) -> str:
     return text
 
 
+SHARED = 'moo_parameters = {"EXECUTION_ENV_PATH": folder}\ntux_parameters = {"EXECUTION_ENV_PATH": folder}'
 CASES = [
     ("the solution", SOLUTION, None),
     (
-        "a packed environment",
+        "a packed environment, shared",
         _edit(
             SOLUTION,
-            ('"$$TRITON_MODEL_DIRECTORY/env"', '"$$TRITON_MODEL_DIRECTORY/env.tar.gz"'),
+            (
+                SHARED,
+                'packed = lab.repository.model_dir("envs") / "sayers.tar.gz"\n'
+                'moo_parameters = {"EXECUTION_ENV_PATH": packed}\ntux_parameters = {"EXECUTION_ENV_PATH": packed}',
+            ),
             ("packages, replace=True", "packages, pack=True, replace=True"),
         ),
         None,
     ),
     (
-        "another folder name",
+        "moo's environment, named by its path in both",
         _edit(
-            SOLUTION,
-            ('"$$TRITON_MODEL_DIRECTORY/env"', '"$$TRITON_MODEL_DIRECTORY/pyenv"'),
-            ('moo_dir / "env"', 'moo_dir / "pyenv"'),
+            STARTER,
+            ('moo_parameters = {"EXECUTION_ENV_PATH": "$$TRITON_MODEL_DIRECTORY/env"}\ntux_parameters = {}', SHARED),
         ),
         None,
     ),
-    ("the starter", STARTER, "not-loaded"),
+    ("the starter: tux has none", STARTER, "not-loaded"),
     (
-        "the package but no parameter",
-        _edit(SOLUTION, ('parameters = {"EXECUTION_ENV_PATH": "$$TRITON_MODEL_DIRECTORY/env"}', "parameters = {}")),
-        "not-loaded",
+        "tux reaches into moo's folder",
+        _edit(
+            STARTER,
+            ("tux_parameters = {}", 'tux_parameters = {"EXECUTION_ENV_PATH": "$$TRITON_MODEL_DIRECTORY/../moo/env"}'),
+        ),
+        "escapes",
     ),
     (
-        "an absolute path",
+        "an environment each",
         _edit(
-            SOLUTION,
+            STARTER,
+            ("tux_parameters = {}", 'tux_parameters = {"EXECUTION_ENV_PATH": "$$TRITON_MODEL_DIRECTORY/env"}'),
             (
-                'parameters = {"EXECUTION_ENV_PATH": "$$TRITON_MODEL_DIRECTORY/env"}',
-                'parameters = {"EXECUTION_ENV_PATH": "/tmp/labkit-envs/moo"}',
+                "env = labkit.python_env(folder, packages, replace=True, progress=None)",
+                "env = labkit.python_env(folder, packages, replace=True, progress=None)\n"
+                'tux_env = labkit.python_env(lab.repository.model_dir("tux") / "env", packages, replace=True, progress=None)',
             ),
-            ('moo_dir / "env"', '"/tmp/labkit-envs/moo"'),
         ),
-        "absolute-path",
+        "not-shared",
+    ),
+    (
+        "the shared path in moo's config alone",
+        _edit(SOLUTION, ('tux_parameters = {"EXECUTION_ENV_PATH": folder}', "tux_parameters = {}")),
+        "not-loaded",
     ),
 ]
 
@@ -82,9 +95,12 @@ CASES = [
 def lab():
     with labkit.start() as server:
         server.repository.write_python_model("moo", MOO)
+        server.repository.write_python_model("tux", MOO.replace('get_output_string("cow"', 'get_output_string("tux"'))
         exec(STARTER, {"lab": server, "labkit": labkit})
+        server.load("moo")  # the stubs' __pycache__ appear now, not during the first check
+        server.unload("moo")
         with pytest.raises(labkit.errors.MissingModuleError):
-            server.load("moo")  # the stub's __pycache__ appears now, not during the first check
+            server.load("tux")  # the starter gives tux no environment
         yield server
 
 

@@ -1,6 +1,7 @@
-"""The checks of notebook 15 (a decoupled C++ countdown, a Python stream its client cancels) judge behaviour: right answers written differently
-pass, plausible wrong ones fail with the rule that shows what is wrong, each built and served by a real
-Triton the way the notebook's `%%triton_cpp` cell does, and the check leaves nothing behind."""
+"""The checks of notebook 15 (a C++ countdown on a thread per request, a batch of Python streams one of which
+its client cancels) judge behaviour: right answers written differently pass, plausible wrong ones fail with the
+rule that shows what is wrong, each built and served by a real Triton the way the notebook's cells do, and
+the check leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -12,19 +13,18 @@ import labkit.server
 
 pytestmark = pytest.mark.slow
 
-LOOP = "    for (int32_t value = n; err == nullptr && value >= 1; --value) err = send_value(factory.get(), value);\n"
-FINAL = """      log_if_error("ResponseFactorySendFlags",
-                   TRITONBACKEND_ResponseFactorySendFlags(factory.get(), TRITONSERVER_RESPONSE_COMPLETE_FINAL));
+DETACH = "    }).detach();\n"
+FINAL = """    log_if_error("ResponseFactorySendFlags",
+                 TRITONBACKEND_ResponseFactorySendFlags(factory, TRITONSERVER_RESPONSE_COMPLETE_FINAL));
 """
+LOOP = "  for (int32_t value = n; err == nullptr && value >= 1; --value) {\n"
 ANSWERS = {
     "solution": (body("15-countdown-cpp"), None),
     "a while loop": (
         edit(
             "15-countdown-cpp",
-            (
-                LOOP,
-                "    int32_t left = n;\n    while (err == nullptr && left > 0) err = send_value(factory.get(), left--);\n",
-            ),
+            (LOOP, "  int32_t value = n;\n  while (err == nullptr && value >= 1) {\n"),
+            ("    err = send_value(factory, value);\n", "    err = send_value(factory, value--);\n"),
         ),
         None,
     ),
@@ -36,45 +36,48 @@ ANSWERS = {
                 "  return TRITONBACKEND_ResponseSend(response, value == 1 ? TRITONSERVER_RESPONSE_COMPLETE_FINAL : 0, nullptr);",
             ),
             (
-                "    if (err == nullptr) {  // the end of the request: a flag, no response\n",
-                "    if (err == nullptr && n == 0) {  // only N = 0 still needs the flag\n",
+                '  if (err == nullptr) {\n    log_if_error("ResponseFactorySendFlags"',
+                '  if (err == nullptr && n == 0) {\n    log_if_error("ResponseFactorySendFlags"',
+            ),
+            ("  finish(factory, err);\n", "  if (n == 0 || err != nullptr) finish(factory, err);\n"),
+            (
+                "static void finish(TRITONBACKEND_ResponseFactory* factory, TRITONSERVER_Error* err) {\n",
+                "static void finish(TRITONBACKEND_ResponseFactory* factory, TRITONSERVER_Error* err, int32_t n = 0) {\n",
             ),
             (
-                "    } else {  // or a last response carrying the error, final\n",
-                "    } else if (err != nullptr) {  // or a last response carrying the error, final\n",
+                "  if (n == 0 || err != nullptr) finish(factory, err);\n",
+                "  if (n == 0 || err != nullptr) finish(factory, err, n);\n",
             ),
         ),
         None,
     ),
-    "the starter: one response from the request": (body("15-countdown-cpp", "starter"), "values"),
-    "N-1 down to 0": (
-        edit("15-countdown-cpp", ("int32_t value = n;", "int32_t value = n - 1;"), ("value >= 1;", "value >= 0;")),
-        "values",
-    ),
+    "the starter: every stream inside execute": (body("15-countdown-cpp", "starter"), "one-at-a-time"),
+    "a thread, joined at once": (edit("15-countdown-cpp", (DETACH, "    }).join();\n")), "one-at-a-time"),
     "counting up": (
-        edit(
-            "15-countdown-cpp",
-            (
-                LOOP,
-                "    for (int32_t value = 1; err == nullptr && value <= n; ++value) err = send_value(factory.get(), value);\n",
-            ),
-        ),
+        edit("15-countdown-cpp", (LOOP, "  for (int32_t value = 1; err == nullptr && value <= n; ++value) {\n")),
         "values",
     ),
-    "no final flag: the stream never ends": (edit("15-countdown-cpp", (FINAL, "")), "failed"),
-    "does not compile": (edit("15-countdown-cpp", (LOOP, LOOP.replace("send_value(", "send_valu("))), "build"),
+    "no final flag: the streams never end": (edit("15-countdown-cpp", (FINAL, "")), "failed"),
+    "does not compile": (edit("15-countdown-cpp", (DETACH, "    }).detatch();\n")), "build"),
 }
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """One server as notebook 15 is before the exercise: the model's decoupled config written."""
+    """One server as notebook 15 is before the exercises: the models' decoupled configs written."""
     with labkit.server.EmbeddedServer(workdir=tmp_path_factory.mktemp("lab")) as server:
         server.start()
         cfg = labkit.model_config("countdown_cpp", "countdowncpp", [("N", "INT32", [1])], [("OUT", "INT32", [1])])
         cfg.model_transaction_policy.decoupled = True
         server.repository.write_config(cfg)
-        ticker = labkit.model_config("ticker", "python", [("N", "INT32", [1])], [("OUT", "INT32", [1])])
+        ticker = labkit.model_config(
+            "ticker",
+            "python",
+            [("N", "INT32", [1])],
+            [("OUT", "INT32", [1])],
+            max_batch_size=4,
+            dynamic_batching={"max_queue_delay_microseconds": 100_000},
+        )
         ticker.model_transaction_policy.decoupled = True
         server.repository.write_config(ticker)
         yield server
@@ -93,59 +96,87 @@ def test_15_countdown_cpp(lab, answer):
 
 
 # -- 15-cancel-stream ---------------------------------------------------------------------------------------
-ASK = "                if request.is_cancelled():  # the client gave up: nobody reads the rest\n                    break\n"
+ASK = """                if request.is_cancelled():  # its client gave up: close its stream, keep the others going
+                    sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                    continue
+"""
+EACH = "            for request, sender, n in live:\n"
 TICKER = {
     "solution": (body("15-cancel-stream"), None),
-    "asked after each response": (
+    "the cancelled ones filtered out before each tick": (
         edit(
             "15-cancel-stream",
             (ASK, ""),
             (
-                "                time.sleep(0.02)  # 20 ms of work before the next response\n",
-                "                time.sleep(0.02)  # 20 ms of work before the next response\n"
-                "                if request.is_cancelled():\n                    break\n",
+                EACH,
+                "            for request, sender, n in [s for s in live if s[0].is_cancelled()]:\n"
+                "                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
+                "            live = [s for s in live if not s[0].is_cancelled()]\n" + EACH,
             ),
         ),
         None,
     ),
-    "a while loop": (
-        edit(
-            "15-cancel-stream",
-            (
-                "            for k in range(1, n + 1):\n" + ASK,
-                "            k = 1\n            while k <= n and not request.is_cancelled():\n",
-            ),
-            (
-                "                time.sleep(0.02)  # 20 ms of work before the next response\n",
-                "                time.sleep(0.02)\n                k += 1\n",
-            ),
-        ),
+    "one request at a time, asked before each tick": (
+        """import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            n = int(pb_utils.get_input_tensor_by_name(request, "N").as_numpy().item())
+            sender = request.get_response_sender()
+            for tick in range(1, n + 1):
+                if request.is_cancelled():
+                    break
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.array([[tick]], dtype=np.int32))]))
+                time.sleep(0.02)
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+""",
         None,
     ),
     "the starter: never asks": (body("15-cancel-stream", "starter"), "kept-going"),
-    "asks once, before the loop": (
+    "asks only the first request of the batch": (
         edit(
             "15-cancel-stream",
             (ASK, ""),
             (
-                "            for k in range(1, n + 1):\n",
-                "            if request.is_cancelled():\n                n = 0\n            for k in range(1, n + 1):\n",
+                EACH,
+                "            if requests[0].is_cancelled():\n"
+                "                live = [s for s in live if s[0] is not requests[0]]\n" + EACH,
             ),
         ),
         "kept-going",
     ),
-    "stops sending but goes on working": (
+    "one cancelled request stops the whole batch": (
         edit(
             "15-cancel-stream",
             (ASK, ""),
+            ("        while live:\n", "        while live and not any(r.is_cancelled() for r in requests):\n"),
+        ),
+        "others-stopped",
+    ),
+    "returns from execute on a cancellation": (
+        edit(
+            "15-cancel-stream",
             (
-                "                sender.send(pb_utils.InferenceResponse(",
-                "                if not request.is_cancelled():\n                    sender.send(pb_utils.InferenceResponse(",
+                ASK,
+                "                if request.is_cancelled():\n"
+                "                    sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
+                "                    return None\n",
             ),
         ),
-        "kept-going",
+        "others-stopped",
     ),
-    "counts from 0": (edit("15-cancel-stream", ("range(1, n + 1)", "range(n)")), "values"),
+    "counts from 0": (
+        edit(
+            "15-cancel-stream", ("if tick <= n:", "if tick <= n + 1:"), ("np.array([[tick]]", "np.array([[tick - 1]]")
+        ),
+        "values",
+    ),
 }
 
 

@@ -12,6 +12,7 @@ import pytest
 import labkit
 import labkit.errors
 import labkit.server
+from labkit.course.exercises.nb07 import collatz
 from labkit.course.lessons import decoupled
 
 
@@ -24,15 +25,18 @@ def decoupled_lab():
         yield srv
 
 
-COUNTDOWN_CONFIG = labkit.model_config("countdown", "python", [("N", "INT32", [1])], [("OUT", "INT32", [1])])
-COUNTDOWN_CONFIG.model_transaction_policy.decoupled = True
+COLLATZ_CONFIG = labkit.model_config(
+    "collatz", "python", [("N", "INT32", [1])], [("VALUE", "INT32", [1]), ("STEPS", "INT32", [1])]
+)
+COLLATZ_CONFIG.model_transaction_policy.decoupled = True
 
 
 @pytest.fixture(scope="module")
-def countdown_lab(decoupled_lab):
-    """The countdown exercise's reference solution: several responses to a request of one element."""
+def collatz_lab(decoupled_lab):
+    """The 07-countdown exercise's reference solution: as many responses as N's Collatz sequence has values,
+    the last carrying a second output and the final flag."""
     cell = labkit.course.exercises.REGISTRY["07-countdown"].solution()
-    decoupled_lab.python_model("countdown", cell.split("\n", 1)[1], COUNTDOWN_CONFIG)
+    decoupled_lab.python_model("collatz", cell.split("\n", 1)[1], COLLATZ_CONFIG)
     return decoupled_lab
 
 
@@ -49,11 +53,12 @@ def test_generate_stream_over_http_equals_the_grpc_stream(decoupled_lab, value):
     assert len(over_http) == 1 and over_http[0]["IDX"] == 0
 
 
-@pytest.mark.parametrize("n", [5, 1, 0, 12])
-def test_generate_stream_carries_several_responses_in_order(countdown_lab, n):
-    over_http = labkit.generate_stream(countdown_lab, "countdown", {"N": n})
-    over_grpc = labkit.stream_infer(countdown_lab, "countdown", {"N": np.array([n], np.int32)})
-    assert [r["OUT"] for r in over_http] == list(range(n, 0, -1))
+@pytest.mark.parametrize("n", [6, 1, 27])
+def test_generate_stream_carries_several_responses_in_order(collatz_lab, n):
+    over_http = labkit.generate_stream(collatz_lab, "collatz", {"N": n})
+    over_grpc = labkit.stream_infer(collatz_lab, "collatz", {"N": np.array([n], np.int32)})
+    assert [r["VALUE"] for r in over_http] == collatz(n)
+    assert [r.get("STEPS") for r in over_http] == [None] * (len(over_http) - 1) + [len(over_http) - 1]
     assert over_http == _grpc_as_json(over_grpc)
 
 

@@ -103,8 +103,11 @@ _EXERCISES = (
     Exercise(
         "03-preferred",
         "03_dynamic_batching",
-        "preferred batch sizes that let batches reach 4 under load, and no more",
-        "a preferred size is one Triton sends as soon as it has it, and section 5 shows what 23.12 does with one under this load (model configuration, r23.12: https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md#preferred-batch-sizes).",
+        "batched_add_sub's config.pbtxt from nothing: batches of up to 8, 4 at once, 50 ms for fewer",
+        "a config is Triton's ModelConfig in text: inputs and outputs need name, data_type and dims (one row's shape: "
+        "max_batch_size adds the batch dimension); a preferred_batch_size is a batch Triton sends as soon as it can form "
+        "it, and max_queue_delay_microseconds how long a smaller one waits for company (model configuration, r23.12: "
+        "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md#dynamic-batcher).",
     ),
     Exercise(
         "04-vectorize",
@@ -139,8 +142,11 @@ _EXERCISES = (
     Exercise(
         "07-countdown",
         "07_backend_api_tour",
-        "a decoupled model that streams N responses",
-        "a decoupled model answers through the request's response sender, once per response, and closes the request with the final flag, sent once whatever the number of responses (python_backend README, r23.12, Decoupled mode: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#decoupled-mode).",
+        "a decoupled collatz: as many responses as the sequence has values, the final flag on the last, an error for N < 1",
+        "a decoupled model may send any number of responses, decided as it goes; send(response, flags=...) sends data and "
+        "the final flag at once, and a response made with error=pb_utils.TritonError(...) ends a request it cannot serve "
+        "(python_backend README, r23.12, Decoupled mode: "
+        "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#decoupled-mode).",
     ),
     Exercise(
         "07-bls-loop",
@@ -163,8 +169,11 @@ _EXERCISES = (
     Exercise(
         "11-own-package",
         "11_python_in_production",
-        "give moo the package it imports, in an execution environment of its own",
-        "labkit.python_env(folder, [package]) builds the environment; a config parameter EXECUTION_ENV_PATH gives it to the model, relative to the model's folder with $$TRITON_MODEL_DIRECTORY (python_backend README, r23.12: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#creating-custom-execution-environments).",
+        "one execution environment shared by moo and tux, named the same way in both configs",
+        "an environment is a path in each model's config, and several models may name the same one; a path under "
+        "$$TRITON_MODEL_DIRECTORY must stay inside that model's folder, so a shared one is named by its path on the "
+        "machine (python_backend README, r23.12, notes 3 and 4 under Creating Custom Execution Environments: "
+        "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#creating-custom-execution-environments).",
     ),
     Exercise(
         "12-load-on-demand",
@@ -181,14 +190,21 @@ _EXERCISES = (
     Exercise(
         "15-countdown-cpp",
         "15_cpp_decoupled_state",
-        "a decoupled C++ backend that streams N responses",
-        "a decoupled backend answers through a response factory made from the request: each response is made from it and sent with flags 0, and the request ends with the final flag sent on the factory, which the backend then deletes (backend README, r23.12, Decoupled Responses: https://github.com/triton-inference-server/backend/blob/r23.12/README.md#decoupled-responses).",
+        "a C++ countdown on a thread per request: one instance streams several requests at once",
+        "a decoupled backend may answer after execute has returned: the request and its response factory go to a "
+        "thread, which sends, ends the stream, deletes the factory and releases the request; execute returns at once, "
+        "and the instance's state counts the threads so that TRITONBACKEND_ModelInstanceFinalize can wait for them "
+        "(backend README, r23.12, Decoupled Responses: "
+        "https://github.com/triton-inference-server/backend/blob/r23.12/README.md#decoupled-responses).",
     ),
     Exercise(
         "15-cancel-stream",
         "15_cpp_decoupled_state",
-        "a Python stream that stops when its client cancels it",
-        "a cancelled request is still the model's until it ends it: Triton only marks it, and the model asks the request itself, between two responses, then stops and closes the stream with its final flag (python_backend README, r23.12, Request Cancellation Handling: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#request-cancellation-handling).",
+        "a batch of Python streams: the one its client cancels stops, the others go on",
+        "Triton marks a cancelled request and leaves it to the model: with a batch, each request is asked on its own "
+        "(request.is_cancelled()), and only that one's stream is closed with its final flag (python_backend README, "
+        "r23.12, Request Cancellation Handling: "
+        "https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#request-cancellation-handling).",
     ),
     Exercise(
         "17-one-request",

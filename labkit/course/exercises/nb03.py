@@ -1,55 +1,49 @@
-"""Exercises of notebook 03 (dynamic batching): choose a queue delay, and a preferred batch size.
+"""Exercises of notebook 03 (dynamic batching): choose a queue delay, and write a batching model's
+config.pbtxt from nothing.
 
-Both are measured on a model of the check's own (a copy of ``minimal_batching`` for the delay, of
-``add_sub_batching`` for the preferred size; removed afterwards), so the notebook's models keep their
-settings.
+03-delay is measured on a copy of ``minimal_batching`` of the check's own (removed afterwards), so the
+notebook's model keeps its settings; six closed-loop clients on it; the numbers vary between machines,
+the bounds hold on all.
 
-03-delay puts six closed-loop clients on it; the numbers vary between machines, the bounds hold on all.
-
-03-preferred puts the load of the lesson's section 5 on it (eight clients, a 10 ms queue delay) in a few
-rounds, reloading the copy between them. Under that load Triton 23.12 now and then forms a batch one
-request larger than the largest preferred size (a request that arrives while a batch waits for the
-model joins it: [4] gave batches of 5 in 28 of 30 runs of 600 requests), so [4] fails, and [3] gives
-batches of 3 and 4 (in 30 runs one had no batch of 4: hence the rounds). The answer must also let
-batches reach 4: [2] or [1, 2], whose batches stop at 3, are not enough. When the queue delay runs out
-(the machine stalls for more than 10 ms) Triton sends whatever is queued, up to max_batch_size, whatever
-the preferred sizes: such batches are not counted. The copy's model.py (stub_side/batch_waits.py)
-reports, per execute(), how many requests it held and how long the oldest had waited since the client
-built it, which is at least its time in Triton's queue: a batch whose every request waited less than
-the delay was not sent because the delay ran out.
+03-preferred judges the config the person wrote for ``batched_add_sub`` (the lesson's add_sub model.py) by
+what Triton does with it, and only by what Triton documents (common r23.12
+protobuf/model_config.proto): ``max_batch_size`` is the largest batch a request may carry (lines
+1887-1904: a request of 8 rows is answered, one of 9 refused); "if a batch of one of these
+[preferred] sizes can be formed it will be executed immediately" (lines 1106-1113: four requests sent
+together run as one batch of 4, without waiting out the delay); ``max_queue_delay_microseconds`` is how
+long a request waits in the queue for others (lines 1115-1121: a lone request waits it out, and two sent
+together run as one batch after it). Nothing is measured under load: how far 23.12 lets a batch grow past a
+preferred size while it waits for a busy instance is not documented, so it is not judged.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
-import time
-from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import SupportsInt, cast
 
 import numpy as np
 
-from ...errors import WaitTimeoutError
+from ...client.inference import infer
+from ...errors import InferenceError, ModelLoadError
 from ...native import deploy
 from ...native.build import reference_source
-from ...observe.stats import model_stats
-from ...plumbing.polling import wait_until
+from ...observe.stats import ModelStats, model_stats
 from ...repository import ModelRepository
 from ...server.base import TritonServer
 from ...traffic.generator import run_load
 from .. import reference
-from . import model_side as stub_side
-from .core import NotYet, exercise
+from .core import NotYet, exercise, require_configured_outputs
 from .scratch import owned_model
 
 DELAY_CLIENTS, DELAY_MIN_BATCH, DELAY_MAX_P50_MS = 6, 4.0, 10.0
-#: 03-preferred: the load of section 5 (eight clients, a 10 ms delay), PREFERRED_ROUNDS times over.
-PREFERRED_CLIENTS, PREFERRED_DELAY_US, PREFERRED_REQUESTS, PREFERRED_ROUNDS = 8, 10_000, 600, 4
-PREFERRED_MAX_BATCH = 4
-PREFERRED_TIMEOUT_S = 20.0
+#: 03-preferred: the model the person configures, and what its config must give it.
+BATCHED, ROWS, MAX_BATCH, PREFERRED, DELAY_US = "batched_add_sub", 4, 8, 4, 50_000
+#: A batch that went "at once" waited well under the delay; one that waited for company, at least most of it
+#: (Triton waits the whole delay: core r23.12 src/dynamic_batch_scheduler.cc:590-622); a request that waited ten
+#: times the delay met a delay far longer than asked.
+AT_ONCE_MS, WAITED_MS, TOO_LONG_MS = DELAY_US / 2000, 0.9 * DELAY_US / 1000, 10 * DELAY_US / 1000
 
 
 def _serve_copy(server: TritonServer, model: str, *, delay_us: int, preferred: Sequence[int] = ()) -> None:
@@ -120,113 +114,131 @@ def delay(server: TritonServer, delay_us: object) -> None:
         )
 
 
-def _serve_waits_copy(server: TritonServer, model: str, preferred: Sequence[int]) -> None:
-    """Serve ``model``: add_sub_batching's config (max batch 8, one instance) with the lesson's delay and
-    ``preferred``, and a model.py that reports every execute() in report.jsonl."""
-    config = ModelRepository(reference.repository()).read_config("add_sub_batching")
-    config.name = model
-    config.dynamic_batching.max_queue_delay_microseconds = PREFERRED_DELAY_US
-    config.dynamic_batching.preferred_batch_size[:] = list(preferred)
-    del config.instance_group[1:]
-    config.instance_group[0].count = 1
-    server.repository.write_config(config)
-    server.repository.write_file(model, "model.py", stub_side.source("batch_waits"))
+def _pair(rows: int, seed: int) -> dict[str, np.ndarray]:
+    values = np.random.default_rng(seed).uniform(-100, 100, (2, rows, ROWS)).round(2).astype(np.float32)
+    return {"INPUT0": values[0], "INPUT1": values[1]}
 
 
-def _stamped(index: int) -> dict[str, np.ndarray]:
-    """One request whose INPUT0 carries the moment it is built (see stub_side/batch_waits.py)."""
-    now = time.monotonic()
-    whole = float(math.floor(now))
-    return {
-        "INPUT0": np.array([[whole, now - whole, 0.0, float(index % 100)]], np.float32),
-        "INPUT1": np.ones((1, 4), np.float32),
-    }
-
-
-def _reported(report: Path, skip: int, requests: int) -> list[dict]:
-    """The executions the model reported after its first ``skip`` lines, once they account for ``requests``
-    (the last execute's line may land a moment after its responses), or all there are after 5 s."""
-    lines: list[str] = []
-
-    def complete() -> bool:
-        lines[:] = report.read_text().splitlines()[skip:] if report.exists() else []
-        return sum(json.loads(line)["requests"] for line in lines) >= requests
-
+def _load(server: TritonServer) -> None:
+    """Load the config the person wrote last (the cell only writes it while the model is not loaded)."""
     try:
-        wait_until(complete, 5, "the model's report of every request", interval_s=0.05)
-    except WaitTimeoutError:
-        pass  # judged on the lines there are: the check says what is missing
-    return [json.loads(line) for line in lines]
+        server.repository.mark_changed(BATCHED)
+        server.load(BATCHED)
+    except ModelLoadError as exc:
+        reason = (exc.reason or str(exc)).strip().splitlines()[0][:300]
+        raise NotYet(
+            f"Triton does not load {BATCHED!r} with your config.pbtxt: {reason}",
+            "every input and output needs its data_type and dims (the dims of one row: the batch dimension is "
+            "max_batch_size's, not written), named as model.py names them (model configuration, r23.12: "
+            "https://github.com/triton-inference-server/server/blob/r23.12/docs/user_guide/model_configuration.md"
+            "#inputs-and-outputs).",
+            rule="not-loaded",
+        ) from None
 
 
-def _round(server: TritonServer, model: str) -> list[dict]:
-    """Load ``model`` afresh, warm it up, put the lesson's load on it; the executions it reported."""
-    report = server.repository.model_dir(model) / "report.jsonl"
-    server.repository.mark_changed(model)
-    server.load(model)
-    skip = len(report.read_text().splitlines()) if report.exists() else 0
-    run_load(server, model, _stamped, requests=2 * PREFERRED_CLIENTS, concurrency=PREFERRED_CLIENTS)  # warm-up
-    skip += len(_reported(report, skip, 2 * PREFERRED_CLIENTS))
-    result = run_load(
-        server,
-        model,
-        _stamped,
-        requests=PREFERRED_REQUESTS,
-        concurrency=PREFERRED_CLIENTS,
-        timeout_s=PREFERRED_TIMEOUT_S,
+def _rows(server: TritonServer) -> None:
+    """A request of MAX_BATCH rows is answered right; one of MAX_BATCH + 1 is refused."""
+    sent = _pair(MAX_BATCH, seed=3)
+    try:
+        got = infer(server, BATCHED, sent, timeout_s=10)
+    except InferenceError as exc:
+        raise NotYet(
+            f"a request of {MAX_BATCH} rows of {ROWS} FP32 values was refused: {str(exc).splitlines()[0]}",
+            f"max_batch_size is the most rows one request may carry ({MAX_BATCH} here), and dims the shape of "
+            f"one row ([{ROWS}]); the inputs are FP32 (TYPE_FP32).",
+            rule="refused",
+        ) from None
+    wanted = {"OUTPUT0": sent["INPUT0"] + sent["INPUT1"], "OUTPUT1": sent["INPUT0"] - sent["INPUT1"]}
+    for name, value in wanted.items():
+        out = got.get(name)
+        if out is None or out.dtype != np.float32 or out.shape != value.shape or not np.allclose(out, value):
+            shown = "missing" if out is None else f"{out.dtype} of shape {list(out.shape)}"
+            raise NotYet(
+                f"for {MAX_BATCH} rows, {name} came back {shown}; expected FP32 of shape {list(value.shape)}, "
+                f"{'INPUT0 + INPUT1' if name == 'OUTPUT0' else 'INPUT0 - INPUT1'}.",
+                "the outputs are FP32 with the dims of one row, like the inputs.",
+                rule="outputs",
+            )
+    try:  # what came back must be what the config declares: clients read it from the model's metadata
+        require_configured_outputs(server, BATCHED, got, rows=MAX_BATCH, shown=f" (for {MAX_BATCH} rows)")
+    except NotYet as exc:
+        raise NotYet(
+            exc.problem, f"declare the outputs as model.py returns them: TYPE_FP32, dims [{ROWS}].", rule="outputs"
+        ) from None
+    try:
+        infer(server, BATCHED, _pair(MAX_BATCH + 1, seed=4), timeout_s=10)
+    except InferenceError:
+        return
+    raise NotYet(
+        f"a request of {MAX_BATCH + 1} rows was answered: batches may hold up to {MAX_BATCH} rows, no more.",
+        f"max_batch_size: {MAX_BATCH}.",
+        rule="max-batch",
     )
+
+
+def _together(server: TritonServer, requests: int) -> tuple[ModelStats, float]:
+    """Send ``requests`` one-row requests at once; Triton's count of the batches they ran in, and the
+    milliseconds each waited in the queue on average."""
+    before = model_stats(server, BATCHED, settle=True)
+    result = run_load(server, BATCHED, _pair(1, seed=requests), requests=requests, concurrency=requests, timeout_s=10)
     if result.errors:
-        raise NotYet(
-            f"{len(result.errors)} of {PREFERRED_REQUESTS} requests failed: {result.errors[0].message}", rule="failed"
-        )
-    return _reported(report, skip, PREFERRED_REQUESTS)
+        raise NotYet(f"{len(result.errors)} of {requests} requests failed: {result.errors[0].message}", rule="refused")
+    ran = model_stats(server, BATCHED, settle=True).since(before)
+    return ran, ran.phase_ns.get("queue", 0) / 1e6 / max(ran.success_count, 1)
 
 
-def _sizes(sizes: object) -> list[int]:
-    """The answer as a list of batch sizes (NotYet unless it is a list or tuple of whole numbers 1-8)."""
-    try:
-        items = list(sizes)  # type: ignore[call-overload]
-    except TypeError:
-        items = None
-    whole = [int(s) for s in items or [] if isinstance(s, numbers.Integral) and not isinstance(s, (bool, np.bool_))]
-    if isinstance(sizes, (str, bytes)) or items is None or whole != items or not all(1 <= s <= 8 for s in whole):
+def _shown(ran: ModelStats) -> str:
+    return ", ".join(f"{n} batch(es) of {size}" for size, n in sorted(ran.batch_counts.items())) or "no batch"
+
+
+def _delay(server: TritonServer) -> None:
+    """A lone request waits the delay for company, then goes alone."""
+    _, waited = _together(server, 1)
+    if waited < WAITED_MS:
         raise NotYet(
-            f"preferred must be a list of batch sizes from 1 to 8 (max_batch_size), not {sizes!r}.", rule="not-sizes"
+            f"a lone request waited {waited:.1f} ms in the queue; expected {DELAY_US // 1000} ms, the time it may wait "
+            "for company (or is 1 a preferred size? then it goes at once).",
+            f"max_queue_delay_microseconds counts microseconds: {DELAY_US // 1000} ms is {DELAY_US}.",
+            rule="delay-short",
         )
-    return whole
+    if waited >= TOO_LONG_MS:
+        raise NotYet(
+            f"a lone request waited {waited:.0f} ms in the queue for company; expected {DELAY_US // 1000} ms.",
+            f"max_queue_delay_microseconds counts microseconds: {DELAY_US // 1000} ms is {DELAY_US}.",
+            rule="delay-long",
+        )
+
+
+def _batching(server: TritonServer) -> None:
+    """Four requests sent together go at once, as one batch; two wait the delay, together."""
+    ran, waited = _together(server, PREFERRED)
+    if ran.batch_counts != {PREFERRED: 1} or waited >= AT_ONCE_MS:
+        raise NotYet(
+            f"{PREFERRED} requests sent together ran as {_shown(ran)}, after {waited:.0f} ms in the queue on average; "
+            f"expected one batch of {PREFERRED}, sent at once (well under the {DELAY_US // 1000} ms delay).",
+            "a preferred batch size is one Triton sends as soon as it can form it (model_config.proto, r23.12: "
+            "preferred_batch_size); a smaller preferred size is sent first, and without one Triton waits for "
+            "max_batch_size.",
+            rule="preferred",
+        )
+    ran, waited = _together(server, 2)
+    if ran.batch_counts != {2: 1} or waited < WAITED_MS:
+        raise NotYet(
+            f"2 requests sent together ran as {_shown(ran)} after {waited:.0f} ms in the queue on average; expected "
+            f"one batch of 2, after waiting {DELAY_US // 1000} ms for company: 2 is not a size to send at once.",
+            f"preferred_batch_size lists the sizes sent at once: {PREFERRED} alone here.",
+            rule="preferred",
+        )
 
 
 @exercise("03-preferred")
-def preferred(server: TritonServer, preferred: Sequence[int]) -> None:
-    sizes = _sizes(preferred)
-    if not sizes:
-        raise NotYet(
-            "with no preferred size, eight clients and a 10 ms delay fill batches to max_batch_size (8).",
-            rule="too-large",
-        )
-    executions: list[dict] = []
-    with owned_model(server, "preferred_exercise") as model:
-        _serve_waits_copy(server, model, sizes)
-        for number in range(1, PREFERRED_ROUNDS + 1):
-            ran = _round(server, model)
-            executions += ran
-            early = [
-                e for e in ran if e["requests"] > PREFERRED_MAX_BATCH and e["waited_ms"] < PREFERRED_DELAY_US / 1000
-            ]
-            if early:
-                batches = Counter(e["requests"] for e in ran)
-                raise NotYet(
-                    f"with preferred {sizes}, eight clients and a 10 ms delay, Triton formed "
-                    f"{len(early)} batch(es) of more than {PREFERRED_MAX_BATCH} before the delay ran out "
-                    f"(round {number} of {PREFERRED_ROUNDS}, executions per size: {_batches(batches)}); "
-                    f"none should.",
-                    rule="too-large",
-                )
-    before_delay = [e["requests"] for e in executions if e["waited_ms"] < PREFERRED_DELAY_US / 1000]
-    if max(before_delay, default=0) < PREFERRED_MAX_BATCH:
-        raise NotYet(
-            f"with preferred {sizes}, no batch held more than {max(before_delay, default=0)} requests in "
-            f"{PREFERRED_ROUNDS} rounds (executions per size: {_batches(Counter(before_delay))}): batches may "
-            f"grow to {PREFERRED_MAX_BATCH}, and should.",
-            rule="too-small",
-        )
+def preferred(server: TritonServer) -> None:
+    before = server.loaded_models()
+    try:
+        _load(server)
+        _rows(server)
+        _delay(server)
+        _batching(server)
+    finally:
+        if BATCHED not in before and BATCHED in server.loaded_models():
+            server.unload(BATCHED)  # the check loaded it: leave the server as it found it
