@@ -18,7 +18,7 @@ from ...errors import ModelLoadError
 from ...server.base import TritonServer
 from .core import NotYet, exercise, require_configured_outputs
 from .scratch import scratch_model
-from .together import batched_copy, first_line, send_together
+from .together import REQUEST_TIMEOUT_S, batched_copy, first_line, send_together
 
 COMPARE = "compare"
 DIVIDE = "divide"
@@ -48,6 +48,14 @@ def _judge_compare(server: TritonServer, model: str, sent: list[tuple[np.ndarray
     outcomes = send_together(server, model, [{"INPUT0": a, "INPUT1": b} for a, b in sent])
     where = [f" (request {i + 1} of {len(sent)}: {_shown(a, b)})" for i, (a, b) in enumerate(sent)]
     for i, outcome in enumerate(outcomes):
+        if outcome[0] == "error" and outcome[1] == "DEADLINE_EXCEEDED":
+            raise NotYet(
+                f"{len(sent)} requests sent together (one execute): request {i + 1} ({_shown(*sent[i])}) got no "
+                f"answer within {REQUEST_TIMEOUT_S} s.",
+                "execute() must return its responses: a loop that never ends, or a wait, keeps every request of "
+                "that execute waiting (lesson 19 shows where a stuck model is, and lab.unstick).",
+                rule="timeout",
+            )
         if outcome[0] == "error":
             raise NotYet(
                 f"{len(sent)} requests sent together (one execute): request {i + 1} ({_shown(*sent[i])}) got an "
