@@ -5,6 +5,8 @@ test_exercise_corpus_a.py runs them against a real Triton and asserts the check'
 
 from __future__ import annotations
 
+from corpus_compare import COMPARE_CASES, COMPARE_RULES
+
 from labkit.course.exercises import REGISTRY
 
 RIGHT, WRONG = True, False
@@ -28,59 +30,6 @@ def broken(cell: str) -> str:
     """The cell with a syntax error (Python) or a compile error (C++) added at its end."""
     return cell + ("\n  this does not compile;\n" if "%%triton_cpp" in cell else "\n    def oops(:\n")
 
-
-# -- 01-output2 ---------------------------------------------------------------------------------------
-OUT2 = solution("01-output2")
-OUT2_DOT = "np.sum(a * b, axis=1, keepdims=True)"
-OUT2_ABOVE = "np.sum(a > b, axis=1, keepdims=True).astype(np.int32)"
-OUT2_WHOLE_BATCH = """%%triton_python compare
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        a = [pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() for r in requests]
-        b = [pb_utils.get_input_tensor_by_name(r, "INPUT1").as_numpy() for r in requests]
-        rows = np.cumsum([len(x) for x in a])[:-1]
-        x, y = np.concatenate(a), np.concatenate(b)
-        dots = np.split(np.einsum("ij,ij->i", x, y)[:, None], rows)
-        above = np.split(np.count_nonzero(x > y, axis=1).astype("int32").reshape(-1, 1), rows)
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("DOT", d), pb_utils.Tensor("ABOVE", n)])
-                for d, n in zip(dots, above)]
-"""
-OUT2_HELPER = """%%triton_python compare
-import numpy
-import triton_python_backend_utils as pb_utils
-
-
-def answer(request):
-    a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-    b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
-    above = [[sum(1 for x, y in zip(row_a, row_b) if x > y)] for row_a, row_b in zip(a, b)]
-    return pb_utils.InferenceResponse(output_tensors=[
-        pb_utils.Tensor("ABOVE", numpy.array(above, dtype="int32")),
-        pb_utils.Tensor("DOT", (a * b).sum(axis=1).reshape(-1, 1)),
-    ])
-
-
-class TritonPythonModel:
-    def initialize(self, args):
-        self.answered = 0
-
-    def execute(self, requests):
-        self.answered += len(requests)
-        return [answer(request) for request in requests]
-"""
-OUT2_ONE_FOR_ALL = edit(
-    OUT2_WHOLE_BATCH,
-    """        return [pb_utils.InferenceResponse([pb_utils.Tensor("DOT", d), pb_utils.Tensor("ABOVE", n)])
-                for d, n in zip(dots, above)]
-""",
-    """        together = [pb_utils.Tensor("DOT", np.concatenate(dots)), pb_utils.Tensor("ABOVE", np.concatenate(above))]
-        return [pb_utils.InferenceResponse(together)]   # one answer for the whole batch
-""",
-)
 
 # -- 01-bad-request ---------------------------------------------------------------------------------------
 BAD = solution("01-bad-request")
@@ -312,41 +261,7 @@ LOOP_ASYNC = edit(
 
 CASES: list[tuple[str, str, list[str], bool]] = [
     # (exercise, label, cells run in order, right?)
-    ("01-output2", "solution", [OUT2], RIGHT),
-    ("01-output2", "all requests as one array, split back", [OUT2_WHOLE_BATCH], RIGHT),
-    ("01-output2", "a helper per request, rows counted in Python", [OUT2_HELPER], RIGHT),
-    (
-        "01-output2",
-        "einsum and count_nonzero",
-        [
-            edit(
-                edit(OUT2, OUT2_DOT, 'np.einsum("ij,ij->i", a, b).reshape(-1, 1)'),
-                OUT2_ABOVE,
-                "np.count_nonzero(a > b, axis=1)[:, None].astype(np.int32)",
-            )
-        ],
-        RIGHT,
-    ),
-    ("01-output2", "starter", [starter("01-output2")], WRONG),
-    ("01-output2", "ABOVE left int64", [edit(OUT2, ".astype(np.int32)", "")], WRONG),
-    (
-        "01-output2",
-        "DOT as float64",
-        [edit(OUT2, OUT2_DOT, "np.sum(a * b, axis=1, keepdims=True, dtype=np.float64)")],
-        WRONG,
-    ),
-    ("01-output2", "DOT without its row axis", [edit(OUT2, OUT2_DOT, "np.sum(a * b, axis=1)")], WRONG),
-    ("01-output2", "DOT a scalar", [edit(OUT2, OUT2_DOT, "np.sum(a * b)")], WRONG),
-    (
-        "01-output2",
-        "DOT of the whole request",
-        [edit(OUT2, OUT2_DOT, "np.full((len(a), 1), np.sum(a * b), np.float32)")],
-        WRONG,
-    ),
-    ("01-output2", "ABOVE counts the ties", [edit(OUT2, "a > b", "a >= b")], WRONG),
-    ("01-output2", "np.dot on a batch", [edit(OUT2, OUT2_DOT, "np.dot(a, b)")], WRONG),
-    ("01-output2", "one answer for the whole batch", [OUT2_ONE_FOR_ALL], WRONG),
-    ("01-output2", "latest cell does not compile", [OUT2, broken(OUT2)], WRONG),
+    *COMPARE_CASES,
     ("01-bad-request", "solution", [BAD], RIGHT),
     ("01-bad-request", "one numpy division, np.all per request", [BAD_VECTORIZED], RIGHT),
     ("01-bad-request", "a helper, the code as a keyword", [BAD_HELPER], RIGHT),
@@ -472,16 +387,7 @@ CASES: list[tuple[str, str, list[str], bool]] = [
 
 #: The rule a wrong answer fails by, where the check names one (the other cases assert only the verdict).
 RULES: dict[tuple[str, str], str] = {
-    ("01-output2", "starter"): "error",
-    ("01-output2", "ABOVE left int64"): "dtype",
-    ("01-output2", "DOT as float64"): "dtype",
-    ("01-output2", "DOT without its row axis"): "shape",
-    ("01-output2", "DOT a scalar"): "error",
-    ("01-output2", "DOT of the whole request"): "dot",
-    ("01-output2", "ABOVE counts the ties"): "above",
-    ("01-output2", "np.dot on a batch"): "error",
-    ("01-output2", "one answer for the whole batch"): "error",
-    ("01-output2", "latest cell does not compile"): "load",
+    **COMPARE_RULES,
     ("01-bad-request", "starter: inf, no error"): "no-error",
     ("01-bad-request", "raises in execute"): "failed-all",
     ("01-bad-request", "TritonError without a code"): "code",
