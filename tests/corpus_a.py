@@ -6,6 +6,7 @@ test_exercise_corpus_a.py runs them against a real Triton and asserts the check'
 from __future__ import annotations
 
 from corpus_a_transfer import TRANSFER_CASES, TRANSFER_RULES
+from corpus_compare import COMPARE_CASES, COMPARE_RULES
 
 from labkit.course.exercises import REGISTRY
 
@@ -30,10 +31,6 @@ def broken(cell: str) -> str:
     """The cell with a syntax error (Python) or a compile error (C++) added at its end."""
     return cell + ("\n  this does not compile;\n" if "%%triton_cpp" in cell else "\n    def oops(:\n")
 
-
-# -- 01-output2 ---------------------------------------------------------------------------------------
-OUT2 = solution("01-output2")
-OUT2_NP = "%%triton_python add_sub3\nimport numpy as np\n" + OUT2.split("\n", 1)[1]
 
 # -- 01-bad-request ---------------------------------------------------------------------------------------
 BAD = solution("01-bad-request")
@@ -244,31 +241,7 @@ LOOP_ASYNC = edit(
 
 CASES: list[tuple[str, str, list[str], bool]] = [
     # (exercise, label, cells run in order, right?)
-    ("01-output2", "solution", [OUT2], RIGHT),
-    ("01-output2", "np.multiply", [edit(OUT2_NP, "a * b", "np.multiply(b, a)")], RIGHT),
-    (
-        "01-output2",
-        "OUTPUT2 listed first",
-        [
-            edit(OUT2, '                pb_utils.Tensor("OUTPUT0", a + b),\n', "").replace(
-                '                pb_utils.Tensor("OUTPUT2", a * b),\n',
-                '                pb_utils.Tensor("OUTPUT2", a * b),\n                pb_utils.Tensor("OUTPUT0", a + b),\n',
-            )
-        ],
-        RIGHT,
-    ),
-    (
-        "01-output2",
-        "element by element",
-        [edit(OUT2_NP, "a * b", "np.array([x * y for x, y in zip(a, b)], dtype=np.float32)")],
-        RIGHT,
-    ),
-    ("01-output2", "starter", [starter("01-output2")], WRONG),
-    ("01-output2", "a + b", [edit(OUT2, "a * b", "a + b")], WRONG),
-    ("01-output2", "shape [1, 4]", [edit(OUT2, "a * b", "(a * b).reshape(1, 4)")], WRONG),
-    ("01-output2", "float64", [edit(OUT2_NP, "a * b", "(a * b).astype(np.float64)")], WRONG),
-    ("01-output2", "a * a", [edit(OUT2, "a * b", "a * a")], WRONG),
-    ("01-output2", "latest cell does not compile", [OUT2, broken(OUT2)], WRONG),
+    *COMPARE_CASES,
     ("01-bad-request", "solution", [BAD], RIGHT),
     ("01-bad-request", "one numpy division, np.all per request", [BAD_VECTORIZED], RIGHT),
     ("01-bad-request", "a helper, the code as a keyword", [BAD_HELPER], RIGHT),
@@ -361,6 +334,7 @@ CASES: list[tuple[str, str, list[str], bool]] = [
 
 #: The rule a wrong answer fails by, where the check names one (the other cases assert only the verdict).
 RULES: dict[tuple[str, str], str] = {
+    **COMPARE_RULES,
     ("01-bad-request", "starter: inf, no error"): "no-error",
     ("01-bad-request", "raises in execute"): "failed-all",
     ("01-bad-request", "TritonError without a code"): "code",

@@ -1,6 +1,6 @@
 """A config.pbtxt written by hand (`%%triton_config NAME`, `repository.write_config_text`) is written as
 written and validated by Triton at load; labkit refuses only what does not read as Triton's ModelConfig, and
-a config Triton refuses comes back as a ModelLoadError whose reason is Triton's own. Lesson 01 also prints
+a config Triton refuses comes back as a ModelLoadError whose reason is Triton's own. Lesson 19 also prints
 the command line labkit gives Triton, read from the running process, beside `tritonserver --help`."""
 
 from __future__ import annotations

@@ -41,10 +41,12 @@ def lab(tmp_path_factory):
         pair = [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])]
         server.repository.write_config(
             labkit.model_config(
-                "add_sub3",
+                "compare",
                 "python",
                 pair,
-                [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4]), ("OUTPUT2", "FP32", [4])],
+                [("DOT", "FP32", [1]), ("ABOVE", "INT32", [1])],
+                max_batch_size=8,
+                dynamic_batching={"max_queue_delay_microseconds": 20000},
             )
         )
         server.repository.write_config(
@@ -134,11 +136,11 @@ def test_the_corpus_has_three_right_and_three_wrong_answers_per_exercise():
 def test_the_latest_attempt_of_each_cell_is_recorded(lab):
     cell = exercises.REGISTRY["01-output2"].solution()
     run_cells(lab, [cell])
-    assert lab.models.attempts["add_sub3"].serving
+    assert lab.models.attempts["compare"].serving
     run_cells(lab, [cell + "\n    def oops(:\n"])
-    failed = lab.models.attempts["add_sub3"]
+    failed = lab.models.attempts["compare"]
     assert failed.built and not failed.loaded and "SyntaxError" in failed.error
-    assert lab.models.is_model_ready("add_sub3")  # the version before it still serves: what the check must not judge
+    assert lab.models.is_model_ready("compare")  # the version before it still serves: what the check must not judge
     source = exercises.REGISTRY["07-bls-loop"].solution()
     run_cells(lab, [source, source + "\n    def oops(:\n"])
     assert lab.models.attempts["doubling"].built and not lab.models.attempts["doubling"].loaded

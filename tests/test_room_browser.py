@@ -30,12 +30,12 @@ pytestmark = [
 ]  # browser: alone, after the parallel part
 NOTEBOOK = "01_python_backend.ipynb"
 EXERCISE = "01-output2"
-# the cells the exercise needs, by a line of each: the lab's start, the magics, add_sub3's config, the answer, its check
+# the cells the exercise needs, by a line of each: the lab's start, the magics, compare's config, the answer, its check
 NEEDED = (
     "lab = labkit.start()",
     "%load_ext labkit",
-    '"add_sub3", backend',
-    "%%triton_python add_sub3",
+    "%%triton_config compare",
+    "%%triton_python compare",
     f'labkit.exercises.check("{EXERCISE}"',
 )
 

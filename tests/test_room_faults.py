@@ -43,7 +43,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 PARTICIPANTS = RoomSettings.numbered(3)
 VERDICT_S = 600  # a verdict's wait, at most (a retry's included)
 # a runaway answer to 01-output2: its model never answers, so the check waits out its requests' timeouts
-RUNAWAY = """%%triton_python add_sub3
+RUNAWAY = """%%triton_python compare
 import time
 
 import triton_python_backend_utils as pb_utils

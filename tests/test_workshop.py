@@ -52,37 +52,39 @@ def lab():
         server.start()
         server.repository.write_config(
             labkit.model_config(
-                "add_sub3",
+                "compare",
                 "python",
                 [("INPUT0", "FP32", [4]), ("INPUT1", "FP32", [4])],
-                [("OUTPUT0", "FP32", [4]), ("OUTPUT1", "FP32", [4]), ("OUTPUT2", "FP32", [4])],
+                [("DOT", "FP32", [1]), ("ABOVE", "INT32", [1])],
+                max_batch_size=8,
+                dynamic_batching={"max_queue_delay_microseconds": 20000},
             )
         )
         yield server
 
 
 def test_a_wrong_answer_gets_what_is_wrong_and_a_hint(lab):
-    wrong = _body(REGISTRY["01-output2"].solution()).replace("a * b", "a + b")
-    lab.python_model("add_sub3", wrong)
+    wrong = _body(REGISTRY["01-output2"].solution()).replace("a > b", "a >= b")
+    lab.python_model("compare", wrong)
     verdict = exercises.check("01-output2", lab)
-    assert not verdict.passed
+    assert not verdict.passed and verdict.rule == "above"
     line = repr(verdict)
-    assert line.startswith("not yet: 01-output2: OUTPUT2 was") and "that is INPUT0 + INPUT1" in line
-    assert "Hint: OUTPUT2 is the element-wise product" in line and "\n" not in line and "Traceback" not in line
+    assert line.startswith("not yet: 01-output2: ABOVE was") and "that counts the ties" in line
+    assert "Hint: ABOVE counts" in line and "\n" not in line and "Traceback" not in line
 
 
 def test_a_right_answer_written_differently_passes(lab):
-    different = ("import numpy as np\n" + _body(REGISTRY["01-output2"].solution())).replace(
-        'pb_utils.Tensor("OUTPUT2", a * b)', 'pb_utils.Tensor("OUTPUT2", np.multiply(b, a, dtype=np.float32))'
+    different = _body(REGISTRY["01-output2"].solution()).replace(
+        "np.sum(a * b, axis=1, keepdims=True)", 'np.einsum("ij,ij->i", b, a)[:, np.newaxis]'
     )
     assert different != _body(REGISTRY["01-output2"].solution())
-    lab.python_model("add_sub3", different)
+    lab.python_model("compare", different)
     assert exercises.check("01-output2", lab).passed
 
 
 def test_failures_of_the_persons_code_are_one_line_verdicts_too(lab):
     lab.python_model(
-        "add_sub3",
+        "compare",
         _body(REGISTRY["01-output2"].solution()).replace(
             "responses = []", "responses = []\n        raise ValueError('oops in execute')"
         ),

@@ -73,8 +73,8 @@ _EXERCISES = (
     Exercise(
         "01-output2",
         "01_python_backend",
-        "add OUTPUT2 = INPUT0 × INPUT1 to add_sub",
-        "a response carries one pb_utils.Tensor per output, each named as the config names it (python_backend README, r23.12: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#execute).",
+        "compare's model.py from nothing: two outputs of their own shape and datatype, for every request of a batch",
+        "execute() gets a list of requests and returns a list of responses, one per request and in the same order; each request's inputs hold its own rows, and each response carries one pb_utils.Tensor per output of the config, with the config's datatype and a row per row of the request (python_backend README, r23.12, Default Mode: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#default-mode).",
     ),
     Exercise(
         "01-bad-request",

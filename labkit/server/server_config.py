@@ -36,7 +36,7 @@ class ServerConfig:
     """A server's options, whichever runtime runs Triton.
 
     auto_complete: let backends fill in what a config leaves out. Off by default: every config then
-        serves as written (lesson 01 prints each option labkit gives Triton, and why).
+        serves as written (lesson 19 prints each option labkit gives Triton, and why).
     log_verbose, extra_args: Triton's ``--log-verbose`` and any further command-line options.
     request_timeout_s: how long labkit's requests wait for an answer by default (each call can
         override it); then they raise RequestTimeoutError.

@@ -93,11 +93,17 @@ def reload_with(server: TritonServer, model: str, **parameters: object) -> None:
 
 
 def require_configured_outputs(
-    server: TritonServer, model: str, outputs: Mapping[str, np.ndarray], rows: int | None = None, shown: str = ""
+    server: TritonServer,
+    model: str,
+    outputs: Mapping[str, np.ndarray],
+    rows: int | None = None,
+    shown: str = "",
+    named: str = "",
 ) -> None:
     """Raise NotYet unless every output the config of ``model`` declares came back with the config's
     datatype and shape (as Triton returned them: ``outputs`` from labkit.infer). ``rows``: the batch
-    dimension the request had, for a model with max_batch_size > 0. ``shown`` names the inputs sent."""
+    dimension the request had, for a model with max_batch_size > 0. ``shown`` names the inputs sent; ``named``
+    the model as the person knows it, when ``model`` is a check's copy of it."""
     config = server.model_config(model)
     batched = int(config.get("max_batch_size", 0)) > 0
     for spec in config.get("output", []):
@@ -105,21 +111,26 @@ def require_configured_outputs(
         dims = [int(d) for d in spec["dims"]]
         wanted = ([rows] if batched else []) + dims
         if name not in outputs:
-            raise NotYet(f"the answer has no {name}{shown}; it has {', '.join(sorted(outputs)) or 'no outputs'}.")
+            raise NotYet(
+                f"the answer has no {name}{shown}; it has {', '.join(sorted(outputs)) or 'no outputs'}.",
+                rule="missing-output",
+            )
         got = outputs[name]
         dtype = np.dtype(triton_to_np_dtype(spec["data_type"].removeprefix("TYPE_")))
         if got.dtype != dtype:
             raise NotYet(
-                f"{name} came back as {got.dtype}{shown}; the config of {model} says "
+                f"{name} came back as {got.dtype}{shown}; the config of {named or model} says "
                 f"{spec['data_type'].removeprefix('TYPE_')} ({dtype}).",
                 f"a tensor keeps its array's dtype: give pb_utils.Tensor an array of dtype {dtype}, the config's datatype "
                 "(python_backend README, r23.12: https://github.com/triton-inference-server/python_backend/blob/r23.12/README.md#execute).",
+                rule="dtype",
             )
         if len(got.shape) != len(wanted) or any(w not in (-1, None, g) for w, g in zip(wanted, got.shape)):
             expected = [("any" if w in (-1, None) else w) for w in wanted]
             raise NotYet(
-                f"{name} came back with shape {list(got.shape)}{shown}; the config of {model} says {expected}.",
+                f"{name} came back with shape {list(got.shape)}{shown}; the config of {named or model} says {expected}.",
                 "return an array of exactly the configured shape (no extra axis).",
+                rule="shape",
             )
 
 

@@ -9,7 +9,7 @@ tests and the `api_tour` demo section:
 - auto_complete: a C++ backend and a Python model filling in what their configs leave out
 - stateful: sequences of requests, with state kept by a Python model or by Triton (implicit state)
 - instances: two instances of a C++ model, a state each, the model's state shared under a mutex
-  (notebook 02; Triton's C API alone, like the three below)
+  (notebook 14; Triton's C API alone, like the three below)
 - decoupled_cpp: a decoupled C++ backend answering through a response factory
 - cancellation: C++ backends that see a client's cancellation (a plain request, a stream) and stop
 

@@ -6,7 +6,7 @@ and device from ``TRITONBACKEND_ModelInstanceName`` / ``...Kind`` / ``...DeviceI
 kept with ``TRITONBACKEND_ModelInstanceSetState``), and two executes can run at the same moment. What
 the model's state holds (``TRITONBACKEND_ModelSetState``) is then shared between two threads: a counter
 there needs a lock, while a counter in the instance's own state does not. The backend is written
-against Triton's C API alone (``triton/core/tritonbackend.h``); notebook 02 compiles it from a cell.
+against Triton's C API alone (``triton/core/tritonbackend.h``); notebook 14 compiles it from a cell.
 
     lab = labkit.start()
     instances.setup(lab)
