@@ -243,6 +243,31 @@ def _chromium() -> Finding:
     )
 
 
+def _real_model_data() -> list[Finding]:
+    """What lessons 17 and 18 make their test data with: real fonts for Pillow, and espeak-ng's voice."""
+    from ..course.lessons.real_models_data import FONTS
+
+    missing = [name for name, path in FONTS.items() if not Path(path).is_file()]
+    speaker = shutil.which("espeak-ng")
+    return [
+        Finding(
+            "fonts for lesson 17",
+            not missing,
+            f"missing {', '.join(missing)}" if missing else ", ".join(FONTS),
+            "optional, for lessons 17 and 18 (they draw text to read): `apt-get install fonts-dejavu-core "
+            "fonts-liberation`",
+            required=False,
+        ),
+        Finding(
+            "espeak-ng for lesson 18",
+            bool(speaker),
+            speaker or "not found",
+            "optional, for lesson 18 (it speaks its test audio offline): `apt-get install espeak-ng`",
+            required=False,
+        ),
+    ]
+
+
 CHECKS: list[Callable[[], Finding | list[Finding]]] = [
     _python,
     _libpython,
@@ -256,6 +281,7 @@ CHECKS: list[Callable[[], Finding | list[Finding]]] = [
     _debug_tools,
     _docker,
     _cpu_image,
+    _real_model_data,
     _chromium,
     _gpu,
     _cuda_kit,
