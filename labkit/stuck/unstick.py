@@ -55,9 +55,10 @@ def free(server: StuckServer, model: str) -> Freed:
     backend = backend_of(server, model)
     if not backend:
         raise ModelLoadError(
-            f"Model {model!r} has no config in {server.repository.root}; nothing to unstick.",
             model=model,
+            happened=f"has no config in {server.repository.root}; nothing to unstick",
             reason="no config",
+            remedy="write its config (or check the model's name)",
         )
     if not is_python(server, backend):
         return _free_cpp(server, model, backend)
@@ -92,10 +93,11 @@ def _free_cpp(server: StuckServer, model: str, backend: str) -> Freed:
 
 def _cannot_end(model: str, why: str, stack: str) -> InferenceError:
     return InferenceError(
-        f"Model {model!r} {why}:\n{stack}\nFix the code and call lab.restart() (same repository, same models loaded).",
         model=model,
+        happened=f"cannot be ended: model {model!r} {why}",
         reason=why,
         stack=stack,
+        remedy="Fix the code and call lab.restart() (same repository, same models loaded)",
     )
 
 
