@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .root import LabkitError, block
+from .root import LabkitError, block, mention
 
 
 def _listed(items: Sequence[object], empty: str = "none") -> str:
@@ -261,11 +261,15 @@ class EnsembleStepError(ModelLoadError):
         head = f"Triton refused ensemble {self.model!r}: step" if self.refused_by == "triton" else "Step"
         text = f"{head} {self.step} of ensemble {self.model!r} names model {self.step_model!r}"
         if self.problem == "did not load":
-            return f"{text}, which did not load: {self.reason.strip() or 'see lab.logs.tail()'}"
-        if self.problem.startswith("no such"):
+            text = f"{text}, which did not load: {self.reason.strip() or 'see lab.logs.tail()'}"
+        elif self.problem.startswith("no such"):
             kind = self.problem.removeprefix("no such ")
-            return f"{text}, which has no {kind} {self.tensor!r} (its {kind}s: {_listed(self.tensors)})"
-        return f"{text}, which is {self.problem} (it has: {_listed(self.available, 'nothing')})"
+            text = f"{text}, which has no {kind} {self.tensor!r} (its {kind}s: {_listed(self.tensors)})"
+        else:
+            text = f"{text}, which is {self.problem} (it has: {_listed(self.available, 'nothing')})"
+        for label, value in (("tensor ", self.tensor), ("its tensors: ", self.tensors), ("Triton: ", self.reason)):
+            text = mention(text, label, value if not block(str(value)) else "")
+        return mention(text, "the repository has: ", self.available)
 
 
 class MetricKindError(ModelLoadError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .root import LabkitError, block, sentence
+from .root import LabkitError, block, mention, sentence
 
 
 def _listed(items: Sequence[object], empty: str = "none") -> str:
@@ -274,6 +274,7 @@ class SequenceError(InferenceError):
 
     def _headline(self) -> str:
         text = self._SAID[self.problem][0].format(model=self.model, rows=self.rows)
+        text = mention(text, "rows: ", self.rows)
         return text + (f" (sequence_id {self.sequence_id!r})" if self.sequence_id else "")
 
     def _blocks(self) -> list[tuple[str, str]]:

@@ -29,6 +29,13 @@ def block(words: str) -> str:
     return words if words and ("\n" in words or len(words) > 300) else ""
 
 
+def mention(text: str, label: str, value: object) -> str:
+    """``text``, with ``value`` added in parentheses when it is given and the text does not say it yet: no
+    field given is left out of a message."""
+    shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return f"{text} ({label}{shown})" if value not in (None, "", 0, []) and shown not in text else text
+
+
 def _rebuild(cls: type[LabkitError], state: dict[str, Any], args: tuple[Any, ...]) -> LabkitError:
     error = cls.__new__(cls)
     error.__dict__.update(state)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .root import LabkitError, block, said
+from .root import LabkitError, block, mention, said
 
 
 def _listed(items: Sequence[object], empty: str = "none") -> str:
@@ -324,6 +324,9 @@ class PythonEnvError(LabkitError):
     def _headline(self) -> str:
         fields = dict(vars(self), available=_listed(self.available))
         text = self._SAID.get(self.problem, "The environment could not be made ({problem})").format(**fields)
+        for label, value in (("", self.path), ("wanted: Python ", self.wanted), ("runtime: ", self.runtime)):
+            text = mention(text, label, value)
+        text = mention(text, "available: ", self.available)
         if self.model:
             text += f" (for model {self.model!r})"
         return said(text, self.detail)
