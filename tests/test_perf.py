@@ -88,7 +88,9 @@ def test_a_step_perf_analyzer_would_refuse_is_refused_first(server):
         timeout=120,
     )
     assert (
-        proc.returncode == 3 and proc.stderr.startswith("labkit: perf_analyzer was not started: a concurrency") and "usage" not in proc.stderr.lower()
+        proc.returncode == 3
+        and proc.stderr.startswith("labkit: perf_analyzer was not started: a concurrency")
+        and "usage" not in proc.stderr.lower()
     )
     assert "starting Triton" not in proc.stdout  # refused before a server started
 
