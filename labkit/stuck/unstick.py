@@ -54,11 +54,13 @@ def free(server: StuckServer, model: str) -> Freed:
     InferenceError where only a restart helps: a stub stuck below Python, a C++ thread in its code."""
     backend = backend_of(server, model)
     if not backend:
+        # no config.pbtxt is MissingConfigError, as everywhere; an unreadable one its ConfigError
+        server.repository.read_config(model)
         raise ModelLoadError(
             model=model,
-            happened=f"has no config in {server.repository.root}; nothing to unstick",
-            reason="no config",
-            remedy="write its config (or check the model's name)",
+            happened="names no backend in its config; nothing to unstick",
+            reason="no backend",
+            remedy="give its config a backend (or check the model's name)",
         )
     if not is_python(server, backend):
         return _free_cpp(server, model, backend)
