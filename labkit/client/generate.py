@@ -97,7 +97,7 @@ def _refusal_error(server: TritonServer, model: str, fields: Mapping[str, Any], 
         return config
     problems = _mismatches(config, fields)
     if not problems:
-        return InferenceError(model=model, reason=text, remedy="see server.logs.tail() for the model's side")
+        return InferenceError(model=model, reason=text)
     expected = request_fit.describe_inputs(config)
     sent = ", ".join(f"{name}={value!r}" for name, value in fields.items()) or "no fields"
     several = any(_elements(fields[i["name"]]) != 1 for i in config.get("input", []) if i["name"] in fields)

@@ -121,7 +121,7 @@ def refused_config(server: TritonServer, model: str, text: str, since: float | N
         loaded = server.loaded_models()
         config = server.model_config(model) if model in loaded else None
     except LabkitError:
-        return InferenceError(model=model, reason=text, remedy="see server.logs.tail() for the model's side")
+        return InferenceError(model=model, reason=text)
     return ModelNotFoundError(model=model, loaded=loaded) if config is None else config
 
 
@@ -167,7 +167,7 @@ def translate(
         if short is not None:
             return short
     if not problems:  # the request fits: the backend (or the model's kind) refused it
-        return InferenceError(model=model, reason=text, remedy="see server.logs.tail() for the model's side")
+        return InferenceError(model=model, reason=text)
     expected, sent_text = request_fit.describe_inputs(config), request_fit.describe_sent(sent)
     return RequestError(
         model=model,

@@ -68,8 +68,8 @@ class LabkitError(Exception):
         remedy = self.remedy.strip()
         if remedy and remedy not in text:
             text = text.rstrip(".") + ("; " if remedy[:1].islower() else ". ") + remedy
-        if text and text[-1] not in ".!?)`\n":
-            text += "."
+            if text[-1] not in ".!?)`\n":
+                text += "."  # a remedy is a sentence; a headline alone may end in a tool's own words
         for label, words in self._blocks():
             if words:
                 text += f"\n--- {label} ---\n{words.rstrip()}"
