@@ -38,7 +38,12 @@ def triton_python(line: str, cell: str) -> None:
     try:
         args = _parser("triton_python").parse_args(shlex.split(line))
     except (argparse.ArgumentError, SystemExit):
-        raise ConfigError("Usage: %%triton_python [--backend] [--no-load] NAME") from None
+        raise ConfigError(
+            field="%%triton_python",
+            value=line,
+            problem="cannot read these arguments",
+            remedy="usage: %%triton_python [--backend] [--no-load] NAME",
+        ) from None
     server = current()
     cell = f"# %%triton_python {line.strip()}\n{cell}"  # model.py line N is the cell's line N
     if args.backend:
@@ -63,9 +68,19 @@ def triton_config(line: str, cell: str) -> None:
     try:
         args = _parser("triton_config").parse_args(shlex.split(line))
     except (argparse.ArgumentError, SystemExit):
-        raise ConfigError("Usage: %%triton_config [--no-load] NAME") from None
+        raise ConfigError(
+            field="%%triton_config",
+            value=line,
+            problem="cannot read these arguments",
+            remedy="usage: %%triton_config [--no-load] NAME",
+        ) from None
     if args.backend:
-        raise ConfigError("%%triton_config writes a model's config.pbtxt: give the model's name, without --backend.")
+        raise ConfigError(
+            field="%%triton_config",
+            value=line,
+            problem="writes a model's config.pbtxt, not a backend's",
+            remedy="give the model's name, without --backend",
+        )
     server = current()
     path = server.repository.write_config_text(args.name, cell)
     where = path.relative_to(server.repository.root)
@@ -95,8 +110,13 @@ def triton_cpp(line: str, cell: str) -> None:
         args = parser.parse_args(shlex.split(line))
     except (argparse.ArgumentError, SystemExit):
         raise ConfigError(
-            "Usage: %%triton_cpp [--models a,b] [--headers official|DIR] [--debug] [--cuda] "
-            "[--define NAME=VALUE ...] BACKEND [--sources FILE_OR_FOLDER ...]"
+            field="%%triton_cpp",
+            value=line,
+            problem="cannot read these arguments",
+            remedy=(
+                "usage: %%triton_cpp [--models a,b] [--headers official|DIR] [--debug] [--cuda] "
+                "[--define NAME=VALUE ...] BACKEND [--sources FILE_OR_FOLDER ...]"
+            ),
         ) from None
     server = current()
     models = args.models.split(",") if args.models else None

@@ -53,7 +53,7 @@ def test_build_backend_writes_only_its_own_library(backend_examples, tmp_path):
 
 def test_build_backend_says_what_is_wrong(tmp_path):
     proc = _build("bls", str(tmp_path / "missing.cc"), "--out", str(tmp_path / "out"))
-    assert proc.returncode == 3 and "No source file" in proc.stderr
+    assert proc.returncode == 3 and f"{tmp_path / 'missing.cc'}: no such file" in proc.stderr
     assert not (tmp_path / "out").exists()
     assert _build("bls", str(tmp_path)).returncode == 2  # --out is required: a usage error
 

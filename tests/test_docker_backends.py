@@ -109,7 +109,7 @@ __attribute__((visibility("default"))) TRITONSERVER_Error* TRITONBACKEND_ModelIn
 def _marker_answer(server) -> str:
     with pytest.raises(labkit.InferenceError) as info:
         labkit.infer(server, "marker", {"IN": np.array([1], np.float32)})
-    return str(info.value)
+    return info.value.reason
 
 
 def test_cpp_backend_compiled_in_the_container_and_reloaded(dserver):

@@ -275,8 +275,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
 """
     lab.cpp_backend("unwinder", source, ["unwound_batch"], progress=False)
     before = labkit.model_stats(lab, "unwound_batch", settle=True)
-    with pytest.raises(labkit.InferenceError, match="unwound on purpose"):
+    with pytest.raises(labkit.InferenceError) as info:
         labkit.infer(lab, "unwound_batch", {"IN0": np.arange(4, dtype=np.int32).reshape(1, 4)})
+    assert info.value.model == "unwound_batch" and "unwound on purpose" in info.value.reason
     delta = labkit.model_stats(lab, "unwound_batch", settle=True).since(before)
     assert delta.fail_count == 1 and delta.execution_count == 1, delta
     assert lab.alive and labkit.check_passthrough(lab, "minimal_batching").ok

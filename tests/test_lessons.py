@@ -198,7 +198,8 @@ def test_response_parameters_reach_the_client(params_lab, protocol):
 def test_missing_artifact_fails_the_load_saying_where(lab):
     with pytest.raises(labkit.ModelLoadError) as info:
         artifacts.setup(lab, scale=None)
-    message = str(info.value)
+    message = info.value.reason  # Triton's words: the model's own exception
+    assert info.value.model == artifacts.MODEL
     expected = lab.repository.model_dir(artifacts.MODEL) / artifacts.ARTIFACT
     assert f"{expected} does not exist" in message and "write a number into it" in message
     assert artifacts.MODEL not in lab.loaded_models()

@@ -78,13 +78,15 @@ def test_two_executes_run_at_once_and_only_the_guarded_counts_are_right(lab):
 
 def test_a_refused_request_is_counted_nowhere_and_an_unloaded_model_answers_nothing(lab):
     instances.setup(lab)  # a fresh load: fresh states
-    with pytest.raises(labkit.InferenceError, match="WORK_MS must be 0 to 1000, not -5"):
+    with pytest.raises(labkit.InferenceError) as info:
         labkit.infer(lab, instances.MODEL, {"WORK_MS": np.array([-5], np.int32)})
+    assert "WORK_MS must be 0 to 1000, not -5" in info.value.reason
     out = labkit.infer(lab, instances.MODEL, {"WORK_MS": np.array([0], np.int32)})
     assert int(out["MODEL_COUNT"][0]) == 1 and int(out["INSTANCE_COUNT"][0]) == 1 and int(out["RUNNING"][0]) == 1
     lab.unload(instances.MODEL)
-    with pytest.raises(labkit.errors.ModelNotFoundError, match="'two_instances' is not loaded"):
+    with pytest.raises(labkit.errors.ModelNotFoundError) as missing:
         labkit.infer(lab, instances.MODEL, {"WORK_MS": np.array([0], np.int32)})
+    assert missing.value.model == "two_instances" and "two_instances" not in missing.value.loaded
 
 
 def test_the_instances_lesson_runs(lab):
@@ -108,14 +110,16 @@ def test_n_responses_in_order_then_the_final_flag_alone(lab):
 def test_the_decoupled_cpp_model_over_http(lab):
     decoupled_cpp.setup(lab)
     assert labkit.generate_stream(lab, decoupled_cpp.MODEL, {"IN": 4, "DELAY_MS": 0}) == [{"IDX": 0, "OUT": 4}]
-    with pytest.raises(labkit.InferenceError, match="decoupled transaction policy"):
+    with pytest.raises(labkit.InferenceError) as info:
         labkit.infer(lab, decoupled_cpp.MODEL, decoupled_cpp.inputs([1, 2]))  # HTTP /infer refuses it
+    assert "decoupled transaction policy" in info.value.reason
 
 
 def test_an_error_ends_the_stream_as_its_last_response_and_the_model_keeps_serving(lab):
     decoupled_cpp.setup(lab)
-    with pytest.raises(labkit.InferenceError, match="DELAY_MS must be one number, 0 to 1000"):
+    with pytest.raises(labkit.InferenceError) as info:
         decoupled_cpp.repeat(lab, [1, 2, 3], delay_ms=-1)
+    assert "DELAY_MS must be one number, 0 to 1000" in info.value.reason
     assert decoupled_cpp.repeat(lab, [5, 6]).ok
 
 
@@ -224,10 +228,13 @@ def test_a_cancelled_stream_stops_the_factory_loop_early(lab):
 def test_a_request_to_the_unloaded_model_fails_and_a_reload_serves_again(lab):
     cancellation.setup(lab)
     lab.unload(cancellation.MODEL)
-    with pytest.raises(labkit.errors.ModelNotFoundError, match="'slow_count' is not loaded"):
+    with pytest.raises(labkit.errors.ModelNotFoundError) as missing:
         cancellation.count(lab, 1)
-    with pytest.raises(labkit.InferenceError, match="failed before it could be cancelled: .*slow_count"):
+    assert missing.value.model == "slow_count" and "slow_count" not in missing.value.loaded
+    with pytest.raises(labkit.InferenceError) as info:
         cancellation.cancel_midway(lab, steps=10)  # nothing starts, nothing to cancel: the error, not a hang
+    assert (info.value.model, info.value.happened) == ("slow_count", "failed before it could be cancelled")
+    assert "slow_count" in info.value.reason
     lab.load(cancellation.MODEL)
     assert cancellation.count(lab, 2) == 2
 

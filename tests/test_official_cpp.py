@@ -73,4 +73,4 @@ def test_official_headers_without_sources_is_a_setup_error_saying_what_to_set(tm
     with pytest.raises(labkit.errors.SetupError) as info:
         build_backend("minimal", '#include "triton/backend/backend_common.h"\n', cache=tmp_path, progress=False)
     assert info.value.missing == str(tmp_path / "core-include-r23.12.tar.gz")
-    assert "LABKIT_TRITON_SOURCES" in str(info.value)
+    assert info.value.reason == "no such file" and "LABKIT_TRITON_SOURCES" in info.value.remedy

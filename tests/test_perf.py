@@ -46,9 +46,10 @@ def test_request_rate_with_poisson_arrivals(server):
 
 def test_variable_dimensions_need_sizes(server):
     reference.serve(server, ["custom_passthrough"])
-    with pytest.raises(labkit.errors.PerfAnalyzerError, match=r"INPUTTensor \[-1, 128\].*shapes=") as info:
+    with pytest.raises(labkit.errors.PerfAnalyzerError) as info:
         labkit.perf(server, "custom_passthrough", concurrency=[1])
-    assert info.value.exit_code is None
+    assert info.value.exit_code is None and info.value.model == "custom_passthrough"
+    assert "INPUTTensor [-1, 128]" in info.value.problem and "shapes=" in info.value.remedy
     sweep = labkit.perf(
         server, "custom_passthrough", concurrency=[2], shapes={"INPUTTensor": [3, 128]}, progress=False, **QUICK
     )
@@ -79,6 +80,7 @@ def test_a_step_perf_analyzer_would_refuse_is_refused_first(server):
         with pytest.raises(labkit.errors.PerfAnalyzerError) as info:
             labkit.perf(server, "add_sub", progress=False, **bad)
         assert info.value.exit_code is None and info.value.output == ""
+        assert info.value.problem.startswith("was not started") and info.value.remedy.startswith("e.g.")
     proc = subprocess.run(
         [sys.executable, "-m", "labkit.cli", "perf", "add_sub", "--concurrency", "0"],
         capture_output=True,
@@ -86,7 +88,9 @@ def test_a_step_perf_analyzer_would_refuse_is_refused_first(server):
         timeout=120,
     )
     assert (
-        proc.returncode == 3 and proc.stderr.startswith("labkit: A concurrency") and "usage" not in proc.stderr.lower()
+        proc.returncode == 3
+        and proc.stderr.startswith("labkit: perf_analyzer was not started: a concurrency")
+        and "usage" not in proc.stderr.lower()
     )
     assert "starting Triton" not in proc.stdout  # refused before a server started
 

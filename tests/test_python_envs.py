@@ -102,7 +102,7 @@ def test_a_missing_module_is_named_then_a_folder_and_a_tarball_give_it(lab, cow_
     error = caught.value
     assert (error.model, error.module, error.environment) == ("cow", "cowsay", "")
     assert error.python == f"{sys.version_info[0]}.{sys.version_info[1]}"
-    assert "labkit python-env" in str(error) and "EXECUTION_ENV_PATH" in str(error)
+    assert "labkit python-env" in error.remedy and "EXECUTION_ENV_PATH" in error.remedy
     assert "cowsay" in error.reason  # Triton's own words stay in reason
 
     model_dir = lab.repository.model_dir("cow")

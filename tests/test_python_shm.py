@@ -63,7 +63,7 @@ def test_a_docker_shm_smaller_than_a_request_is_a_labkit_error_then_served_with_
         error = caught.value
         assert (error.model, error.shm_size, error.needed_bytes) == ("big", "16m", x.nbytes)
         assert error.free_bytes < x.nbytes <= 16 * MIB + x.nbytes
-        assert "shm_size='64m'" in str(error) and "--shm-size" in error.reason  # Triton's words kept in reason
+        assert "shm_size='64m'" in error.remedy and "--shm-size" in error.reason  # Triton's words kept in reason
         assert small.loaded_models() == ["big"]  # the model keeps serving smaller requests
         assert labkit.infer(small, "big", {"X": x[:1024]})["Y"].shape == (1024,)
     assert gone(engine_client(), small.runtime.container.id)

@@ -205,10 +205,12 @@ def test_a_notebook_that_is_no_notebook_shows_unreadable_and_is_logged_once(room
     _verdict(room, "p03", "01-output2", "unreadable", broken, "a notebook that is not JSON: shown unreadable")
     detail = _page(room, "p03")
     assert re.search(
-        r"\? unreadable since \d\d:\d\d</td><td>p03&#x27;s 01_python_backend.ipynb is not valid JSON", detail
+        r"\? unreadable since \d\d:\d\d</td><td>p03&#x27;s 01_python_backend.ipynb is not a notebook Jupyter can "
+        r"read \(not valid JSON",
+        detail,
     )
     assert "Its mark before: passed." in detail
-    said = "p03's 01_python_backend.ipynb is not valid JSON"
+    said = "p03's 01_python_backend.ipynb is not a notebook Jupyter can read (not valid JSON"
     for _ in range(3):  # three more scans, as the board makes every second: nothing more in the log
         reply = requests.post(
             f"{room.url}/services/board/api/refresh",

@@ -115,7 +115,8 @@ def test_os_exit_in_initialize_says_the_exit_code_and_where(fresh_server):
     fresh_server.repository.write_config(cfg)
     with pytest.raises(labkit.ModelLoadError) as info:
         fresh_server.python_model("leaver", EXITING)
-    text = str(info.value)
+    text = info.value.detail  # how the stub ended, and its last lines
+    assert info.value.model == "leaver"
     assert "instance leaver_0_0" in text and "exited with exit code 3" in text
     assert "os._exit(3) was called at model.py:8 in initialize" in text
     assert "initialize: leaving now" in text  # its last lines
@@ -127,7 +128,8 @@ def test_a_segfault_in_execute_says_the_signal_and_the_line(fresh_server):
     fresh_server.python_model("hang", hanging(1, "import ctypes; ctypes.string_at(0)"))
     with pytest.raises(labkit.InferenceError) as info:
         labkit.infer(fresh_server, "hang", X, timeout_s=20)
-    text = str(info.value)
+    text = info.value.detail  # how the stub ended, and its last lines
+    assert info.value.model == "hang"
     assert "was killed by SIGSEGV (signal 11)" in text
     assert f'model.py", line {HANG_LINE} in execute' in text  # the crash's Python stack, in its last lines
     assert labkit.check_add_sub(fresh_server).ok
@@ -178,7 +180,7 @@ def test_a_stub_stuck_below_python_is_left_alone_with_a_clear_error(fresh_server
     with pytest.raises(labkit.InferenceError) as info:
         fresh_server.unstick("hang")
     assert info.value.model == "hang" and "stuck below Python" in info.value.reason
-    assert f"model.py:{HANG_LINE}" in info.value.stack and "lab.restart()" in str(info.value)
+    assert f"model.py:{HANG_LINE}" in info.value.stack and "lab.restart()" in info.value.remedy
     assert fresh_server.alive and labkit.check_add_sub(fresh_server).ok  # nothing was killed
 
 

@@ -36,8 +36,8 @@ def _build_backend(args: argparse.Namespace) -> int:
     if any(cmake_build.is_project(p) for p in sources):  # the repository's own CMake project, as it builds
         if len(sources) > 1 or args.headers:
             raise ConfigError(
-                "A folder holding CMakeLists.txt is built by its own CMake project, alone: give it as "
-                "the only SOURCE, without --headers (the project chooses its headers).",
+                problem="a folder holding CMakeLists.txt is built by its own CMake project, alone",
+                remedy="give it as the only SOURCE, without --headers (the project chooses its headers)",
                 field="source",
                 value=" ".join(args.source),
             )

@@ -144,7 +144,11 @@ def crash_and_restart(factory: Factory) -> dict[str, float]:
             t0 = time.perf_counter()
             pid = server.runtime.triton_pid
             if pid is None:  # started (or restarted) above, so Triton has a process unless it already ended
-                raise ServerNotRunningError("crash_and_restart: the server has no Triton process to kill.")
+                raise ServerNotRunningError(
+                    doing="crash_and_restart",
+                    reason="the server has no Triton process to kill",
+                    remedy="run it against a server labkit started (embedded)",
+                )
             os.kill(pid, signal.SIGKILL)  # what a crashing backend does to the server
             while server.health.died is None:
                 time.sleep(0.005)
@@ -292,7 +296,12 @@ def perf_analyzer_ratio(factory: Factory) -> dict[str, float]:
                         ).throughput,
                     )
                 if not theirs:
-                    raise UnstableMeasurementError(f"perf_analyzer found no stable measurement of {model} at c={c}")
+                    raise UnstableMeasurementError(
+                        model=model,
+                        at=f"c={c}",
+                        problem="found no stable measurement",
+                        remedy="run the benchmark again when the machine is quieter",
+                    )
                 out[f"{model}_c{c}_labkit_rps"] = round(ours, 1)
                 out[f"{model}_c{c}_perf_analyzer_rps"] = round(theirs, 1)
                 out[f"{model}_c{c}_ratio"] = round(ours / theirs, 3)

@@ -67,14 +67,14 @@ def check_own_library(repo: Path, model: str, backend_directory: str | None) -> 
         places.append(Path(backend_directory) / backend / library)
     if not any(p.is_file() for p in places):
         raise SetupError(
-            f"Model {model!r} in {repo} uses backend {backend!r}, but no {library} is in its folder"
-            f"{' or in ' + str(backend_directory) if backend_directory else ''}, and labkit does not put its own "
-            f"reference {backend!r} in a repository of yours unasked. Give --backend-directory DIR holding "
-            f"{backend}/{library} (`labkit build-backend {backend} SOURCE --out DIR` writes one), put {library} in "
-            f"the model's version folder, or pass --build-reference-backends to measure labkit's reference "
-            f"{backend!r} (written into the model's version folder).",
+            needed_by=f"Model {model!r} in {repo} (backend {backend!r})",
+            reason=f"no {library} in its folder"
+            + (f" or in {backend_directory}" if backend_directory else "")
+            + ", and labkit does not put its own reference backend in a repository of yours unasked",
+            remedy=f"Give --backend-directory DIR holding {backend}/{library} (`labkit build-backend {backend} SOURCE --out DIR` "
+            f"writes one), put {library} in the model's version folder, or pass --build-reference-backends to measure "
+            f"labkit's reference {backend!r} (written into the model's version folder)",
             missing=str(
                 Path(backend_directory) / backend / library if backend_directory else repo / model / "1" / library
             ),
-            reason="no backend library",
         )

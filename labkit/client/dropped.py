@@ -29,12 +29,4 @@ def dropped_error(server: Any, model: str, mark: int) -> RequestDroppedError | N
     except LabkitError:
         return None  # a model labkit has no config for: nothing to tell about it
     said = line.split("] ", 1)[-1].strip()
-    return RequestDroppedError(
-        f"The request to {model!r} will never be answered: its model released it with "
-        f"TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, and Triton refused ({said!r}) and dropped it. A model "
-        f"reschedules requests only with `{ITERATIVE}` in its config.pbtxt (python_backend README, r23.12, "
-        f"'Request Rescheduling'): add it and load {model!r} again.",
-        model=model,
-        reason=said,
-        needs=ITERATIVE,
-    )
+    return RequestDroppedError(model=model, reason=said, needs=ITERATIVE)

@@ -97,7 +97,7 @@ def _refusal_error(server: TritonServer, model: str, fields: Mapping[str, Any], 
         return config
     problems = _mismatches(config, fields)
     if not problems:
-        return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
+        return InferenceError(model=model, reason=text)
     expected = request_fit.describe_inputs(config)
     sent = ", ".join(f"{name}={value!r}" for name, value in fields.items()) or "no fields"
     several = any(_elements(fields[i["name"]]) != 1 for i in config.get("input", []) if i["name"] in fields)
@@ -107,17 +107,7 @@ def _refusal_error(server: TritonServer, model: str, fields: Mapping[str, Any], 
         if several
         else "Send one field per input the model expects, each one element of the input's datatype."
     )
-    return RequestError(
-        f"Triton rejected the generate_stream request to {model!r}: {text}\n"
-        f"  what differs:      {'; '.join(problems)}\n"
-        f"  the model expects: {expected}\n"
-        f"  the request sent:  {sent}\n{advice}",
-        model=model,
-        reason=text,
-        expected=expected,
-        sent=sent,
-        differs=problems,
-    )
+    return RequestError(model=model, reason=text, expected=expected, sent=sent, differs=problems, remedy=advice)
 
 
 def generate_stream(
@@ -168,7 +158,10 @@ def generate_stream(
             except CONNECTION_ERRORS as exc:
                 dead = server.health.dead_server_error(exc, f"The request to {model!r} failed")
                 raise dead or InferenceError(
-                    f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model, reason=repr(exc)
+                    model=model,
+                    happened="failed: the connection broke",
+                    reason=repr(exc),
+                    remedy="check that the server runs (lab.logs.tail()) and send it again",
                 ) from None
             if isinstance(event, _StreamEnd):
                 return collected
@@ -185,9 +178,10 @@ def _json_body(model: str, fields: dict[str, Any]) -> str:
         return json.dumps(fields)
     except (TypeError, ValueError) as exc:
         raise RequestError(
-            f"The request to {model!r} was not sent: its fields cannot be written as JSON ({exc}). "
-            f"Give each input as a number, a string or a list of them (or a numpy array).",
             model=model,
+            refused_by="labkit",
+            reason=f"its fields cannot be written as JSON ({exc})",
+            remedy="Give each input as a number, a string or a list of them (or a numpy array)",
             sent=repr(fields),
             differs=[str(exc)],
         ) from None

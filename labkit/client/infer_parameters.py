@@ -21,17 +21,19 @@ def request_parameters(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
     for key, value in parameters.items():
         if key in RESERVED_PARAMETERS:
             raise ConfigError(
-                f"parameters={{{key!r}: ...}}: {key!r} is a parameter tritonclient sets itself; use "
-                f"labkit.infer's own keyword ({'sequence_id=' if key.startswith('sequence') else key + '='} ...) "
-                f"where it has one, and another name for a parameter of yours.",
+                problem="is a parameter tritonclient sets itself",
+                remedy=(
+                    f"use labkit.infer's own keyword ({'sequence_id=' if key.startswith('sequence') else key + '='} "
+                    "...) where it has one, and another name for a parameter of yours"
+                ),
                 field="parameters",
                 value=key,
                 valid=["any other name"],
             )
         if not isinstance(key, str) or not isinstance(value, (str, int)):  # bool is an int
             raise ConfigError(
-                f"parameters={{{key!r}: {value!r}}}: a request parameter has a name (str) and a string, "
-                f"integer or boolean value (Triton 23.12 has no other kind).",
+                problem=f"parameter {key!r} is not a name (str) with a string, integer or boolean value",
+                remedy="give one of those (Triton 23.12 has no other kind)",
                 field="parameters",
                 value=repr(value),
                 valid=["str", "int", "bool"],

@@ -69,17 +69,7 @@ def _output_error(
     model: str, missing: Sequence[str], config: dict, produced: Sequence[str], asked: bool
 ) -> OutputNameError:
     outputs = _output_names(config)
-    where = "the request asked for" if asked else "the config declares"
-    return OutputNameError(
-        f"{where.capitalize()} output(s) {', '.join(map(repr, missing))} of {model!r}, and the answer has "
-        f"{'none by that name' if len(missing) == 1 else 'none by those names'}. {model!r}'s outputs are: "
-        f"{', '.join(outputs) or 'none'} (the answer carried: {', '.join(produced) or 'nothing'}). Check the "
-        f"spelling in the request and in model.py's pb_utils.Tensor(NAME, ...).",
-        model=model,
-        missing=missing,
-        outputs=outputs,
-        produced=produced,
-    )
+    return OutputNameError(model=model, missing=missing, outputs=outputs, produced=produced, asked=asked)
 
 
 def _strings_in(raw: bytes) -> int:
@@ -107,11 +97,9 @@ def check_sizes(model: str, tensors: list) -> None:
             unit, needed, carried = "bytes", count * itemsize, len(raw)
         if needed != carried:
             raise InputSizeError(
-                f"Input {tensor.name()!r} of the request to {model!r} declares shape {list(tensor.shape())} "
-                f"{tensor.datatype()}, which needs {needed} {unit}, and carries {carried if carried >= 0 else 'a cut-off list of'} "
-                f"{unit}; nothing was sent. Build the input from the numpy array you mean to send.",
                 model=model,
                 input=tensor.name(),
+                declared=f"shape {list(tensor.shape())} {tensor.datatype()}",
                 needed=needed,
                 carried=carried,
                 unit=unit,
@@ -124,16 +112,16 @@ def refused_config(server: TritonServer, model: str, text: str, since: float | N
     ended = stubs.exits(server.workspace.backend_dir / "python", model, since) if since is not None else []
     if ended:
         return InferenceError(
-            f"The request to {model!r} failed: {text}\n{stubs.describe(ended)}\n"
-            f"Triton starts a new stub for the next request; fix the model (lab.python_model) to stop it ending.",
             model=model,
             reason=text,
+            detail=stubs.describe(ended),
+            remedy="Triton starts a new stub for the next request; fix the model (lab.python_model) to stop it ending",
         )
     try:
         loaded = server.loaded_models()
         config = server.model_config(model) if model in loaded else None
     except LabkitError:
-        return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
+        return InferenceError(model=model, reason=text)
     return ModelNotFoundError(model=model, loaded=loaded) if config is None else config
 
 
@@ -155,7 +143,10 @@ def translate(
         return dead
     if not isinstance(exc, InferenceServerException):
         return InferenceError(
-            f"The request to {model!r} failed: the connection broke ({exc!r}).", model=model, reason=repr(exc)
+            model=model,
+            happened="failed: the connection broke",
+            reason=repr(exc),
+            remedy="check that the server runs (lab.logs.tail()) and send it again",
         )
     text = exc.message() or str(exc)
     config = refused_config(server, model, text, since)
@@ -167,43 +158,24 @@ def translate(
     if not problems and unknown:
         return _output_error(model, unknown, config, [], asked=True)
     if not problems and "sequence_batching" in config and not sequence_id:  # Triton refuses these, always
-        return SequenceError(
-            f"{model!r} is a stateful model (its config has sequence_batching): every request must say which "
-            f"sequence it belongs to. Pass sequence_id=<a number or string of your choice>, with "
-            f"sequence_start=True on its first request and sequence_end=True on its last.\n(Triton: {text})",
-            model=model,
-            sequence_id=sequence_id,
-            problem="no-sequence-id",
-            reason=text,
-        )
+        return SequenceError(model=model, sequence_id=sequence_id, problem="no-sequence-id", reason=text)
     rows = [t.shape()[0] for t in tensors if t.shape()] if int(config.get("max_batch_size", 0)) > 0 else []
     if not problems and "sequence_batching" in config and any(r != 1 for r in rows):  # refused, always
-        return SequenceError(
-            f"The request to {model!r} carries {max(rows)} rows, and a stateful model takes one per request: each "
-            f"request is one step of its sequence. Send the rows as successive requests of the sequence.\n(Triton: {text})",
-            model=model,
-            sequence_id=sequence_id,
-            problem="rows",
-            reason=text,
-        )
+        return SequenceError(model=model, sequence_id=sequence_id, problem="rows", rows=max(rows), reason=text)
     if not problems and shm_regions.serves_python(server, config):
         short = shm_regions.refusal(server, model, request_fit.payload_bytes(tensors), text)
         if short is not None:
             return short
     if not problems:  # the request fits: the backend (or the model's kind) refused it
-        return InferenceError(f"The request to {model!r} failed: {text}", model=model, reason=text)
+        return InferenceError(model=model, reason=text)
     expected, sent_text = request_fit.describe_inputs(config), request_fit.describe_sent(sent)
     return RequestError(
-        f"Triton rejected the request to {model!r}: {text}\n"
-        f"  what differs:      {'; '.join(problems)}\n"
-        f"  the model expects: {expected}\n"
-        f"  the request sent:  {sent_text}\n"
-        f"(full config: server.model_config({model!r}))",
         model=model,
         reason=text,
         expected=expected,
         sent=sent_text,
         differs=problems,
+        remedy=f"(full config: server.model_config({model!r}))",
     )
 
 
@@ -246,22 +218,24 @@ def infer(
 
         if shared_memory not in gpu_shm.KINDS:
             raise ConfigError(
-                f"shared_memory={shared_memory!r}: use 'cuda' (or leave it out).",
+                problem="is not a kind of shared memory",
+                remedy="use 'cuda' (or leave it out)",
                 field="shared_memory",
                 value=shared_memory,
                 valid=list(gpu_shm.KINDS),
             )
         if sequence_id or parameters:
             raise ConfigError(
-                "shared_memory='cuda' sends plain requests: leave it out for a sequence's requests or a "
-                "request with parameters.",
+                problem="sends plain requests",
+                remedy="leave it out for a sequence's requests or a request with parameters",
                 field="shared_memory",
                 value=shared_memory,
                 valid=["None"],
             )
         if Transport.of(protocol) is not Transport.HTTP or client is not None:
             raise ConfigError(
-                "shared_memory='cuda' sends over HTTP with a client of its own: leave protocol and client out.",
+                problem="sends over HTTP with a client of its own",
+                remedy="leave protocol and client out",
                 field="shared_memory",
                 value=shared_memory,
                 valid=["protocol='http'"],
@@ -298,12 +272,12 @@ def _tensor(result: Any, name: str, model: str) -> np.ndarray:
     try:
         return result.as_numpy(name)
     except ValueError as exc:
-        why = "output data do not fill its shape"
         raise InferenceError(
-            f"{model!r} answered {name!r} with {why} ({exc}). A Python model does so under Triton 23.12 when its "
-            "execution environment has numpy 2: build it with numpy<2 (labkit.python_env does).",
             model=model,
-            reason=why,
+            happened=f"was answered with output {name!r}",
+            reason="output data do not fill its shape",
+            detail=str(exc),
+            remedy="A Python model does so under Triton 23.12 when its execution environment has numpy 2: build it with numpy<2 (labkit.python_env does)",
         ) from None
 
 
@@ -350,9 +324,9 @@ def _send(
         except (InferenceServerException, *CONNECTION_ERRORS) as exc:
             if session.quit:
                 raise InferenceError(
-                    f"The request to {model!r} failed because you quit the debugger (q) at its breakpoint; "
-                    f"the model keeps serving. Continue with c to let a request finish.",
                     model=model,
+                    happened="failed because you quit the debugger (q) at its breakpoint; the model keeps serving",
+                    remedy="Continue with c to let a request finish",
                 ) from None
             raise translate(exc, server, model, tensors, since, outputs or (), sequence.get("sequence_id", 0)) from None
     finally:

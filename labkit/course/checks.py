@@ -74,9 +74,7 @@ def check_add_sub(
     )
     result = AddSubResult(model, protocol, base0, base1, out["OUTPUT0"], out["OUTPUT1"])
     if check and not result.ok:
-        raise AnswerMismatchError(
-            f"{model} answered wrongly:\n{result.summary()}\nCheck execute() in its model.py.", model=model
-        )
+        raise AnswerMismatchError(model=model, answered=result.summary(), remedy="Check execute() in its model.py")
     return result
 
 
@@ -114,5 +112,7 @@ def check_passthrough(
     right = [all(np.array_equal(out[pairs[k]], v) for k, v in inputs.items()) for inputs, out in zip(sent, answers)]
     result = PassthroughResult(model, protocol, concurrent, all(right))
     if check and not result.ok:
-        raise AnswerMismatchError(f"{model} did not return its input unchanged ({result}).", model=model)
+        raise AnswerMismatchError(
+            model=model, answered=str(result), expected="its input unchanged", remedy="check execute() in its model.py"
+        )
     return result

@@ -22,8 +22,9 @@ def repository() -> Path:
     """The reference model repository (add_sub and the other reference models)."""
     if not (_REPOSITORY / "add_sub" / "config.pbtxt").is_file():
         raise SetupError(
-            f"The reference models are missing from {_REPOSITORY}; reinstall labkit (`pip install labkit`, "
-            f"or `pip install -e .` in a checkout)."
+            missing=f"the reference models in {_REPOSITORY}",
+            reason="not installed with labkit",
+            remedy="reinstall labkit (`pip install labkit`, or `pip install -e .` in a checkout)",
         )
     return _REPOSITORY
 

@@ -4,19 +4,42 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .root import LabkitError
+from .root import LabkitError, block, mention, said
+
+
+def _listed(items: Sequence[object], empty: str = "none") -> str:
+    return ", ".join(map(str, items)) or empty
 
 
 class PerfAnalyzerError(LabkitError):
-    """perf_analyzer failed. ``exit_code`` is its exit status (None when labkit refused to start it,
-    e.g. an input needs a size); ``output`` holds its own last words."""
+    """perf_analyzer failed, or labkit refused to start it: on ``model`` at ``at`` (a load point, e.g.
+    "concurrency 4") it ``problem`` (what happened, in words). ``exit_code`` is its exit status (None
+    when labkit refused to start it, e.g. an input needs a size); ``output`` holds its own last words."""
 
-    def __init__(self, message: str, *, exit_code: int | None = None, output: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        problem: str,
+        model: str = "",
+        at: str = "",
+        exit_code: int | None = None,
+        output: str = "",
+        remedy: str = "",
+    ) -> None:
+        self.problem = problem
+        self.model = model
+        self.at = at
         self.exit_code = exit_code
         self.output = output
-        if output:
-            message = f"{message}\n--- perf_analyzer said ---\n{output}"
-        super().__init__(message)
+        super().__init__(remedy=remedy)
+
+    def _headline(self) -> str:
+        text = "perf_analyzer" + (f" on {self.model!r}" if self.model else "") + (f" at {self.at}" if self.at else "")
+        text += f" {self.problem}"
+        return text + (f" (exit status {self.exit_code})" if self.exit_code is not None else "")
+
+    def _blocks(self) -> list[tuple[str, str]]:
+        return [("perf_analyzer said", self.output)]
 
 
 class UnstableMeasurementError(PerfAnalyzerError):
@@ -25,7 +48,19 @@ class UnstableMeasurementError(PerfAnalyzerError):
 
 
 class TraceError(LabkitError):
-    """Triton's request traces could not be switched on, or their file did not appear."""
+    """Triton's request traces of ``model`` could not be switched on, or their file did not appear: ``problem``
+    says what happened; ``detail``: Triton's words."""
+
+    def __init__(self, *, problem: str, model: str = "", detail: str = "", remedy: str = "") -> None:
+        self.problem, self.model, self.detail = problem, model, detail
+        super().__init__(remedy=remedy)
+
+    def _headline(self) -> str:
+        about = f"Triton's traces of {self.model!r}" if self.model else "Triton's traces"
+        return said(f"{about}: {self.problem}", self.detail)
+
+    def _blocks(self) -> list[tuple[str, str]]:
+        return [("Triton said", block(self.detail))]
 
 
 class UnknownExerciseError(LabkitError):
@@ -34,9 +69,12 @@ class UnknownExerciseError(LabkitError):
 
     def __init__(self, *, exercise: str, notebook: str, known: Sequence[str]) -> None:
         self.exercise, self.notebook, self.known = exercise, notebook, list(known)
-        super().__init__(
-            f"{notebook}: a cell is tagged 'exercise:{exercise}', and there is no exercise {exercise!r} "
-            f"(nothing was changed). Fix the cell's tag; the exercises are: {', '.join(self.known)}."
+        super().__init__(remedy=f"Fix the cell's tag; the exercises are: {_listed(self.known)}")
+
+    def _headline(self) -> str:
+        return (
+            f"{self.notebook}: a cell is tagged 'exercise:{self.exercise}', and there is no exercise "
+            f"{self.exercise!r} (nothing was changed)"
         )
 
 
@@ -48,9 +86,14 @@ class CourseError(LabkitError):
     def __init__(self, *, notebook: str, field: str, problem: str) -> None:
         self.notebook, self.field, self.problem = notebook, field, problem
         super().__init__(
-            f'{notebook}: {field} {problem}. Give the notebook\'s metadata a "labkit" entry such as '
-            '{"minutes": 45, "core": true} (minutes with its exercises; core: on the day\'s core path).'
+            remedy=(
+                'Give the notebook\'s metadata a "labkit" entry such as {"minutes": 45, "core": true} (minutes '
+                "with its exercises; core: on the day's core path)"
+            )
         )
+
+    def _headline(self) -> str:
+        return f"{self.notebook}: {self.field} {self.problem}"
 
 
 class NotebookNotFoundError(LabkitError):
@@ -60,12 +103,15 @@ class NotebookNotFoundError(LabkitError):
 
     def __init__(self, *, folder: str, name: str = "", known: Sequence[str] = (), matches: Sequence[str] = ()) -> None:
         self.folder, self.name, self.known, self.matches = folder, name, list(known), list(matches)
-        if name:
-            found = f"{name!r} matches {', '.join(self.matches)}" if self.matches else f"No notebook matches {name!r}"
-            message = f"{found} in {folder}; give a path or one of: {', '.join(self.known)}."
-        else:
-            message = f"No lesson notebooks (NN_name.ipynb) in {folder}; give --dir, the notebooks folder."
-        super().__init__(message)
+        remedy = f"give a path or one of: {_listed(self.known)}" if name else "give --dir, the notebooks folder"
+        super().__init__(remedy=remedy)
+
+    def _headline(self) -> str:
+        if not self.name:
+            return f"No lesson notebooks (NN_name.ipynb) in {self.folder}"
+        if self.matches:
+            return f"{self.name!r} matches {_listed(self.matches)} in {self.folder}"
+        return f"No notebook matches {self.name!r} in {self.folder}"
 
 
 class LessonOutcomeError(LabkitError):
@@ -75,15 +121,21 @@ class LessonOutcomeError(LabkitError):
 
     def __init__(self, *, model: str, happened: str, expected: str, check: str) -> None:
         self.model, self.happened, self.expected, self.check = model, happened, expected, check
-        super().__init__(f"{model} {happened}, although {expected}; {check}.")
+        super().__init__(remedy=check)
+
+    def _headline(self) -> str:
+        return f"{self.model} {self.happened}, although {self.expected}"
 
 
 class AlreadyRanError(LabkitError):
     """``what`` (e.g. "dashboard") runs once, and it has run; ``remedy`` says how to run again."""
 
     def __init__(self, *, what: str, remedy: str) -> None:
-        self.what, self.remedy = what, remedy
-        super().__init__(f"This {what} has already run; {remedy}.")
+        self.what = what
+        super().__init__(remedy=remedy)
+
+    def _headline(self) -> str:
+        return f"This {self.what} has already run"
 
 
 class UnknownProtocolError(LabkitError, ValueError):
@@ -92,7 +144,10 @@ class UnknownProtocolError(LabkitError, ValueError):
 
     def __init__(self, *, protocol: object, known: Sequence[str]) -> None:
         self.protocol, self.known = protocol, list(known)
-        super().__init__(f"protocol must be {' or '.join(map(repr, self.known))}, not {protocol!r}.")
+        super().__init__()
+
+    def _headline(self) -> str:
+        return f"protocol must be {' or '.join(map(repr, self.known))}, not {self.protocol!r}"
 
 
 class OptionError(LabkitError, ValueError):
@@ -101,18 +156,29 @@ class OptionError(LabkitError, ValueError):
 
     def __init__(self, *, option: str, value: object, valid: str) -> None:
         self.option, self.value, self.valid = option, value, valid
-        super().__init__(f"{option} must be {valid}, not {value!r}.")
+        super().__init__()
+
+    def _compose(self) -> str:  # begins with the option's name, as written (no capital)
+        return f"{self.option} must be {self.valid}, not {self.value!r}."
 
 
 class RoomSettingsError(LabkitError, ValueError):
     """A workshop room's ``setting`` (a RoomSettings field or option, e.g. "memory") holds a ``value`` that
-    the hub, the Zero to JupyterHub chart or KubeSpawner would refuse; nothing was started or written.
-    Also a ValueError, as a bad argument."""
+    the hub, the Zero to JupyterHub chart or KubeSpawner would refuse (``problem``: why); nothing was started
+    or written. Also a ValueError, as a bad argument."""
 
-    def __init__(self, message: str, *, setting: str, value: str) -> None:
+    def __init__(self, *, setting: str, value: str, problem: str, remedy: str = "") -> None:
         self.setting = setting
         self.value = value
-        super().__init__(message)
+        self.problem = problem
+        super().__init__(remedy=remedy)
+
+    def _compose(self) -> str:  # begins with the setting's name, as written (no capital)
+        text = super()._compose()
+        return self.setting + text[len(self.setting) :] if text.lower().startswith(self.setting.lower()) else text
+
+    def _headline(self) -> str:
+        return f"{self.setting}={self.value!r} {self.problem}"
 
 
 class SubmissionError(LabkitError):
@@ -120,11 +186,41 @@ class SubmissionError(LabkitError):
     "too-large" (its exercise cells pass the grader's limit), "not-a-submission" (the grader's input is
     not one the board wrote), "refused" (the hub or the lab answered ``status_code`` 401/403: the token
     lacks a scope), "unreadable" (the saved file is not a notebook: judged again at its next save),
-    "unreachable" (no answer, or another status: read again at the next scan)."""
+    "unreachable" (no answer, or another status: read again at the next scan). ``detail``: the words
+    of whatever refused it."""
 
-    def __init__(self, message: str, *, user: str = "", notebook: str = "", problem: str, status_code: int = 0) -> None:
-        self.user, self.notebook, self.problem, self.status_code = user, notebook, problem, status_code
-        super().__init__(message)
+    _SAID = {
+        "too-large": ("{user}'s {notebook}: its exercise cells are more than the grader takes", ""),
+        "not-a-submission": ("The grader's input is not a submission", ""),
+        "refused": ("Reading {user}'s {notebook} was refused", ""),
+        "unreadable": ("{user}'s {notebook} is not a notebook Jupyter can read", "it is judged again at its next save"),
+        "unreachable": ("Cannot read {user}'s {notebook}", "it is read again at the next scan"),
+    }
+
+    def __init__(
+        self,
+        *,
+        user: str = "",
+        notebook: str = "",
+        problem: str,
+        status_code: int = 0,
+        detail: str = "",
+        remedy: str = "",
+    ) -> None:
+        self.user, self.notebook, self.problem, self.status_code, self.detail = (
+            user,
+            notebook,
+            problem,
+            status_code,
+            detail,
+        )
+        super().__init__(remedy=remedy or self._SAID[problem][1])
+
+    def _headline(self) -> str:
+        text = self._SAID[self.problem][0].format(user=self.user, notebook=self.notebook)
+        if self.status_code:
+            text += f" (HTTP {self.status_code})"
+        return said(text, self.detail)
 
 
 class RoomFileError(LabkitError):
@@ -143,8 +239,10 @@ class RoomFileError(LabkitError):
 
     def __init__(self, *, path: str, problem: str, detail: str = "") -> None:
         self.path, self.problem, self.detail = path, problem, detail
-        what, remedy = self._SAID[problem]
-        super().__init__(what.format(path=path) + (f" ({detail})" if detail else "") + f"; {remedy}.")
+        super().__init__(remedy=self._SAID[problem][1])
+
+    def _headline(self) -> str:
+        return self._SAID[self.problem][0].format(path=self.path) + (f" ({self.detail})" if self.detail else "")
 
 
 class LabKernelError(LabkitError):
@@ -154,21 +252,33 @@ class LabKernelError(LabkitError):
 
     def __init__(self, *, user: str, code: str, problem: str, errors: Sequence[str] = ()) -> None:
         self.user, self.code, self.problem, self.errors = user, code, problem, list(errors)
-        said = "; ".join(self.errors)
         if problem == "no answer":
-            message = f"The kernel of {user}'s lab stopped answering ({said}); read its container's log."
+            remedy = "read its container's log"
         else:
-            message = f"`{code}` failed in {user}'s lab: {said}. Run it in that lab to read its traceback."
-        super().__init__(message)
+            remedy = "Run it in that lab to read its traceback"
+        super().__init__(remedy=remedy)
+
+    def _headline(self) -> str:
+        said_ = "; ".join(self.errors)
+        if self.problem == "no answer":
+            return f"The kernel of {self.user}'s lab stopped answering `{self.code}` ({said_})"
+        return f"`{self.code}` failed in {self.user}'s lab: {said_}"
 
 
 class HubError(LabkitError):
     """The room's hub, or a lab or the board behind its proxy, at ``url`` refused a request (``status_code``:
-    401/403 when the token lacks a scope) or gave no usable answer (0)."""
+    401/403 when the token lacks a scope) or gave no usable answer (0): ``problem`` says which, in words;
+    ``detail``: its own words."""
 
-    def __init__(self, message: str, *, url: str, status_code: int = 0) -> None:
-        self.url, self.status_code = url, status_code
-        super().__init__(message)
+    def __init__(self, *, url: str, problem: str, status_code: int = 0, detail: str = "", remedy: str = "") -> None:
+        self.url, self.status_code, self.problem, self.detail = url, status_code, problem, detail
+        super().__init__(remedy=remedy)
+
+    def _headline(self) -> str:
+        text = f"{self.url} {self.problem}"
+        if self.status_code and str(self.status_code) not in text:
+            text += f" (HTTP {self.status_code})"
+        return said(text, self.detail)
 
 
 class BoardError(HubError):
@@ -181,12 +291,21 @@ class PythonEnvError(LabkitError):
     a Python that no stub of ``runtime`` has; those it has are ``available``), "interpreter" (no Python
     ``wanted`` on this machine), "pip" (pip could not install the packages; ``output`` is its last
     lines), "exists" (``path`` is there already and replacing it was not asked), "requirements" (the
-    requirements file ``path`` cannot be read). ``model``: the model whose requirements.txt it was, if any."""
+    requirements file ``path`` cannot be read), "runtime" (a ``runtime`` labkit does not know). ``model``:
+    the model whose requirements.txt it was, if any; ``detail``: the system's words."""
+
+    _SAID = {
+        "python": "No stub of {runtime} embeds Python {wanted} (they embed: {available})",
+        "interpreter": "No Python {wanted} on this machine",
+        "pip": "pip could not install the packages of {path}",
+        "exists": "{path} exists already, and replacing it was not asked",
+        "requirements": "Cannot read the requirements file {path}",
+        "runtime": "labkit knows no runtime {runtime!r}",
+    }
 
     def __init__(
         self,
-        message: str,
-        *,
+        *legacy: str,
         problem: str,
         wanted: str = "",
         available: Sequence[str] = (),
@@ -194,7 +313,23 @@ class PythonEnvError(LabkitError):
         path: str = "",
         output: str = "",
         model: str = "",
+        detail: str = "",
+        remedy: str = "",
+        message: str = "",
     ) -> None:
         self.problem, self.wanted, self.available, self.runtime = problem, wanted, list(available), runtime
-        self.path, self.output, self.model = path, output, model
-        super().__init__(message)
+        self.path, self.output, self.model, self.detail = path, output, model, detail
+        super().__init__(remedy=remedy, message=message or "".join(legacy[:1]))
+
+    def _headline(self) -> str:
+        fields = dict(vars(self), available=_listed(self.available))
+        text = self._SAID.get(self.problem, "The environment could not be made ({problem})").format(**fields)
+        for label, value in (("", self.path), ("wanted: Python ", self.wanted), ("runtime: ", self.runtime)):
+            text = mention(text, label, value)
+        text = mention(text, "available: ", self.available)
+        if self.model:
+            text += f" (for model {self.model!r})"
+        return said(text, self.detail)
+
+    def _blocks(self) -> list[tuple[str, str]]:
+        return [("pip said", self.output)]

@@ -35,10 +35,9 @@ def need(what: str) -> GpuStatus:
     status = probe()
     if not status.visible:
         raise GpuUnavailableError(
-            f"{what} needs a GPU, and none is visible here ({status.why}). Run it on a machine with an NVIDIA "
-            f"GPU and driver (`nvidia-smi -L` lists it), or leave the GPU option out.",
+            remedy="Run it on a machine with an NVIDIA GPU and driver (`nvidia-smi -L` lists it), or leave the GPU option out",
             missing="GPU",
-            reason=status.why,
+            reason=f"none is visible here ({status.why})",
             wanted=what,
         )
     return status

@@ -29,8 +29,7 @@ def _cudashm() -> Any:
         return importlib.import_module("tritonclient.utils.cuda_shared_memory")
     except (ImportError, RuntimeError):  # tritonclient raises RuntimeError when cuda-python is missing
         raise GpuUnavailableError(
-            "CUDA shared memory needs the cuda-python package, which tritonclient's cuda_shared_memory uses; "
-            "install it with `pip install 'labkit[gpu]'` (or `pip install 'tritonclient[cuda]'`).",
+            remedy="install it with `pip install 'labkit[gpu]'` (or `pip install 'tritonclient[cuda]'`); tritonclient's cuda_shared_memory uses it",
             missing="cuda-python",
             reason="not installed",
             wanted="CUDA shared memory",
@@ -52,8 +51,8 @@ def output_shapes(config: dict, inputs: Mapping[str, np.ndarray], outputs: Seque
         datatype = out["data_type"].removeprefix("TYPE_").replace("STRING", "BYTES")
         if any(d < 0 for d in dims) or datatype == "BYTES":
             raise ConfigError(
-                f"Output {out['name']!r} ({datatype} {dims}) has no size known before the request, "
-                f"which a CUDA shared-memory region needs. Send it without shared_memory.",
+                problem=f"({datatype} {dims}) has no size known before the request, which a CUDA shared-memory region needs",
+                remedy="Send it without shared_memory",
                 field="output",
                 value=out["name"],
                 source=model_name(config),
@@ -118,8 +117,8 @@ def infer(
         }
     except cudashm.CudaSharedMemoryException as exc:
         raise GpuUnavailableError(
-            f"CUDA shared memory on GPU {device_id} failed: {exc}. Check `nvidia-smi` and the device number.",
-            missing="CUDA device",
+            remedy="Check `nvidia-smi` and the device number",
+            missing=f"CUDA device {device_id}",
             reason=str(exc),
             wanted="CUDA shared memory",
         ) from None

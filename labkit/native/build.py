@@ -83,7 +83,12 @@ def json_include() -> Path:
     try:
         import nlohmann_json
     except ImportError:
-        raise SetupError("The nlohmann-json headers are missing; `pip install nlohmann-json`.") from None
+        raise SetupError(
+            needed_by="A C++ build",
+            missing="the nlohmann-json headers",
+            reason="not installed",
+            remedy="`pip install nlohmann-json`",
+        ) from None
     return Path(nlohmann_json.__file__).resolve().parent / "include"
 
 
@@ -94,9 +99,10 @@ def official_headers(include_dir: str | Path | None = None) -> Path:
         path = Path(include_dir)
         if not (path / "triton" / "core" / "tritonbackend.h").exists():
             raise SetupError(
-                f"{path} holds no triton/core/tritonbackend.h; give the folder that contains triton/.",
-                missing=str(path / "triton" / "core" / "tritonbackend.h"),
+                needed_by=f"headers={str(path)!r}",
                 reason="no such file",
+                remedy="give the folder that contains triton/",
+                missing=str(path / "triton" / "core" / "tritonbackend.h"),
             )
         return path
     return triton_sources.source("core") / "include"
@@ -107,7 +113,12 @@ def dynamic_symbols(library: Path, toolchain: Toolchain | None = None) -> tuple[
     toolchain = toolchain or LocalToolchain()
     code, out = toolchain.run(["nm", "-D", toolchain.path(library)], library.parent)
     if code != 0:
-        raise BuildError(f"Could not read the symbols of {library}: {out.strip()}", backend=library.parent.parent.name)
+        raise BuildError(
+            backend=library.parent.parent.name,
+            problem=f"could not be checked: nm could not read the symbols of {library}",
+            compiler_output=out.strip(),
+            remedy="check that the library is a shared object built for this machine",
+        )
     defined: set[str] = set()
     undefined: set[str] = set()
     for line in out.splitlines():
@@ -254,8 +265,10 @@ def _plan(backend: str, sources: Sources, opts: BuildOptions, toolchain: Toolcha
         image_headers = toolchain.triton_headers()
         if not image_headers:
             raise SetupError(
-                f"headers='image' takes Triton's headers from the container image, but backend {backend!r} is "
-                f"compiled{toolchain.label or ' on this machine'}, where there is none; use headers='official' or a folder."
+                needed_by="headers='image' (Triton's headers from the container image)",
+                missing="a container image",
+                reason=f"backend {backend!r} is compiled{toolchain.label or ' on this machine'}",
+                remedy="use headers='official' or a folder",
             )
         extra_includes, headers = image_headers + extra_includes, None
     api = [] if headers is None else [official_headers(None if headers == "official" else headers)]
@@ -341,8 +354,8 @@ def _compile_and_link(
         output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder / STAGED)}/", "")
         place = compile_error(output, folder)
         raise BuildError(
-            f"Backend {backend!r} did not compile{toolchain.label}; nothing was loaded. Compiler messages "
-            f"(line numbers are those of your source):\n{output}",
+            problem=f"did not compile{toolchain.label}",
+            remedy="read the compiler messages below (line numbers are those of your source)",
             backend=backend,
             compiler_output=output,
             file=place.file,
@@ -363,14 +376,18 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
         required = BATCH_ENTRY_POINTS if len(strategy) == len(BATCH_ENTRY_POINTS) else (REQUIRED_ENTRY_POINT,)
     missing = [name for name in required if name not in exported]
     if missing:
-        why = ", the one entry point Triton requires" if missing == [REQUIRED_ENTRY_POINT] else ""
+        why = (
+            "it is the one entry point Triton requires" if missing == [REQUIRED_ENTRY_POINT] else "Triton requires them"
+        )
         if strategy and REQUIRED_ENTRY_POINT in missing:
             lacking = ", ".join(n for n in BATCH_ENTRY_POINTS if n not in exported)
             why += f" (as a batching strategy it would need all five TRITONBACKEND_ModelBatch* functions; it lacks {lacking})"
         raise BuildError(
-            f"Backend {backend!r} compiled but does not export {', '.join(missing)}{why}; it was not loaded. "
-            f'Define it in your source, with "labkit/backend.hpp" '
-            f"included (it declares the entry points exported) or marked LABKIT_EXPORT.",
+            problem="compiled, but it was not loaded",
+            remedy=(
+                f'{why}. Define it in your source, with "labkit/backend.hpp" included (it declares the entry points '
+                "exported) or marked LABKIT_EXPORT"
+            ),
             backend=backend,
             missing_exports=missing,
         )
@@ -378,9 +395,8 @@ def _check_symbols(backend: str, library: Path, toolchain: Toolchain, required: 
     unknown = sorted(s for s in undefined if s.startswith("TRITON") and available is not None and s not in available)
     if unknown:
         raise BuildError(
-            f"Backend {backend!r} calls {', '.join(unknown)}, which Triton 23.12 does not have; it was not loaded. "
-            f"Headers newer than r23.12 declare functions this server lacks: build with labkit's own headers "
-            f"(the default) or Triton's r23.12 ones, and do without these calls.",
+            problem="compiled, but it was not loaded",
+            remedy="Headers newer than r23.12 declare functions this server lacks: build with labkit's own headers (the default) or Triton's r23.12 ones, and do without these calls",
             backend=backend,
             unavailable=unknown,
         )
@@ -410,8 +426,8 @@ def _check_defined(
         output = _tidy(messages, src, backend).replace(f"{toolchain.path(folder / STAGED)}/", "")
         output = output.replace(f"{toolchain.path(folder)}/", "")
         raise BuildError(
-            f"Backend {backend!r} calls {', '.join(names)}, which nothing defines (not the backend, its libraries, "
-            f"nor Triton 23.12); it was not loaded. Linker messages:\n{output}",
+            problem="compiled, but it was not loaded",
+            remedy="define them in the backend, or link the library that does (read the linker messages below)",
             backend=backend,
             compiler_output=output,
             undefined=names,
@@ -440,7 +456,7 @@ def reference_source(backend: str) -> Path:
     path = REFERENCE_DIR / check_name(backend, "backend") / f"{backend}.cc"
     if not path.exists():
         have = sorted(p.name for p in REFERENCE_DIR.iterdir()) if REFERENCE_DIR.exists() else []
-        raise BuildError(f"No reference backend {backend!r}; there are: {', '.join(have)}.", backend=backend)
+        raise BuildError(backend=backend, problem="is not a reference backend", remedy=f"there are: {', '.join(have)}")
     return path
 
 

@@ -190,9 +190,11 @@ def _run(argv: list[str], cwd: Path) -> tuple[int, str]:
         )
     except OSError as exc:
         raise SetupError(
-            f"Could not run {argv[0]}: {exc}. `pip install cmake ninja` (labkit's environment has them).",
+            needed_by="A CMake build",
             missing=argv[0],
             reason="does not run",
+            detail=str(exc),
+            remedy="`pip install cmake ninja` (labkit's environment has them)",
         ) from None
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -201,8 +203,8 @@ def _forced_tags(given: dict[str, str]) -> None:
     for entry, value in given.items():
         if defines_.name_of(entry) in TAGS and value != TAG:
             raise ConfigError(
-                f"labkit builds against Triton 23.12's repositories, so {defines_.name_of(entry)} is {TAG}; "
-                f"leave it out (a backend built at {value!r} may need an API 23.12 lacks).",
+                problem=f"labkit builds against Triton 23.12's repositories, so {defines_.name_of(entry)} is {TAG}",
+                remedy=f"leave it out (a backend built at {value!r} may need an API 23.12 lacks)",
                 field="define",
                 value=f"{entry}={value}",
                 valid=[TAG],
@@ -249,10 +251,10 @@ def build_cmake(
     project = Path(project).expanduser().resolve()
     if not is_project(project):
         raise SetupError(
-            f"{project} holds no CMakeLists.txt; give the folder of the backend's CMake project "
-            f"(the repository's root), or its sources' folder for a build without CMake.",
-            missing=str(project / "CMakeLists.txt"),
+            needed_by=f"A CMake build of {project}",
             reason="no such file",
+            remedy="give the folder of the backend's CMake project (the repository's root), or its sources' folder for a build without CMake",
+            missing=str(project / "CMakeLists.txt"),
         )
     toolchain = toolchain or LocalToolchain()
     given = defines_.parse(defines)
@@ -326,10 +328,9 @@ def _configure_and_build(backend: str, project: Path, work: Path, cmake: str, se
     code, output = _run(argv, project)
     if code != 0:
         place = cmake_error(output, project, Path(cmake).resolve().parent.parent / "share")
-        where = f" at {place.file}:{place.line}" if place.line else (f" in {place.file}" if place.file else "")
         raise BuildError(
-            f"CMake could not configure {project.name}{where}; nothing was built. Fix the project or change an option "
-            f"with --define NAME=VALUE. The command was:\n  {shlex.join(argv)}\nCMake's messages:\n{output.strip()[-4000:]}",
+            problem=f"could not be configured: CMake failed on project {project.name}",
+            remedy="Fix the project or change an option with --define NAME=VALUE",
             backend=backend,
             compiler_output=output,
             file=place.file,
@@ -344,8 +345,11 @@ def _configure_and_build(backend: str, project: Path, work: Path, cmake: str, se
     if not found:
         others = sorted({Path(out).name for out in outputs if re.fullmatch(r"libtriton_\w+\.so", Path(out).name)})
         raise BuildError(
-            f"{project.name} builds no {wanted} (Triton loads backend {backend!r} from that file); it builds "
-            f"{', '.join(others) or 'no libtriton_*.so'}: name the backend after its library.",
+            problem=(
+                f"is not built by {project.name}: it builds no {wanted} (Triton loads the backend from that file), "
+                f"but {', '.join(others) or 'no libtriton_*.so'}"
+            ),
+            remedy="name the backend after its library",
             backend=backend,
             file="CMakeLists.txt",
         )
@@ -355,7 +359,8 @@ def _configure_and_build(backend: str, project: Path, work: Path, cmake: str, se
         place = compile_error(output, project)
         place = replace(place, command=place.command or shlex.join(build))
         raise BuildError(
-            _compile_failure(project, place, output),
+            problem=f"did not compile (project {project.name})",
+            remedy=compile_remedy(place),
             backend=backend,
             compiler_output=output,
             file=place.file,
@@ -366,15 +371,13 @@ def _configure_and_build(backend: str, project: Path, work: Path, cmake: str, se
     return found[0]
 
 
-def _compile_failure(project: Path, place: Place, output: str) -> str:
-    where = f" at {place.file}:{place.line}" if place.line else ""
-    shown = f"The command was:\n  {place.command}\nMessages:\n{output.strip()[-4000:]}"
+def compile_remedy(place: Place) -> str:
+    """What to do when a CMake project's build failed at ``place``: a -Werror flag can be overridden."""
     if place.flag:
         option = place.flag.removeprefix("-W")
         variable = "CMAKE_C_FLAGS" if place.file.endswith(".c") else "CMAKE_CXX_FLAGS"
         return (
-            f"{project.name} did not compile{where}: its own -Werror made the warning {place.flag} an error. labkit "
-            f"leaves the project's flags as they are: fix the code, or pass --define {variable}=-Wno-error={option} "
-            f"to build it with that warning shown. {shown}"
+            f"labkit leaves the project's flags as they are: fix the code, or pass --define "
+            f"{variable}=-Wno-error={option} to build it with that warning shown"
         )
-    return f"{project.name} did not compile{where}; nothing was built. {shown}"
+    return "fix the code at that place (the command and its messages are below)"

@@ -21,17 +21,17 @@ def kit_for(backend: str, sources: Sources, toolchain: Toolchain, cuda: bool) ->
     if not cuda:
         if cu_files:
             raise BuildError(
-                f"Backend {backend!r} has CUDA sources ({', '.join(cu_files)}); build it with "
-                f"`%%triton_cpp {backend} --cuda` (build_backend(..., cuda=True)).",
+                problem=f"has CUDA sources ({', '.join(cu_files)})",
+                remedy=f"build it with `%%triton_cpp {backend} --cuda` (build_backend(..., cuda=True))",
                 backend=backend,
             )
         return None
     if not isinstance(toolchain, LocalToolchain):
         raise SetupError(
-            f"CUDA builds compile on this machine only, and backend {backend!r} is compiled{toolchain.label}; "
-            f"build it for the embedded server (labkit.start()).",
+            needed_by=f"A CUDA build of backend {backend!r} (compiled{toolchain.label})",
             missing="nvcc",
             reason="not in the container",
+            remedy="CUDA builds compile on this machine only: build it for the embedded server (labkit.start())",
         )
     return cuda_kit.locate()
 

@@ -79,17 +79,18 @@ class CudaKit:
             out = subprocess.run([str(self.nvcc), "--version"], capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SetupError(
-                f"nvcc ({self.nvcc}) does not run: {exc}. Remove {self.root} and run `labkit setup --cuda` again.",
                 missing=str(self.nvcc),
                 reason="does not run",
+                detail=str(exc),
+                remedy=f"Remove {self.root} and run `labkit setup --cuda` again",
             ) from None
         lines = [line for line in out.stdout.splitlines() if "release" in line]
         if out.returncode != 0 or not lines:
             raise SetupError(
-                f"nvcc ({self.nvcc}) does not run:\n{(out.stderr or out.stdout).strip()[-600:]}\nRemove "
-                f"{self.root} and run `labkit setup --cuda` again.",
                 missing=str(self.nvcc),
                 reason="does not run",
+                detail=(out.stderr or out.stdout).strip()[-600:],
+                remedy=f"Remove {self.root} and run `labkit setup --cuda` again",
             )
         return lines[0].strip()
 

@@ -37,7 +37,8 @@ def parse(given: Defines) -> dict[str, str]:
         found = _CMAKE.match(str(item))
         if found is None:
             raise ConfigError(
-                f"--define takes NAME=VALUE (e.g. TRITON_ENABLE_METRICS=OFF), not {item!r}.",
+                problem="is not NAME=VALUE",
+                remedy="--define takes NAME=VALUE (e.g. TRITON_ENABLE_METRICS=OFF)",
                 field="define",
                 value=str(item),
             )
@@ -51,8 +52,8 @@ def compiler_flags(given: Defines) -> list[str]:
     for name, value in parse(given).items():
         if not _MACRO.match(name):
             raise ConfigError(
-                f"{name!r} is not a macro name for the compiler (letters, digits and _, not first a "
-                f"digit); a source build defines macros.",
+                problem="is not a macro name for the compiler; a source build defines macros",
+                remedy="use letters, digits and _, not first a digit",
                 field="define",
                 value=name,
             )

@@ -142,8 +142,11 @@ def attach_batch_strategy(
     cfg = repository.read_config(model)
     if not cfg.HasField("dynamic_batching"):
         raise ConfigError(
-            f"Model {model!r} has no dynamic_batching, and Triton consults a batching strategy only while it "
-            f"forms dynamic batches; add dynamic_batching {{ }} to its config first.",
+            problem=(
+                f"model {model!r} has no dynamic_batching, and Triton consults a batching strategy only while it "
+                "forms dynamic batches"
+            ),
+            remedy="add dynamic_batching { } to its config first",
             field="dynamic_batching",
             lacks=["dynamic_batching"],
             source=model,

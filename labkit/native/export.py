@@ -63,8 +63,8 @@ def _sources(
     if reference.exists():
         return collect(reference)
     raise BuildError(
-        f"No source for backend {backend!r}: it was never built here and is not a reference backend. Build it "
-        f"first (lab.cpp_backend or %%triton_cpp), or pass source=.",
+        problem="has no source: it was never built here and is not a reference backend",
+        remedy="Build it first (lab.cpp_backend or %%triton_cpp), or pass source=",
         backend=backend,
     )
 
@@ -121,7 +121,12 @@ def export_backend(
             not (target / "CMakeLists.txt").exists()
             or f"triton-{backend}-backend" not in (target / "CMakeLists.txt").read_text()
         ):
-            raise RepositoryError(f"{target} exists and holds something else; give an empty or new folder.")
+            raise RepositoryError(
+                subject=str(target),
+                problem=f"exists and holds something else than backend {backend!r}'s project",
+                refused=str(target),
+                remedy="give an empty or new folder",
+            )
         shutil.rmtree(target)
     (target / "src").mkdir(parents=True)
     compiled = _write_sources(sources, backend, target / "src")
@@ -192,7 +197,9 @@ def build_project(
     project = Path(directory).resolve()
     cmakelists = project / "CMakeLists.txt"
     if not cmakelists.exists():
-        raise SetupError(f"{project} holds no CMakeLists.txt; export a backend there first.")
+        raise SetupError(
+            missing=str(project / "CMakeLists.txt"), reason="no such file", remedy="export a backend there first"
+        )
     backend = cmakelists.read_text().split("project(triton-", 1)[1].split("-backend", 1)[0]
     prefix = Path(prefix).resolve() if prefix is not None else project / "install"
     cmake, ninja = build_tool("cmake"), build_tool("ninja")
@@ -229,13 +236,20 @@ def build_project(
                 print(" failed", flush=True)
             output = (proc.stdout + proc.stderr).strip()
             raise BuildError(
-                f"CMake failed {what} {project}:\n{output[-4000:]}", backend=backend, compiler_output=output
+                problem=f"did not export: CMake failed {what} {project}",
+                remedy="read CMake's messages below",
+                backend=backend,
+                compiler_output=output,
             )
         if progress:
             print(" done", flush=True)
     library = prefix / "backends" / backend / f"libtriton_{backend}.so"
     if not library.exists():
-        raise BuildError(f"The install step did not produce {library}.", backend=backend)
+        raise BuildError(
+            problem=f"did not export: the install step did not produce {library}",
+            remedy="check the project's install() rules",
+            backend=backend,
+        )
     return library
 
 

@@ -132,8 +132,8 @@ def compiled(
             shutil.rmtree(folder, ignore_errors=True)
             name, messages = failed[0]
             raise BuildError(
-                f"{what} ({name}) did not compile{toolchain.label} with these flags and headers; "
-                f"nothing was loaded. Compiler messages:\n{messages.strip()}",
+                problem=f"did not build: {what} ({name}) did not compile{toolchain.label} with these flags and headers",
+                remedy="read the compiler messages below",
                 backend=owner,
                 compiler_output=messages,
             )

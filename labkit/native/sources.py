@@ -62,8 +62,8 @@ def collect(source: str | Path | Iterable[str | Path], first_line: int = 1) -> S
     cells = [item for item in items if not is_path(item)]
     if len(cells) > 1:
         raise ConfigError(
-            "Give at most one piece of C++ text among a backend's sources; the rest must be "
-            "paths of .cc/.cpp files or directories.",
+            problem="a backend's sources hold at most one piece of C++ text",
+            remedy="give the rest as paths of .cc/.cpp files or directories",
             field="source",
             value=f"{len(cells)} texts",
         )
@@ -88,18 +88,21 @@ def collect(source: str | Path | Iterable[str | Path], first_line: int = 1) -> S
                     else ""
                 )
                 raise SetupError(
-                    f"{path} holds no .cc or .cpp file to compile; give the folder with the backend's sources.{cmake}",
+                    needed_by=f"A build of {path}",
                     missing=str(path / "*.cc"),
                     reason="no C++ sources",
+                    remedy=(
+                        "give the folder with the backend's sources" + cmake.replace(" It holds", "; it holds")
+                    ).rstrip("."),
                 )
             beside = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in HEADER_SUFFIXES)
             root = path
         elif path.is_file() or not path.exists():
             if not path.is_file():
                 raise SetupError(
-                    f"No source file {path}; give C++ text, a .cc/.cpp file, a list of them, or a folder.",
                     missing=str(path),
                     reason="no such file",
+                    remedy="give C++ text, a .cc/.cpp file, a list of them, or a folder",
                 )
             found = [path]
             beside = sorted(p for p in path.parent.iterdir() if p.is_file() and p.suffix in HEADER_SUFFIXES)
@@ -107,8 +110,8 @@ def collect(source: str | Path | Iterable[str | Path], first_line: int = 1) -> S
         for src in found:
             if src.name in files and files[src.name][0] != src.resolve():
                 raise ConfigError(
-                    f"Two sources are named {src.name} ({files[src.name][0]} and {src}); a backend's "
-                    f"files need different names.",
+                    problem=f"two sources have that name ({files[src.name][0]} and {src})",
+                    remedy="a backend's files need different names",
                     field="source",
                     value=src.name,
                 )

@@ -67,8 +67,12 @@ def compiler() -> str:
     wanted = os.environ.get("CXX")
     cxx = shutil.which(wanted) if wanted else shutil.which("g++") or shutil.which("c++")
     if not cxx:
-        named = f"CXX={wanted!r} names no compiler found here" if wanted else "No C++ compiler found"
-        raise SetupError(f"{named}; install g++ (Debian: `apt-get install g++`) or set CXX to one.")
+        raise SetupError(
+            needed_by="A C++ build",
+            missing=f"CXX={wanted!r}" if wanted else "a C++ compiler",
+            reason="names no compiler found here" if wanted else "none found",
+            remedy="install g++ (Debian: `apt-get install g++`) or set CXX to one",
+        )
     return cxx
 
 
@@ -103,7 +107,10 @@ class LocalToolchain(Toolchain):
             proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env={**os.environ, **COMPILER_ENV})
         except OSError as exc:
             raise SetupError(
-                f"Could not run {argv[0]}: {exc}. Install it (Debian: `apt-get install g++ binutils`)."
+                missing=argv[0],
+                reason="does not run",
+                detail=str(exc),
+                remedy="Install it (Debian: `apt-get install g++ binutils`)",
             ) from None
         return proc.returncode, proc.stderr + proc.stdout
 
@@ -125,5 +132,9 @@ def build_tool(name: str) -> str:
         pass
     found = shutil.which(name)
     if found is None:
-        raise SetupError(f"{name} is missing; `pip install cmake ninja` (or install them with your system's packages).")
+        raise SetupError(
+            missing=name,
+            reason="not installed",
+            remedy="`pip install cmake ninja` (or install them with your system's packages)",
+        )
     return found

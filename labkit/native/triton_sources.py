@@ -49,8 +49,8 @@ def source(repo: str) -> Path:
     folder = _from_folder(repo, Path(given).expanduser(), PINNED[repo][0], MARKER[repo]) if given else _downloaded(repo)
     if not (folder / MARKER[repo]).is_file():
         raise SetupError(
-            f"{folder} is not Triton's {repo} repository at r23.12 (no {MARKER[repo]}); "
-            f"set {ENV} to a folder holding {PINNED[repo][0]} or an unpacked {repo}/.",
+            needed_by=f"Triton's {repo} repository at r23.12 ({folder})",
+            remedy=f"set {ENV} to a folder holding {PINNED[repo][0]} or an unpacked {repo}/",
             missing=str(folder / MARKER[repo]),
             reason="no such file",
         )
@@ -66,8 +66,8 @@ def tree(repo: str) -> Path:
     folder = _from_folder(repo, Path(given).expanduser(), *CORE_TREE) if given else _downloaded(repo)
     if not (folder / CORE_TREE[1]).is_file():
         raise SetupError(
-            f"{folder} is not Triton's whole core repository at r23.12 (no {CORE_TREE[1]}); set {ENV} to "
-            f"a folder holding {CORE_TREE[0]} or an unpacked core/ with its CMakeLists.txt.",
+            needed_by=f"Triton's whole core repository at r23.12 ({folder})",
+            remedy=f"set {ENV} to a folder holding {CORE_TREE[0]} or an unpacked core/ with its CMakeLists.txt",
             missing=str(folder / CORE_TREE[1]),
             reason="no such file",
         )
@@ -85,10 +85,11 @@ def _from_folder(repo: str, root: Path, archive_name: str, marker: str) -> Path:
         fill_once(target, lambda partial: _unpack(archive, repo, partial))
         return target
     raise SetupError(
-        f"{ENV}={root} holds neither {archive_name} nor an unpacked {repo}/ folder; set {ENV} to a folder "
-        f"laid out like the pinned Triton r23.12 archives, or unset it to download them from GitHub.",
-        missing=str(archive),
+        needed_by=f"{ENV}={root}",
         reason="no such file",
+        detail=f"it holds neither {archive_name} nor an unpacked {repo}/ folder",
+        remedy=f"set {ENV} to a folder laid out like the pinned Triton r23.12 archives, or unset it to download them from GitHub",
+        missing=str(archive),
     )
 
 
@@ -101,9 +102,9 @@ def _unpack(archive: Path, repo: str, partial: Path) -> None:
     tops = [p for p in scratch.iterdir() if p.is_dir()]
     if len(tops) != 1:
         raise SetupError(
-            f"{archive} does not hold one top folder ({repo}/); it is not a Triton source archive.",
+            reason=f"it does not hold one top folder ({repo}/); it is not a Triton source archive",
+            remedy=f"give the pinned archive {archive.name} as GitHub serves it, or an unpacked {repo}/ folder",
             missing=str(archive),
-            reason="unexpected layout",
         )
     for item in tops[0].iterdir():
         item.rename(partial / item.name)
@@ -125,10 +126,10 @@ def _downloaded(repo: str) -> Path:
         fill_once(target, lambda partial: _unpack(archive, repo, partial))
     except OSError as exc:
         raise SetupError(
-            f"Could not download {url}: {exc}. Offline, set {ENV} to a folder holding the pinned r23.12 "
-            f"archives ({', '.join(name for name, _ in PINNED.values())}) or their unpacked folders.",
-            missing=url,
             reason="unreachable",
+            detail=str(exc),
+            remedy=f"Offline, set {ENV} to a folder holding the pinned r23.12 archives ({', '.join(name for name, _ in PINNED.values())}) or their unpacked folders",
+            missing=url,
         ) from None
     finally:
         archive.unlink(missing_ok=True)

@@ -45,8 +45,9 @@ def serve_ensemble(server: TritonServer, cfg: ModelConfig) -> list[str]:
 
 def _not_an_ensemble(cfg: ModelConfig) -> ConfigError:
     return ConfigError(
-        f"Model {cfg.name!r} is not an ensemble (its platform is {cfg.platform!r}); build its config "
-        f"with labkit.ensemble_config().",
+        source=f"model {cfg.name!r}",
+        problem="is not an ensemble's",
+        remedy="build its config with labkit.ensemble_config()",
         field="platform",
         value=cfg.platform,
         valid=["ensemble"],

@@ -177,8 +177,12 @@ def _shape_args(server: TritonServer, model: str, shapes: Mapping[str, Sequence[
     if missing:
         example = ", ".join(f"{m.split()[0]!r}: [...]" for m in missing)
         raise PerfAnalyzerError(
-            f"perf_analyzer needs a size for every -1 dimension of {model!r}'s inputs: {'; '.join(missing)}"
-            f"{' (without the batch dimension)' if batching else ''}. Pass shapes={{{example}}}."
+            model=model,
+            problem=(
+                f"needs a size for every -1 dimension of the inputs: {'; '.join(missing)}"
+                f"{' (without the batch dimension)' if batching else ''}"
+            ),
+            remedy=f"Pass shapes={{{example}}}",
         )
     return args
 
@@ -191,9 +195,10 @@ def _not_loaded(server: TritonServer, model: str) -> ModelNotFoundError | None:
 def _failure(server: TritonServer, model: str, code: int, output: str, what: str) -> Exception:
     if code == _UNSTABLE:
         return UnstableMeasurementError(
-            f"perf_analyzer could not get a stable measurement of {model!r} at {what}: the machine is busy, or "
-            f"the windows are short for this load. Raise measurement_ms or stability_percent, or measure "
-            f"again when the machine is quieter.",
+            model=model,
+            at=what,
+            problem="could not get a stable measurement: the machine is busy, or the windows are short for this load",
+            remedy="Raise measurement_ms or stability_percent, or measure again when the machine is quieter",
             exit_code=code,
             output=output,
         )
@@ -201,11 +206,16 @@ def _failure(server: TritonServer, model: str, code: int, output: str, what: str
         return server.health.exited_error(f"perf_analyzer on {model!r} failed")
     missing = _not_loaded(server, model)
     if missing is not None:
-        return ModelNotFoundError(
-            f"{missing}\n--- perf_analyzer said ---\n{output}", model=model, loaded=missing.loaded
-        )
+        return ModelNotFoundError(model=model, loaded=missing.loaded, output=output)
     hint = "its options were refused" if code == _BAD_OPTION else f"it exited with status {code}"
-    return PerfAnalyzerError(f"perf_analyzer on {model!r} at {what} failed: {hint}.", exit_code=code, output=output)
+    return PerfAnalyzerError(
+        model=model,
+        at=what,
+        problem=f"failed: {hint}",
+        exit_code=code,
+        output=output,
+        remedy="read what perf_analyzer said below",
+    )
 
 
 def check_steps(concurrency: Sequence[int] | None = None, request_rate: Sequence[float] | None = None) -> None:
@@ -214,15 +224,15 @@ def check_steps(concurrency: Sequence[int] | None = None, request_rate: Sequence
     bad: list[float] = [c for c in concurrency or [] if c < 1 or int(c) != c]
     if bad:
         raise PerfAnalyzerError(
-            f"A concurrency is a whole number of requests in flight, at least 1, not "
-            f"{', '.join(f'{c:g}' for c in bad)}; e.g. concurrency=[1, 2, 4, 8].",
+            problem=f"was not started: a concurrency is a whole number of requests in flight, at least 1, not {', '.join(f'{c:g}' for c in bad)}",
+            remedy="e.g. concurrency=[1, 2, 4, 8]",
             exit_code=None,
         )
     bad = [r for r in request_rate or [] if not r > 0]
     if bad:
         raise PerfAnalyzerError(
-            f"A request rate is requests per second above 0, not "
-            f"{', '.join(f'{r:g}' for r in bad)}; e.g. request_rate=[100, 200].",
+            problem=f"was not started: a request rate is requests per second above 0, not {', '.join(f'{r:g}' for r in bad)}",
+            remedy="e.g. request_rate=[100, 200]",
             exit_code=None,
         )
 
@@ -387,8 +397,10 @@ def _measure_step(
             proc = subprocess.run([*base, *args], env=env, capture_output=True, text=True, timeout=opts.timeout_s)
         except subprocess.TimeoutExpired:
             raise PerfAnalyzerError(
-                f"perf_analyzer on {model!r} at {what} did not finish within {opts.timeout_s:g} s (timeout_s); "
-                f"is the model stuck? Try labkit.infer on it.",
+                model=model,
+                at=what,
+                problem=f"did not finish within {opts.timeout_s:g} s (timeout_s)",
+                remedy="is the model stuck? Try labkit.infer on it",
                 exit_code=None,
             ) from None
         if proc.returncode == _UNSTABLE and attempt < len(tries) - 1 and server.alive:

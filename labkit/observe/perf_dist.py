@@ -61,8 +61,10 @@ def _libb64(lib_dir: Path) -> None:
         return
     if not shutil.which("apt-get") or not shutil.which("dpkg-deb"):
         raise SetupError(
-            f"perf_analyzer needs {LIBB64} (Debian/Ubuntu package {LIBB64_PACKAGE}) and this machine has no "
-            f"apt-get to fetch it. Install that library with your system's package manager."
+            needed_by="perf_analyzer",
+            missing=f"{LIBB64} (Debian/Ubuntu package {LIBB64_PACKAGE})",
+            reason="this machine has no apt-get to fetch it",
+            remedy="Install that library with your system's package manager",
         )
     with tempfile.TemporaryDirectory(prefix="labkit-libb64-") as tmp:
         say(f"fetching {LIBB64} (Debian package {LIBB64_PACKAGE}, 10 kB) ...")
@@ -73,15 +75,22 @@ def _libb64(lib_dir: Path) -> None:
         debs = list(Path(tmp).glob(f"{LIBB64_PACKAGE}_*.deb"))
         if fetch.returncode != 0 or not debs:
             raise SetupError(
-                f"perf_analyzer needs {LIBB64}, and `apt-get download {LIBB64_PACKAGE}` failed:\n"
-                f"{fetch.stderr.strip()[-600:]}\nRun `sudo apt-get update && sudo apt-get install {LIBB64_PACKAGE}`, "
-                f"then try again."
+                needed_by="perf_analyzer",
+                missing=LIBB64,
+                reason=f"`apt-get download {LIBB64_PACKAGE}` failed",
+                detail=fetch.stderr.strip()[-600:],
+                remedy=f"Run `sudo apt-get update && sudo apt-get install {LIBB64_PACKAGE}`, then try again",
             )
         unpacked = Path(tmp) / "root"
         subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(unpacked)], check=True, capture_output=True)
         found = sorted(unpacked.rglob(LIBB64))
         if not found:
-            raise SetupError(f"The package {debs[0].name} holds no {LIBB64}; install {LIBB64_PACKAGE} with apt-get.")
+            raise SetupError(
+                needed_by="perf_analyzer",
+                missing=LIBB64,
+                reason=f"the package {debs[0].name} holds none",
+                remedy=f"install {LIBB64_PACKAGE} with apt-get",
+            )
         shutil.copy2(found[0], lib_dir / LIBB64)
 
 
@@ -90,8 +99,10 @@ def _check(pa: PerfAnalyzer) -> None:
     proc = subprocess.run([str(pa.binary), "--version"], env=pa.env(), capture_output=True, text=True)
     if proc.returncode != 0:
         raise SetupError(
-            f"perf_analyzer ({pa.binary}) does not start:\n{(proc.stderr or proc.stdout).strip()[-800:]}\n"
-            f"Remove {pa.root} to set it up again, or install the missing library."
+            missing=f"perf_analyzer ({pa.binary})",
+            reason="does not start",
+            detail=(proc.stderr or proc.stdout).strip()[-800:],
+            remedy=f"Remove {pa.root} to set it up again, or install the missing library",
         )
 
 

@@ -155,8 +155,9 @@ class Timeline:
         config = self.server.model_config(self.model)
         if config.get("platform") == "ensemble" and not self._ensembles:
             raise ConfigError(
-                f"{self.model!r} is an ensemble: its requests run only in its steps. Use "
-                f"labkit.ensemble_timeline(server, {self.model!r}), which draws each request's steps.",
+                source=f"model {self.model!r}",
+                problem="an ensemble's requests run only in its steps",
+                remedy=f"Use labkit.ensemble_timeline(server, {self.model!r}), which draws each request's steps",
                 field="platform",
                 value="ensemble",
                 valid=["a model with a backend"],
@@ -195,7 +196,11 @@ class Timeline:
     def _stats_since_enter(self) -> ModelStats:
         """The model's statistics since ``__enter__`` took them."""
         if self._before is None:  # __exit__ called by hand, without __enter__
-            raise TraceError(f"{type(self).__name__} records only inside its with block; use it as one.")
+            raise TraceError(
+                model=self.model,
+                problem=f"{type(self).__name__} records only inside its with block",
+                remedy="use it as one",
+            )
         return model_stats(self.server, self.model, settle=True).since(self._before)
 
     def _read(self, timeout_s: float = 10.0) -> list[dict]:
@@ -209,8 +214,9 @@ class Timeline:
             return wait_until(parsed, timeout_s, f"the trace file {self._file}", interval_s=0.05)[0]
         except WaitTimeoutError:
             raise TraceError(
-                f"Triton's trace file {self._file} for {self.model!r} did not appear (complete) within "
-                f"{timeout_s:.0f} s; see server.logs.tail()."
+                model=self.model,
+                problem=f"the trace file {self._file} did not appear (complete) within {timeout_s:.0f} s",
+                remedy="see server.logs.tail()",
             ) from None
 
     # -- what it recorded ----------------------------------------------------------------------------------

@@ -53,7 +53,9 @@ def pip_download(spec: str, pattern: str, size: str, otherwise: str, options: tu
         )
         found = sorted(wheels.glob(pattern))
         if proc.returncode != 0 or not found:
-            raise SetupError(f"Could not download {spec}: {proc.stderr.strip()[-800:]}\n{otherwise}")
+            raise SetupError(
+                missing=spec, reason="download failed", detail=proc.stderr.strip()[-800:], remedy=otherwise
+            )
     return found[0]
 
 

@@ -85,7 +85,10 @@ class CallbackPending:
     def result(self) -> Any:
         """The next answer (a stream has several); raises its error."""
         if self._next is None:
-            raise InferenceError("result() before an answer arrived")
+            raise InferenceError(
+                happened="has no answer yet: result() was called before one arrived",
+                remedy="call result() after wait() has returned True",
+            )
         (result, error), self._next = self._next, None
         if error is not None:
             raise error

@@ -26,11 +26,11 @@ def check_python(version: tuple[int, int], executable: str = "python") -> None:
         return
     have = ", ".join(f"{a}.{b}" for a, b in STUB_PYTHONS)
     raise SetupError(
-        f"This is Python {version[0]}.{version[1]} ({executable}); Triton 23.12's Python backend has stubs for "
-        f"Python {have} only, so no Python model could load. Create the lab's environment with Python 3.11 "
-        f"(`python3.11 -m venv .venv`, or `uv venv --python 3.11` where no 3.11 is installed) and run labkit from it.",
+        needed_by=f"Python {version[0]}.{version[1]} ({executable})",
         missing=f"Python backend stub for Python {version[0]}.{version[1]}",
         reason="not in the wheel",
+        detail=f"Triton 23.12's Python backend has stubs for Python {have} only, so no Python model could load",
+        remedy="Create the lab's environment with Python 3.11 (`python3.11 -m venv .venv`, or `uv venv --python 3.11` where no 3.11 is installed) and run labkit from it",
     )
 
 
@@ -62,11 +62,11 @@ class TritonDist:
         if not stub.exists():
             have = sorted(p.name for p in stubs.iterdir()) if stubs.exists() else []
             raise SetupError(
-                f"The Triton 23.12 wheel has no Python backend stub for Python "
-                f"{version[0]}.{version[1]} (it ships {', '.join(have)}). "
-                f"Create the lab environment with Python 3.11 (e.g. `python3.11 -m venv .venv`).",
+                needed_by=f"Python {version[0]}.{version[1]}",
                 missing=f"Python backend stub for Python {version[0]}.{version[1]}",
                 reason="not in the wheel",
+                detail=f"Triton 23.12's Python backend has stubs for Python {', '.join(have)} only, so no Python model could load",
+                remedy="Create the lab's environment with Python 3.11 (`python3.11 -m venv .venv`, or `uv venv --python 3.11` where no 3.11 is installed) and run labkit from it",
             )
         return stub
 

@@ -65,7 +65,7 @@ def _data_type(name: str) -> int:
     except ValueError:
         valid = [n[5:] for n in pb.DataType.keys() if n != "TYPE_INVALID"]
         raise ConfigError(
-            f"Unknown datatype {name!r}; use one of: {', '.join(valid)}.", field="data_type", value=name, valid=valid
+            field="data_type", value=name, valid=valid, problem="is not a datatype", remedy="use one of the valid ones"
         ) from None
 
 
@@ -98,10 +98,11 @@ def model_config(
     kind_value = f"KIND_{kind.upper()}"
     if kind_value not in pb.ModelInstanceGroup.Kind.keys():
         raise ConfigError(
-            f"Unknown instance kind {kind!r}; use 'CPU', 'GPU', 'MODEL' or 'AUTO'.",
             field="kind",
             value=kind,
             valid=["CPU", "GPU", "MODEL", "AUTO"],
+            problem="is not an instance kind",
+            remedy="use one of the valid ones",
         )
     group = cfg.instance_group.add(count=instances, kind=pb.ModelInstanceGroup.Kind.Value(kind_value))
     if gpus is not None:
@@ -112,11 +113,11 @@ def model_config(
             or any(not isinstance(g, int) or isinstance(g, bool) or g < 0 for g in ids)
         ):
             raise ConfigError(
-                f"gpus={gpus!r}: give device numbers (e.g. [0]) with kind='GPU'; Triton pins only GPU "
-                f"instance groups to devices.",
                 field="gpus",
                 value=gpus,
                 valid=["kind='GPU'", "[0]", "[0, 1]"],
+                problem="are not device numbers of a kind='GPU' group",
+                remedy="give device numbers (e.g. [0]) with kind='GPU'; Triton pins only GPU instance groups to devices",
             )
         group.gpus.extend(ids)
     if dynamic_batching:
@@ -138,9 +139,10 @@ def parse(text: str, source: str = "config.pbtxt") -> ModelConfig:
         return text_format.Parse(text, ModelConfig())
     except text_format.ParseError as exc:
         raise ConfigError(
-            f"{source}: {exc}. Fix that line; field names are those of Triton's ModelConfig.",
             field=_field_of(str(exc)),
             source=source,
+            problem=str(exc),
+            remedy="Fix that line; field names are those of Triton's ModelConfig",
         ) from None
 
 
@@ -166,8 +168,10 @@ def check_complete(cfg: ModelConfig, source: str = "config") -> None:
         missing.append("output")
     if missing:
         raise ConfigError(
-            f"{source} lacks {', '.join(missing)}. labkit runs Triton with auto-complete off "
-            f"(it avoids a load hang in 23.12), so every config must name its backend, inputs and outputs.",
             lacks=missing,
             source=source,
+            remedy=(
+                "labkit runs Triton with auto-complete off (it avoids a load hang in 23.12), so every config must "
+                "name its backend, inputs and outputs"
+            ),
         )

@@ -63,8 +63,7 @@ def check_steps(repository: ModelRepository, cfg: ModelConfig) -> None:
         what = dict(model=cfg.name, step=i, step_model=step.model_name, available=available)
         if step.model_name not in available:
             raise EnsembleStepError(
-                f"Step {i} of ensemble {cfg.name!r} names model {step.model_name!r}, which is not in the repository "
-                f"(it has: {', '.join(available) or 'nothing'}). Write that model first, or fix the step's model name.",
+                remedy="Write that model first, or fix the step's model name",
                 problem="not in the repository",
                 **what,
             )
@@ -77,9 +76,8 @@ def check_steps(repository: ModelRepository, cfg: ModelConfig) -> None:
             for tensor in mapping:
                 if tensor not in names:
                     raise EnsembleStepError(
-                        f"Step {i} of ensemble {cfg.name!r} maps {kind} {tensor!r} of model {step.model_name!r}, "
-                        f"which has no such {kind} (its {kind}s: {', '.join(names)}). The map's keys are the "
-                        f"step model's tensor names, its values the ensemble's.",
+                        remedy="The map's keys are the step model's tensor names, its values the ensemble's",
+                        tensors=names,
                         problem=f"no such {kind}",
                         tensor=tensor,
                         **what,

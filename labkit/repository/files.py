@@ -31,7 +31,7 @@ def writing(path: Path) -> Iterator[None]:
     except OSError as exc:
         advice = _WHAT_TO_DO.get(exc.errno or 0, "check the folder and try again")
         raise RepositoryWriteError(
-            f"Could not write {path}: {exc.strerror or exc}; {advice}.", path=str(path), errno=exc.errno or 0
+            path=str(path), errno=exc.errno or 0, detail=exc.strerror or str(exc), remedy=advice
         ) from None
 
 

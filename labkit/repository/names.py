@@ -16,21 +16,24 @@ MAX_NAME = 200
 def check_name(name: str, what: str = "model") -> str:
     if not isinstance(name, str) or not name:
         raise InvalidNameError(
-            f"The {what} name is empty; give a name like 'add_sub'.", name=str(name or ""), what=what
+            name=str(name or ""), what=what, problem="has an empty name", remedy="give a name like 'add_sub'"
         )
     if not _NAME.fullmatch(name) or name in (".", ".."):
         raise InvalidNameError(
-            f"The {what} name {name!r} is not allowed: use letters, digits, '_', '-' and '.', "
-            f"not starting with '.' or '-', and no '/' (it must stay inside the repository).",
             name=name,
             what=what,
+            problem="is not an allowed name",
+            remedy=(
+                "use letters, digits, '_', '-' and '.', not starting with '.' or '-', and no '/' (it must stay "
+                "inside the repository)"
+            ),
         )
     if len(name) > MAX_NAME:
         raise InvalidNameError(
-            f"The {what} name {name[:40]}... is {len(name)} characters long; file systems allow names of "
-            f"{MAX_NAME} here: use a shorter one.",
             name=name,
             what=what,
+            problem=f"has a name {len(name)} characters long; file systems allow names of {MAX_NAME} here",
+            remedy="use a shorter one",
         )
     return name
 
@@ -40,9 +43,10 @@ def check_relpath(relpath: str) -> PurePosixPath:
     path = PurePosixPath(relpath)
     if not relpath or path.is_absolute() or any(part in ("", ".", "..") for part in path.parts):
         raise InvalidNameError(
-            f"The file path {relpath!r} is not allowed: give a relative path without '..', e.g. 'model.py'.",
             name=str(relpath),
             what="file path",
+            problem="is not allowed",
+            remedy="give a relative path without '..', e.g. 'model.py'",
         )
     for part in path.parts:
         check_name(part, "file")

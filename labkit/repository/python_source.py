@@ -25,11 +25,18 @@ def _class_source(cls: type) -> tuple[list[str], str]:
         None,
     )
     if code is None:
-        raise RepositoryError(f"Class {cls.__name__} has no methods; a Triton model needs at least execute().")
+        raise RepositoryError(
+            subject=f"Class {cls.__name__}",
+            problem="has no methods",
+            missing="execute()",
+            remedy="a Triton model needs at least execute()",
+        )
     lines = linecache.getlines(code.co_filename)
     if not lines:
         raise RepositoryError(
-            f"The source of class {cls.__name__} is not available; pass the model as a string or a file instead."
+            subject=f"The source of class {cls.__name__}",
+            problem="is not available",
+            remedy="pass the model as a string or a file instead",
         )
     text = "".join(lines)
     module = ast.parse(text)
@@ -58,7 +65,11 @@ def _class_source(cls: type) -> tuple[list[str], str]:
             # get_source_segment is None only for nodes without positions, which ast.parse never makes
             segments = [ast.get_source_segment(text, n) for n in imports]
             return [seg for seg in segments if seg is not None], body
-    raise RepositoryError(f"Could not find the definition of class {cls.__name__} in {code.co_filename}.")
+    raise RepositoryError(
+        subject=code.co_filename,
+        problem=f"holds no definition of class {cls.__name__} that labkit can find",
+        remedy="pass the model as a string or a file instead",
+    )
 
 
 def model_source(source: str | Path | type) -> str:
@@ -79,7 +90,9 @@ def model_source(source: str | Path | type) -> str:
         raise TypeError(f"model source must be str, pathlib.Path or a class, not {type(source).__name__}")
     if _TRITON_CLASS not in text:
         raise RepositoryError(
-            f"The model source defines no class {_TRITON_CLASS}; Triton's Python backend looks for it by that name.",
+            subject="The model source",
+            problem=f"defines no class {_TRITON_CLASS}",
             missing=_TRITON_CLASS,
+            remedy="Triton's Python backend looks for it by that name",
         )
     return text if text.endswith("\n") else text + "\n"

@@ -62,10 +62,11 @@ class ModelRepository:
         cfg = _config.parse(text, source)
         if cfg.name and cfg.name != name:
             raise ConfigError(
-                f"{source} names the model {cfg.name!r}; the folder (and the model) is {name!r}: make them equal.",
                 field="name",
                 value=cfg.name,
                 source=source,
+                problem=f"the folder (and the model) is {name!r}",
+                remedy="make them equal",
             )
         path = self.write_file(name, "config.pbtxt", text if text.endswith("\n") else text + "\n", version=None)
         if not self.versions(name):
@@ -80,10 +81,11 @@ class ModelRepository:
         cfg = _config.read(path)
         if cfg.name and cfg.name != name:
             raise ConfigError(
-                f"{path} names the model {cfg.name!r}, but its folder is {name!r}; make them equal.",
                 field="name",
                 value=cfg.name,
                 source=str(path),
+                problem=f"the model's folder is {name!r}",
+                remedy="make them equal",
             )
         return cfg
 
@@ -102,7 +104,12 @@ class ModelRepository:
         folder = self.model_dir(name)
         if version is not None:
             if not isinstance(version, int) or version < 1:
-                raise RepositoryError(f"Model versions are whole numbers from 1 up, not {version!r}.", refused=version)
+                raise RepositoryError(
+                    subject=f"Version {version!r} of {name!r}",
+                    problem="is not a model version",
+                    refused=version,
+                    remedy="model versions are whole numbers from 1 up",
+                )
             folder = folder / str(version)
         stamp = self._next_stamp(name)  # before the write, which erases the file's previous stamp
         path = write_atomic(folder / check_relpath(relpath), data)

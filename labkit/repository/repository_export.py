@@ -59,13 +59,20 @@ def export_repository(
     source = repository if isinstance(repository, ModelRepository) else ModelRepository(repository)
     out = Path(folder)
     if out.exists() and any(out.iterdir()):
-        raise RepositoryError(f"{out} is not empty; export into a new folder (nothing was written).", refused=str(out))
+        raise RepositoryError(
+            subject=str(out),
+            problem="is not empty (nothing was written)",
+            refused=str(out),
+            remedy="export into a new folder",
+        )
     chosen = list(models) if models is not None else source.models()
     missing = [name for name in chosen if name not in source.models()]
     if missing:
         raise RepositoryError(
-            f"{', '.join(missing)}: not in {source.root} (it has {', '.join(source.models()) or 'no model'}).",
+            subject=f"{', '.join(missing)}:",
+            problem=f"not in {source.root} (it has {', '.join(source.models()) or 'no model'})",
             refused=missing,
+            remedy="name models of that repository",
         )
     shared = Path(backends) if backends is not None else None
     written, python_based, left_out = [], [], {}

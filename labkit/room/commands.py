@@ -183,7 +183,9 @@ def _grades(args: argparse.Namespace) -> int:
         from ..errors import BoardError
 
         raise BoardError(
-            "`labkit room grades --url` needs --token: the teacher's API token (the hub's token page).", url=args.url
+            url=args.url,
+            problem="is not asked without a token",
+            remedy="`labkit room grades --url` needs --token: the teacher's API token (the hub's token page)",
         )
     return export_grades(Path(args.dir), args.csv, url=args.url or "", token=args.token or "")
 

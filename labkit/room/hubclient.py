@@ -46,7 +46,9 @@ class HubClient:
             )
         except requests.RequestException as exc:
             raise HubError(
-                f"No answer from {url} ({exc}); check that the room runs (`labkit room status`) and its address.",
+                problem="did not answer",
+                detail=str(exc),
+                remedy="check that the room runs (`labkit room status`) and its address",
                 url=url,
             ) from None
         if not 200 <= reply.status_code < 300:
@@ -56,7 +58,9 @@ class HubClient:
                 else reply.text[:300].strip() or reply.reason
             )
             raise HubError(
-                f"{method} {url} answered {reply.status_code} ({why}); read the hub's log (room/hub.log).",
+                problem=f"answered {method} with {reply.status_code}",
+                detail=why,
+                remedy="read the hub's log (room/hub.log)",
                 url=url,
                 status_code=reply.status_code,
             )
@@ -66,7 +70,8 @@ class HubClient:
             return reply.json()
         except ValueError:
             raise HubError(
-                f"{url} did not answer JSON; check the address (the hub's, or its proxy's).",
+                problem="did not answer JSON",
+                remedy="check the address (the hub's, or its proxy's)",
                 url=url,
                 status_code=reply.status_code,
             ) from None

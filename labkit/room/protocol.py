@@ -37,8 +37,7 @@ def submission_of(user: str, notebook: str, content: object) -> Submission:
     not a notebook."""
     if not isinstance(content, Mapping) or not isinstance(content.get("cells"), list):
         raise SubmissionError(
-            f"{user}'s {notebook} is not a notebook (its JSON holds no list of cells); it is judged again at its "
-            "next save.",
+            detail="its JSON holds no list of cells",
             user=user,
             notebook=notebook,
             problem="unreadable",
@@ -89,8 +88,8 @@ class Submission:
         text = base64.b64encode(zlib.compress(data, 9)).decode()
         if len(text) > MAX_ENCODED:
             raise SubmissionError(
-                f"{self.user}'s {self.notebook}: its exercise cells are {len(text)} bytes once packed, more than "
-                f"the grader takes ({MAX_ENCODED}); ask them to move large data out of the exercise cells.",
+                detail=f"{len(text)} bytes once packed; the grader takes {MAX_ENCODED}",
+                remedy="ask them to move large data out of the exercise cells",
                 user=self.user,
                 notebook=self.notebook,
                 problem="too-large",
@@ -109,8 +108,8 @@ class Submission:
             )
         except (ValueError, KeyError, TypeError, AttributeError, zlib.error) as exc:
             raise SubmissionError(
-                f"The grader's {ENV} is not a submission ({exc}); the board writes it, so "
-                "check that the board and the grader image run the same labkit.",
+                detail=f"{ENV}: {exc}",
+                remedy="the board writes it, so check that the board and the grader image run the same labkit",
                 problem="not-a-submission",
             ) from None
 

@@ -67,7 +67,8 @@ def read_if_any(directory: Path) -> RoomRecord | None:
         return None
     except (OSError, ValueError, TypeError) as exc:
         raise SetupError(
-            f"Cannot read {path} ({exc}); `labkit room up --dir {directory}` writes it again.",
+            detail=str(exc),
+            remedy=f"`labkit room up --dir {directory}` writes it again",
             missing=str(path),
             reason="unreadable",
         ) from None
@@ -82,7 +83,8 @@ def read(directory: Path) -> RoomRecord:
     if record is None or not record.url or not record.room_id:
         path = Path(directory) / ROOM_FILE
         raise SetupError(
-            f"{path} is missing or unreadable: start the room with `labkit room up --dir {directory}`.",
             missing=str(path),
+            reason="missing or unreadable",
+            remedy=f"start the room with `labkit room up --dir {directory}`",
         )
     return record

@@ -36,9 +36,7 @@ def parse_size(size: object, setting: str, *, spawner: bool = False) -> tuple[st
             if spawner
             else ("a number and one of k, m, g, t (powers of 1024, as Docker reads it: '2g' is Kubernetes' 2Gi)")
         )
-        raise RoomSettingsError(
-            f"{setting}={size!r} is not a size: write {spelling}.", setting=setting, value=str(size)
-        )
+        raise RoomSettingsError(setting=setting, value=str(size), problem="is not a size", remedy=f"write {spelling}")
     return match.group(1), match.group(2).lower()
 
 
@@ -79,25 +77,28 @@ class RoomSettings:
         parse_size(self.shm_size, "shm_size", spawner=True)
         if isinstance(self.cpu, bool) or not isinstance(self.cpu, (int, float)) or not self.cpu > 0:
             raise RoomSettingsError(
-                f"cpu={self.cpu!r} is not a number of cores: give a positive number (0.5, 2).",
+                problem="is not a number of cores",
+                remedy="give a positive number (0.5, 2)",
                 setting="cpu",
                 value=str(self.cpu),
             )
         if isinstance(self.cull_idle_s, bool) or not isinstance(self.cull_idle_s, int) or self.cull_idle_s < 0:
             raise RoomSettingsError(
-                f"cull_idle_s={self.cull_idle_s!r}: give whole seconds (0 turns the culler off).",
+                problem="is not whole seconds",
+                remedy="give whole seconds (0 turns the culler off)",
                 setting="cull_idle_s",
                 value=str(self.cull_idle_s),
             )
         if not self.participants or self.teacher in self.participants:
             raise RoomSettingsError(
-                "The room needs at least one participant, and the teacher's login must not be one of theirs.",
+                problem=f"has none, or the teacher's login ({self.teacher})",
+                remedy="the room needs at least one participant, and the teacher's login must not be one of theirs",
                 setting="participants",
                 value=",".join(self.participants),
             )
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 < self.port < 65536:
             raise RoomSettingsError(
-                f"port={self.port!r}: give a TCP port (1 to 65535).", setting="port", value=str(self.port)
+                setting="port", value=str(self.port), problem="is not a TCP port", remedy="give one from 1 to 65535"
             )
 
     @property

@@ -54,7 +54,9 @@ def current() -> TritonServer:
         return _current
     running = [s for s in list(_LIVE) if s.alive]
     if not running:
-        raise ServerNotRunningError("No labkit server is running; start one with `lab = labkit.start()`.")
+        raise ServerNotRunningError(
+            reason="no labkit server is running", remedy="start one with `lab = labkit.start()`"
+        )
     return max(running, key=lambda s: s._started_seq)
 
 
@@ -164,10 +166,11 @@ class TritonServer:
             if not self.runtime.running():
                 summary = self.runtime.exit_summary()
                 raise ServerStartError(
-                    f"Triton ({self.runtime.describe()}) exited during start-up{f' ({summary})' if summary else ''}; "
-                    f"see {self.logs.path}.",
-                    self.runtime.failure_tail(),
+                    doing=f"Triton ({self.runtime.describe()}) did not start",
+                    reason="it exited during start-up",
                     exit_summary=summary or "exited",
+                    log_tail=self.runtime.failure_tail(),
+                    remedy=f"see {self.logs.path}",
                 )
             return self._control.ready()
 
@@ -175,9 +178,10 @@ class TritonServer:
             wait_until(ready, timeout_s, "Triton to be ready", interval_s=0.05)
         except WaitTimeoutError:
             raise ServerStartError(
-                f"Triton ({self.runtime.describe()}) was not ready after {timeout_s:.0f} s; raise timeout_s or "
-                f"read {self.logs.path}.",
-                self.runtime.failure_tail(),
+                doing=f"Triton ({self.runtime.describe()}) did not start",
+                reason=f"it was not ready after {timeout_s:.0f} s",
+                log_tail=self.runtime.failure_tail(),
+                remedy=f"raise timeout_s or read {self.logs.path}",
             ) from None
 
     def restart(self, timeout_s: float = 60.0) -> list[str]:

@@ -64,9 +64,7 @@ class ControlPlane:
         """Run a control-plane call on this thread's HTTP client. A dead server, Triton's refusal
         (``refused`` makes the error) and a failed connection all become labkit errors."""
         if self.health.stopped:
-            raise ServerNotRunningError(
-                f"Cannot {what}: this server was stopped; start a new one.", doing=f"Cannot {what}", stopped=True
-            )
+            raise ServerNotRunningError(doing=f"Cannot {what}", stopped=True)
         try:
             return fn(self._mine())
         except (InferenceServerException, *CONNECTION_ERRORS) as exc:
@@ -75,9 +73,16 @@ class ControlPlane:
                 raise dead from None
             if isinstance(exc, InferenceServerException):
                 raise (
-                    refused(exc) if refused else ServerError(f"Cannot {what}: Triton refused: {exc.message()}")
+                    refused(exc)
+                    if refused
+                    else ServerError(doing=f"Cannot {what}", reason="Triton refused", detail=exc.message())
                 ) from None
-            raise ServerError(f"Cannot {what}: Triton did not answer ({exc!r}); see server.logs.tail().") from None
+            raise ServerError(
+                doing=f"Cannot {what}",
+                reason="Triton did not answer",
+                detail=repr(exc),
+                remedy="see server.logs.tail()",
+            ) from None
 
     def ready(self) -> bool:
         """Whether Triton says it is ready (False while it is not listening yet)."""

@@ -94,30 +94,27 @@ def check_environment(models: _Models, name: str) -> None:
     stub = stub_version(models, name, cfg)
     if stub is not None and contents.python is not None and contents.python != stub:
         raise ExecutionEnvError(
-            f"labkit did not load model {name!r}: its execution environment {given} holds Python "
-            f"{version_text(contents.python)}, but the stub that would run it embeds Python {version_text(stub)}. "
-            f"Build the environment for the stub (`labkit python-env {path} --package ... --replace`, or "
-            f"labkit.python_env(..., python='{version_text(stub)}')), or give the model a stub for Python "
-            f"{version_text(contents.python)} (a {STUB} in its folder, or a Python-based backend folder with its own).",
             model=name,
             environment=str(path),
             problem="python",
             found=version_text(contents.python),
             needed=version_text(stub),
+            remedy=(
+                f"Build the environment for the stub (`labkit python-env {path} --package ... --replace`, or "
+                f"labkit.python_env(..., python='{version_text(stub)}')), or give the model a stub for Python "
+                f"{version_text(contents.python)} (a {STUB} in its folder, or a Python-based backend folder with its own)"
+            ),
         )
     if contents.numpy and int(contents.numpy.split(".")[0]) >= 2:
         import numpy  # the lab's own: pinned below 2, as the stub needs
 
         raise ExecutionEnvError(
-            f"labkit did not load model {name!r}: its execution environment {given} has numpy {contents.numpy}, and "
-            f"Triton 23.12's Python stub needs numpy 1.x (this lab has {numpy.__version__}): under numpy 2 the model "
-            f"loads, then every output comes back empty ('output tensor shape does not match size of output'). "
-            f"Install numpy<2 into it, or build it with `labkit python-env` (which pins numpy<2).",
             model=name,
             environment=str(path),
             problem="numpy",
             found=contents.numpy,
             needed=f"<2 (1.x, as this lab's {numpy.__version__})",
+            remedy="Install numpy<2 into it, or build it with `labkit python-env` (which pins numpy<2)",
         )
 
 
@@ -186,14 +183,12 @@ def missing_module(models: _Models, name: str, error: ModelLoadError) -> Missing
         if contents is None:
             return None
         absent = [m for m in wanted if not contents.has_module(m)]
-        where = f"its execution environment {given} (Python {python})"
         todo = f"Rebuild the environment with it: labkit python-env {path} --package {{package}} --replace"
     else:
         code, out, _ = models.runtime.run_beside(["python", "-c", _FIND, *wanted])
         if code != 0:
             return None
         absent = out.split()
-        where = f"Python {python} of its stub (the server's own environment: no {ENV_KEY} in its config)"
         env = model_dir / "env"
         todo = (
             f"Give the model an environment that has it:\n"
@@ -207,14 +202,14 @@ def missing_module(models: _Models, name: str, error: ModelLoadError) -> Missing
     module = absent[0]
     top = module.split(".")[0]
     return MissingModuleError(
-        f"Triton could not load model {name!r}: its model.py imports {module!r}, which {where} does not have.\n"
-        + todo.format(package=top)
-        + f" (the package that provides {top!r} may have another name on PyPI).\n"
-        + f"Then load it again. Models still serving: {', '.join(error.serving) or 'none'}.\n"
-        + f"Triton said: {error.reason}",
         model=name,
         module=module,
         python=python,
         environment=given,
         reason=error.reason,
+        serving=error.serving,
+        remedy=(
+            todo.format(package=top)
+            + f" (the package that provides {top!r} may have another name on PyPI). Then load it again"
+        ),
     )

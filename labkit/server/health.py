@@ -96,9 +96,13 @@ class Health:
         detail = self.runtime.exit_summary()
         tail = self.runtime.failure_tail()  # first: a container's last log lines are copied in by then
         report = str(self.crash() or "")
-        message = f"{doing}: the Triton server has exited{f' ({detail})' if detail else ''}."
         return ServerNotRunningError(
-            f"{message}\n{report}" if report else message, tail, crash=report, exit_summary=detail, doing=doing
+            doing=doing,
+            reason="the Triton server has exited",
+            crash=report,
+            exit_summary=detail,
+            log_tail=tail,
+            remedy="fix what stopped it and start a new server (lab.restart())",
         )
 
     def crash(self) -> Crash | None:
@@ -116,7 +120,5 @@ class Health:
         """``exc`` (raised by a client call) explained as a stopped or dead server, or None while the
         server lives. The one place that decides "the server died"."""
         if self.stopped and self.died is None:
-            return ServerNotRunningError(
-                f"{doing}: this server was stopped; start a new one.", doing=doing, stopped=True
-            )
+            return ServerNotRunningError(doing=doing, stopped=True)
         return self.exited_error(doing) if self.gone(1.0 if unreachable(exc) else 0.0) else None

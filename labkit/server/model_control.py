@@ -19,6 +19,7 @@ from typing import Any
 from tritonclient.utils import InferenceServerException
 
 from ..errors import (
+    InvalidNameError,
     LabkitError,
     MissingConfigError,
     ModelLoadError,
@@ -183,20 +184,23 @@ class Models:
             reason = f"{reason}: {polled.group(1).strip()}"
         ended = stubs.exits(self.workspace.backend_dir / "python", name, since)
         serving = self.loaded_models()
-        still = ", ".join(serving) or "none"
-        text = f"Triton could not load model {name!r}:\n{reason}"
-        if ended:  # the stub ended itself: say how and where, its own last lines say the rest
-            text += f"\n{stubs.describe(ended)}"
-        elif detail:
-            text += f"\n--- server log during the load ---\n{detail}"
+        remedy = "Fix the model and load it again"
         if ("unable to find" in reason and "backend" in reason) or "libtriton_" in reason:
-            text += (
-                "\nTriton found no library for the model's backend: put libtriton_<backend>.so in the model's "
+            remedy = (
+                "Triton found no library for the model's backend: put libtriton_<backend>.so in the model's "
                 "version folder, or serve a folder of built backends (labkit serve --backend-directory DIR, "
-                "labkit.start(backend_directory=DIR))."
+                "labkit.start(backend_directory=DIR)); then load it again"
             )
-        text += f"\nFix the model and load it again. Models still serving: {still}."
-        error = refusals.explain(self, name, ModelLoadError(text, model=name, reason=reason, serving=serving))
+        refusal = ModelLoadError(
+            model=name,
+            happened="could not be loaded by Triton",
+            reason=reason,
+            # the stub ended itself: say how and where, its own last lines say the rest
+            detail=stubs.describe(ended) if ended else detail,
+            serving=serving,
+            remedy=remedy,
+        )
+        error = refusals.explain(self, name, refusal)
         return env_checks.missing_module(self, name, error) or error
 
     def unload(self, name: str, timeout_s: float = 30.0) -> None:
@@ -217,9 +221,10 @@ class Models:
             )
         except WaitTimeoutError:
             raise ModelLoadError(
-                f"Model {name!r} was still unloading after {timeout_s:.0f} s; see server.logs.tail().",
                 model=name,
+                happened=f"was still unloading after {timeout_s:.0f} s",
                 reason="still unloading",
+                remedy="see server.logs.tail()",
             ) from None
 
     def unload_all(self, within_s: float) -> bool:
@@ -275,7 +280,10 @@ class Models:
             f"change the trace settings of {model!r}",
             lambda c: c.update_trace_settings(model_name=model, settings=settings),
             refused=lambda exc: TraceError(
-                f"Triton refused the trace settings {settings} for {model!r}: {exc.message()}"
+                model=model,
+                problem=f"Triton refused the trace settings {settings}",
+                detail=exc.message(),
+                remedy="give settings Triton 23.12 takes (trace_level, trace_rate, log_frequency, trace_count)",
             ),
         )
 
@@ -297,13 +305,19 @@ class Models:
                     return [resp.read().decode()]
             except (urllib.error.URLError, OSError):
                 if not self.alive:
-                    raise ServerNotRunningError(f"The metrics endpoint {url} does not answer.") from None
+                    raise ServerNotRunningError(
+                        doing=f"Cannot read the metrics at {url}", reason="the server has exited", remedy="restart it"
+                    ) from None
                 return None
 
         try:
             return wait_until(scrape, timeout_s, f"the metrics endpoint {url}", interval_s=0.05)[0]
         except WaitTimeoutError:
-            raise ServerNotRunningError(f"The metrics endpoint {url} does not answer.") from None
+            raise ServerNotRunningError(
+                doing=f"Cannot read the metrics at {url}",
+                reason="the endpoint does not answer",
+                remedy="see server.logs.tail()",
+            ) from None
 
     # -- Python backends written from a notebook ---------------------------------------------------------
 
@@ -326,7 +340,12 @@ class Models:
         """
         check_name(name)
         if config is not None and config.name != name:
-            raise RepositoryError(f"The config is for model {config.name!r}, not {name!r}.")
+            raise RepositoryError(
+                subject=f"The config given for model {name!r}",
+                problem=f"is for model {config.name!r}",
+                refused=config.name,
+                remedy=f"give a config named {name!r}, or write it under its own name",
+            )
         folder = self.repository.model_dir(name)
         before = {
             relpath: (folder / relpath).read_bytes()
@@ -353,7 +372,12 @@ class Models:
         reloaded so the new code serves; returns those models. ``attempts`` records the backend and each model."""
         check_name(backend, "backend")
         if backend == "python":
-            raise RepositoryError("'python' is the Python backend itself; give your backend another name.")
+            raise InvalidNameError(
+                name=backend,
+                what="backend",
+                problem="is the name of Triton's Python backend itself",
+                remedy="give your backend another name",
+            )
         text = model_source(source)
         write_atomic(self.workspace.backend_dir / backend / "model.py", text)
         with recording(self.attempts, [backend], digest(text), load=reload):

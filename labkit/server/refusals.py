@@ -44,8 +44,6 @@ def explain(models: _RepositoryAndTriton, name: str, error: ModelLoadError) -> M
         better = _ensemble_step(models, name, error)
     except LabkitError:  # the server went away meanwhile: the plain refusal says enough
         return error
-    if better is not None:
-        better.serving = error.serving
     return better or error
 
 
@@ -60,33 +58,24 @@ def _ensemble_step(models: _RepositoryAndTriton, name: str, error: ModelLoadErro
     for i, step in enumerate(cfg.ensemble_scheduling.step):
         entry = index.get(step.model_name)
         if step.model_name not in available or entry is None:
-            problem, why = (
-                "not in the repository",
-                (
-                    f"which is not in the repository (it has: {', '.join(available)}). Write that model, or fix the "
-                    f"step's model name"
-                ),
-            )
+            problem, reason = "not in the repository", error.reason
+            remedy = "Write that model, or fix the step's model name"
         elif entry.get("state") != "READY":
-            problem, why = (
-                "did not load",
-                (
-                    f"which did not load: {str(entry.get('reason', '')).strip() or 'see lab.logs.tail()'}\n"
-                    f"Fix {step.model_name!r} (lab.load({step.model_name!r}) shows the same)"
-                ),
-            )
+            problem, reason = "did not load", str(entry.get("reason", "")).strip()
+            remedy = f"Fix {step.model_name!r} (lab.load({step.model_name!r}) shows the same)"
         else:
             continue
         return EnsembleStepError(
-            f"Triton refused ensemble {name!r}: step {i} names model {step.model_name!r}, {why}; then load "
-            f"{name!r} again.\n{error}",
             model=name,
             step=i,
             step_model=step.model_name,
             problem=problem,
             available=available,
             refused_by="triton",
-            reason=error.reason,
+            reason=reason,
+            detail=str(error),
+            serving=error.serving,
+            remedy=f"{remedy}; then load {name!r} again",
         )
     return None
 
@@ -141,15 +130,6 @@ def check_metric_kinds(models: _RepositoryAndTriton, name: str) -> None:
             before = (seen[metric], name)
         seen.setdefault(metric, kind)
         if before is not None and before[0] != kind:
-            by = f" (defined by model {before[1]!r})" if before[1] else ""
             raise MetricKindError(
-                f"Model {name!r} defines metric family {metric!r} as a {kind}, but Triton already has it as a "
-                f"{before[0]}{by}; labkit did not load it (Triton 23.12 can crash on such a load). A family keeps "
-                f"its kind as long as the server runs, also after the model that defined it unloads. Give this "
-                f"family another name, keep it a {before[0]}, or lab.restart() without that model loaded.",
-                model=name,
-                metric=metric,
-                kind=kind,
-                registered_kind=before[0],
-                registered_by=before[1],
+                model=name, metric=metric, kind=kind, registered_kind=before[0], registered_by=before[1]
             )

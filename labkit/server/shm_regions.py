@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import SharedMemoryError
+from ..errors import SetupError, SharedMemoryError
 
 # Runs where Triton runs (the embedded server's machine, or inside the container): every stub process's
 # region (its argv[2]) and instance (argv[8]), the region's size, and /dev/shm's free and total bytes.
@@ -60,18 +60,16 @@ def usage(server: Any) -> ShmUsage:
     """The regions of ``server``'s Python model instances (sorted by instance) and /dev/shm's space."""
     code, out, err = server.runtime.run_beside(["python", "-c", _SCRIPT, server.config.shm_prefix])
     if code != 0:
-        raise SharedMemoryError(
-            f"labkit could not read /dev/shm where Triton runs: {err.strip()[-300:] or out.strip()[-300:]}",
-            needed_bytes=0,
-            free_bytes=0,
+        raise SetupError(
+            needed_by="labkit's shared-memory check",
+            missing="/dev/shm where Triton runs",
+            reason="unreadable",
+            detail=err.strip()[-300:] or out.strip()[-300:],
+            remedy="check that the server runs (lab.logs.tail())",
         )
     seen = json.loads(out)
     regions = [ShmRegion(instance, name, size) for name, (instance, size) in seen["regions"].items()]
     return ShmUsage(sorted(regions, key=lambda r: (r.instance, r.name)), seen["free"], seen["total"])
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB"
 
 
 def serves_python(server: Any, config: dict) -> bool:
@@ -85,7 +83,7 @@ def refusal(server: Any, model: str, needed_bytes: int, text: str) -> SharedMemo
     left where Triton runs; None when it could (the refusal has another cause)."""
     try:
         now = usage(server)
-    except SharedMemoryError:
+    except SetupError:
         return None
     if needed_bytes <= now.free_bytes:
         return None
@@ -98,14 +96,13 @@ def refusal(server: Any, model: str, needed_bytes: int, text: str) -> SharedMemo
     else:
         todo = "Free /dev/shm on this machine (or give it more room: it is a tmpfs)"
     return SharedMemoryError(
-        f"The request to {model!r} failed: its inputs need {_mib(needed_bytes)} of shared memory to reach the Python "
-        f"stub, and /dev/shm where Triton runs has {_mib(now.free_bytes)} left of {_mib(now.total_bytes)}. {todo}.\n"
-        f"(Triton: {text})",
         model=model,
         reason=text,
         needed_bytes=needed_bytes,
         free_bytes=now.free_bytes,
+        total_bytes=now.total_bytes,
         shm_size=shm_size,
+        remedy=todo,
     )
 
 

@@ -35,10 +35,10 @@ def link(backend_dir: Path, source: str | Path | None, seen_as: str | None = Non
     folder = Path(source).expanduser().resolve()
     if not folder.is_dir():
         raise SetupError(
-            f"No backend folder at {folder}; give --backend-directory a folder holding "
-            f"<backend>/libtriton_<backend>.so.",
+            needed_by="--backend-directory",
             missing=str(folder),
             reason="no such folder",
+            remedy="give --backend-directory a folder holding <backend>/libtriton_<backend>.so",
         )
     names = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
     for name in names:

@@ -57,12 +57,6 @@ def _next_steps(server: StuckServer, model: str) -> str:
     )
 
 
-def _where_text(stack: str) -> str:
-    if stack:
-        return f"It is here right now (live stack):\n{stack}"
-    return "Its code is not running right now (no stub or thread of it is inside the model's code)."
-
-
 def timeout_error(
     server: StuckServer, model: str, limit_s: float, *, stack: str | None = None, extra: str = ""
 ) -> RequestTimeoutError:
@@ -70,14 +64,12 @@ def timeout_error(
     unless given)."""
     stack = where_stuck(server, model) if stack is None else stack
     return RequestTimeoutError(
-        f"The request to {model!r} got no answer within {limit_s:g} s.{f' {extra}' if extra else ''}\n"
-        f"{_where_text(stack)}\n{_next_steps(server, model)}\n"
-        f"If it is only slow, raise the limit: timeout_s= on the call, or lab.config = lab.config.with_(request_timeout_s=...).",
         model=model,
         limit_s=limit_s,
         stack=stack,
         restart_needed=_restart_needed(server, model),
         reason=extra,
+        remedy=f"{_next_steps(server, model)} If it is only slow, raise the limit: timeout_s= on the call, or lab.config = lab.config.with_(request_timeout_s=...)",
     )
 
 
@@ -85,11 +77,10 @@ def interrupted_error(server: StuckServer, model: str, limit_s: float, waited_s:
     """The error for a wait on ``model`` ended by a kernel interrupt after ``waited_s`` seconds."""
     stack = where_stuck(server, model)
     return RequestInterruptedError(
-        f"You interrupted the request to {model!r} after {waited_s:.1f} s (its limit: {limit_s:g} s).\n"
-        f"{_where_text(stack)}\n{_next_steps(server, model)}",
         model=model,
         limit_s=limit_s,
         waited_s=waited_s,
         stack=stack,
         restart_needed=_restart_needed(server, model),
+        remedy=_next_steps(server, model),
     )

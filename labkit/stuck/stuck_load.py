@@ -89,23 +89,17 @@ def load_timeout(
     python = bool(backend) and is_python(server, backend)
     if interrupted_after is None:
         why = f"labkit ended this load after load_timeout_s={limit_s:g} s"
-        head = f"Loading {model!r} did not finish within {limit_s:g} s: its initialization did not return."
     else:
         why = f"labkit ended this load: it was interrupted after {interrupted_after:.1f} s"
-        head = f"You interrupted loading {model!r} after {interrupted_after:.1f} s (its limit: {limit_s:g} s)."
     if python:
         stack, location, ended = _end_python(server, model, why, answered)
     elif backend and server.alive:
         (stack, location), ended = _native(server, model, backend), False
     else:
         stack, location, ended = "", "", False
-    where = f"It was here (live stack):\n{stack}" if stack else "labkit found none of its code running."
     still = ", ".join(m for m in server.loaded_models() if m != model) or "none"
     if ended:
-        then = (
-            f"labkit ended the stuck load; the server keeps serving (other models: {still}). "
-            f"Fix the model and load it again."
-        )
+        then = f"the server keeps serving (other models: {still}). Fix the model and load it again."
     elif python:
         then = (
             f"labkit could not end it: Triton is still loading {model!r}; other models keep serving "
@@ -118,13 +112,13 @@ def load_timeout(
             f"loaded)."
         )
     return LoadTimeoutError(
-        f"{head}\n{where}\n"
-        f"{then}\nIf it is only slow, raise the limit: timeout_s= on load(), or lab.config = lab.config.with_(load_timeout_s=...).",
         model=model,
         timeout_s=limit_s,
         stack=stack,
         location=location,
         ended=ended,
         interrupted=interrupted_after is not None,
+        waited_s=interrupted_after or 0.0,
         reason=reason() if ended else "",
+        remedy=f"{then} If it is only slow, raise the limit: timeout_s= on load(), or lab.config = lab.config.with_(load_timeout_s=...)",
     )

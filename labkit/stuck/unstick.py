@@ -54,10 +54,13 @@ def free(server: StuckServer, model: str) -> Freed:
     InferenceError where only a restart helps: a stub stuck below Python, a C++ thread in its code."""
     backend = backend_of(server, model)
     if not backend:
+        # no config.pbtxt is MissingConfigError, as everywhere; an unreadable one its ConfigError
+        server.repository.read_config(model)
         raise ModelLoadError(
-            f"Model {model!r} has no config in {server.repository.root}; nothing to unstick.",
             model=model,
-            reason="no config",
+            happened="names no backend in its config; nothing to unstick",
+            reason="no backend",
+            remedy="give its config a backend (or check the model's name)",
         )
     if not is_python(server, backend):
         return _free_cpp(server, model, backend)
@@ -92,10 +95,11 @@ def _free_cpp(server: StuckServer, model: str, backend: str) -> Freed:
 
 def _cannot_end(model: str, why: str, stack: str) -> InferenceError:
     return InferenceError(
-        f"Model {model!r} {why}:\n{stack}\nFix the code and call lab.restart() (same repository, same models loaded).",
         model=model,
+        happened=f"cannot be ended: model {model!r} {why}",
         reason=why,
         stack=stack,
+        remedy="Fix the code and call lab.restart() (same repository, same models loaded)",
     )
 
 

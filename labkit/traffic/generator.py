@@ -336,9 +336,9 @@ class Load:
                         await conn.aclose()
                     conn = None
                     error = RequestTimeoutError(
-                        f"The request to {self.model!r} got no answer within {self.timeout_s:g} s (timeout_s).",
                         model=self.model,
                         limit_s=self.timeout_s,
+                        remedy="raise timeout_s, or look at where the model is (lab.unstick shows it)",
                     )
                     self._record(error)
                     continue

@@ -30,7 +30,7 @@ class _NoConfigs:
     class repository:  # noqa: N801
         @staticmethod
         def read_config(model):
-            raise labkit.errors.ConfigError("none")
+            raise labkit.errors.ConfigError(problem="none")
 
 
 def _raised(call):
@@ -89,7 +89,7 @@ CASES = {
         lambda mp, tmp: labkit.errors.AlreadyRanError(what="dashboard", remedy="make a new one"),
         ["This dashboard has already run; make a new one."],
     ),
-    "InvalidNameError": (lambda mp, tmp: _raised(lambda: names.check_name("")), ["name is empty", "give a name"]),
+    "InvalidNameError": (lambda mp, tmp: _raised(lambda: names.check_name("")), ["has an empty name", "give a name"]),
     "RepositoryError": (
         lambda mp, tmp: _raised(lambda: model_source("def execute(requests): pass\n")),
         ["no class TritonPythonModel", "looks for it by that name"],
@@ -101,7 +101,7 @@ CASES = {
     "BuildError": (
         lambda mp, tmp: _missing_entry_point(mp),
         [
-            "does not export TRITONBACKEND_ModelInstanceExecute, the one entry point Triton requires",
+            "does not export TRITONBACKEND_ModelInstanceExecute; it is the one entry point Triton requires",
             "it was not loaded",
             "Define it in your source",
         ],
@@ -116,12 +116,14 @@ CASES = {
         ["'hang'", "2 s", "model.py:7 in execute", "lab.unstick('hang')", "timeout_s="],
     ),
     "ServerNotRunningError": (
-        lambda mp, tmp: labkit.errors.ServerNotRunningError("gone", "last line"),
-        ["--- last server log lines ---\nlast line"],
+        lambda mp, tmp: labkit.errors.ServerNotRunningError(reason="gone", log_tail="last line", remedy="restart"),
+        ["Gone; restart.", "--- last server log lines ---\nlast line"],
     ),
     "PerfAnalyzerError": (
-        lambda mp, tmp: labkit.errors.PerfAnalyzerError("failed", exit_code=1, output="its words"),
-        ["--- perf_analyzer said ---\nits words"],
+        lambda mp, tmp: labkit.errors.PerfAnalyzerError(
+            model="m", problem="failed", exit_code=1, output="its words", remedy="read what it said"
+        ),
+        ["perf_analyzer on 'm' failed (exit status 1); read what it said.", "--- perf_analyzer said ---\nits words"],
     ),
     "PortTakenError": (
         lambda mp, tmp: labkit.errors.PortTakenError(port=8001, service="grpc"),
@@ -152,15 +154,24 @@ def test_the_message_says_what_happened_and_what_to_do(name, monkeypatch, tmp_pa
 
 
 def test_a_werror_failure_says_which_flag_and_how_to_pass_an_override():
-    from labkit.native.cmake_build import _compile_failure
+    from labkit.native.cmake_build import compile_remedy
     from labkit.native.diagnostics import Place
 
     place = Place("src/strict.cc", 26, "-Wmismatched-new-delete", "g++ -Werror -c src/strict.cc")
-    message = _compile_failure(
-        Path("/work/strict"), place, "src/strict.cc:26: error: ... [-Werror=mismatched-new-delete]"
+    error = labkit.errors.BuildError(
+        backend="strict",
+        problem="did not compile (project strict)",
+        remedy=compile_remedy(place),
+        compiler_output="src/strict.cc:26: error: ... [-Werror=mismatched-new-delete]",
+        file=place.file,
+        line=place.line,
+        command=place.command,
+        flag=place.flag,
     )
+    assert "--define CMAKE_CXX_FLAGS=-Wno-error=mismatched-new-delete" in error.remedy
+    message = str(error)
     for phrase in [
-        "strict did not compile at src/strict.cc:26",
+        "'strict' did not compile (project strict) at src/strict.cc:26",
         "its own -Werror made the warning -Wmismatched-new-delete",
         "leaves the project's flags as they are",
         "--define CMAKE_CXX_FLAGS=-Wno-error=mismatched-new-delete",

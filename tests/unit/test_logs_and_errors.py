@@ -62,15 +62,15 @@ def test_a_line_that_landed_inside_another_is_read_on_a_line_of_its_own(tmp_path
 
 
 def test_errors_carry_fields_and_say_what_to_do():
-    load = labkit.ModelLoadError("Triton could not load model 'm': boom. Fix it.", model="m", reason="boom")
-    assert (load.model, load.reason) == ("m", "boom")
-    build = labkit.BuildError("did not compile", backend="b", compiler_output="b.cc:3: error: x")
+    load = labkit.ModelLoadError(model="m", reason="boom", remedy="Fix it")
+    assert (load.model, load.reason, load.remedy) == ("m", "boom", "Fix it")
+    build = labkit.BuildError(backend="b", problem="did not compile", compiler_output="b.cc:3: error: x")
     assert build.compiler_output.startswith("b.cc:3") and build.backend == "b"
-    request = labkit.RequestError("rejected", model="m", reason="r", expected="X FP32 [4]", sent="X INT32 [4]")
+    request = labkit.RequestError(model="m", reason="r", expected="X FP32 [4]", sent="X INT32 [4]")
     assert isinstance(request, labkit.InferenceError) and request.model == "m"
-    timeout = labkit.RequestTimeoutError("no answer", model="m", limit_s=2.0, stack="model.py:7")
+    timeout = labkit.RequestTimeoutError(model="m", limit_s=2.0, stack="model.py:7")
     assert timeout.limit_s == 2.0 and isinstance(timeout, labkit.InferenceError)
-    server = labkit.errors.ServerNotRunningError("gone", "last line")
+    server = labkit.errors.ServerNotRunningError(reason="gone", log_tail="last line")
     assert server.log_tail == "last line"  # and its message shows it: test_error_messages.py
     assert issubclass(labkit.errors.InvalidNameError, ValueError) and issubclass(
         labkit.errors.ConfigError, labkit.errors.RepositoryError

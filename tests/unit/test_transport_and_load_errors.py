@@ -69,13 +69,13 @@ def test_an_unknown_protocol_is_a_labkit_error_naming_the_choices():
 
 
 def test_a_failed_request_is_kept_as_a_record_whose_kind_comes_from_its_error_class():
-    timeout = RequestTimeoutError("no answer", model="m", limit_s=1)
+    timeout = RequestTimeoutError(model="m", limit_s=1)
     assert _kind(timeout, None) == "timeout"
     assert _kind(ModelNotFoundError(model="m", loaded=[]), None) == "not_loaded"
-    assert _kind(RequestError("x", model="m"), None) == "refused"
-    assert _kind(InputSizeError("x", model="m", input="A", needed=4, carried=3, unit="bytes"), None) == "refused"
-    assert _kind(InferenceError("x", model="m"), ConnectionResetError()) == "connection"
-    assert _kind(InferenceError("x", model="m"), None) == "failed"
+    assert _kind(RequestError(model="m"), None) == "refused"
+    assert _kind(InputSizeError(model="m", input="A", needed=4, carried=3, unit="bytes"), None) == "refused"
+    assert _kind(InferenceError(model="m"), ConnectionResetError()) == "connection"
+    assert _kind(InferenceError(model="m"), None) == "failed"
     record = LoadErrorRecord("timeout", "m", "no answer", 0.25)
     assert str(record) == "no answer" and labkit.traffic.generator.LoadErrorRecord is LoadErrorRecord
     with pytest.raises(AttributeError):

@@ -91,7 +91,12 @@ def runtime() -> str:
     code, out = toolchain.run(["c++", "-print-file-name=libasan.so"], Path(tempfile.gettempdir()))
     path = Path(out.strip())
     if code != 0 or not path.is_absolute() or not path.exists():
-        raise SetupError("The compiler has no AddressSanitizer runtime (libasan.so); on Debian it comes with g++.")
+        raise SetupError(
+            needed_by="A sanitized build",
+            missing="libasan.so",
+            reason="the compiler has no AddressSanitizer runtime",
+            remedy="on Debian it comes with g++",
+        )
     return str(path.resolve())
 
 
@@ -108,7 +113,8 @@ def bare_build(source: str, backend: str, folder: Path) -> Path:
     if code != 0:
         output = out.replace(str(src), f"{backend}.cc").strip()
         raise BuildError(
-            f"Backend {backend!r} does not compile with Triton's C API alone:\n{output}",
+            problem="does not compile with Triton's C API alone",
+            remedy="read the compiler messages below",
             backend=backend,
             compiler_output=output,
         )

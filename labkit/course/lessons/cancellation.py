@@ -182,7 +182,10 @@ def cancel_midway(server: TritonServer, steps: int = 1000) -> Cancelled:
             error = errors.get()
             reason = error.message() if error is not None else "it answered before the backend started"
             raise InferenceError(
-                f"The request to {MODEL!r} failed before it could be cancelled: {reason}", model=MODEL, reason=reason
+                model=MODEL,
+                happened="failed before it could be cancelled",
+                reason=reason,
+                remedy="send it again; the lesson cancels a request while the backend runs it",
             )
         call.cancel()
         error = errors.get(timeout=30)

@@ -92,9 +92,7 @@ def send(server: TritonServer, requests: int = 3, rows: int = 2) -> None:
         answer = infer(server, MODEL, {"X": x}, ["Y"])["Y"]
         if not np.array_equal(answer, x + 1):
             raise AnswerMismatchError(
-                f"{MODEL} answered {answer.tolist()}, not X + 1; check its execute.",
-                model=MODEL,
-                reason=f"answered {answer.tolist()}, not X + 1",
+                model=MODEL, answered=str(answer.tolist()), expected="X + 1", remedy="check its execute"
             )
 
 

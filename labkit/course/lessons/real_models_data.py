@@ -63,10 +63,10 @@ def render(lines: Sequence[str], font: str = "DejaVu Sans", size: int = 28) -> n
     path = FONTS.get(font, font)
     if not Path(path).is_file():
         raise SetupError(
-            f"No font file {path}: install Debian's fonts-dejavu-core and fonts-liberation "
-            f"(apt-get install fonts-dejavu-core fonts-liberation).",
+            needed_by="The lesson's pictures",
             missing=path,
             reason="no font",
+            remedy="install Debian's fonts-dejavu-core and fonts-liberation (apt-get install fonts-dejavu-core fonts-liberation)",
         )
     face = ImageFont.truetype(path, size)
     step = size + 16
@@ -136,17 +136,20 @@ def speech(text: str, voice: str = "en") -> np.ndarray:
     """``text`` spoken by espeak-ng at 16 kHz (float32 in [-1, 1]), its leading and trailing silence cut."""
     if shutil.which("espeak-ng") is None:
         raise SetupError(
-            "espeak-ng is not installed: apt-get install espeak-ng (it speaks the lesson's test audio offline).",
+            needed_by="The lesson's test audio",
             missing="espeak-ng",
             reason="not installed",
+            remedy="apt-get install espeak-ng (it speaks the lesson's test audio offline)",
         )
     with tempfile.NamedTemporaryFile(suffix=".wav") as out:
         spoken = subprocess.run(["espeak-ng", "-v", voice, "-w", out.name, text], capture_output=True, text=True)
         if spoken.returncode != 0:
             raise SetupError(
-                f"espeak-ng could not speak {text!r} with voice {voice!r}: {spoken.stderr.strip()[-300:]}",
+                needed_by=f"Speaking {text!r}",
                 missing=f"espeak-ng voice {voice}",
                 reason="espeak-ng failed",
+                detail=spoken.stderr.strip()[-300:],
+                remedy=f"check that espeak-ng has the voice {voice!r} (espeak-ng --voices)",
             )
         with wave.open(out.name) as wav:
             rate = wav.getframerate()

@@ -58,9 +58,10 @@ def command_line(server: TritonServer) -> list[str]:
     pid = getattr(server.runtime, "triton_pid", None)
     if pid is None or not Path(f"/proc/{pid}/cmdline").exists():
         raise SetupError(
-            "Triton's command line is read from /proc: start an embedded server (labkit.start()).",
+            needed_by="Reading Triton's command line (from /proc)",
             missing="a Triton process on this machine" if pid is None else f"/proc/{pid}/cmdline",
             reason="not an embedded server" if pid is None else "process gone",
+            remedy="start an embedded server (labkit.start())",
         )
     return [part for part in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") if part]
 

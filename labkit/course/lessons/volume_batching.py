@@ -151,8 +151,10 @@ def attach(server: TritonServer, model: str, strategy: Build, max_bytes: int) ->
     """
     if max_bytes < 1:
         raise ConfigError(
-            f"MAX_BATCH_VOLUME_BYTES must be at least 1 byte, not {max_bytes}; e.g. {3 * REQUEST_BYTES} lets 3 "
-            f"requests of {REQUEST_BYTES} bytes share a batch."
+            field="MAX_BATCH_VOLUME_BYTES",
+            value=max_bytes,
+            problem="must be at least 1 byte",
+            remedy=f"e.g. {3 * REQUEST_BYTES} lets 3 requests of {REQUEST_BYTES} bytes share a batch",
         )
     repo = server.repository
     target = deploy.attach_batch_strategy(repo, model, strategy, {"MAX_BATCH_VOLUME_BYTES": str(max_bytes)})
@@ -183,7 +185,10 @@ def burst(server: TritonServer, model: str, requests: int = 48, concurrency: int
     result = run_load(server, model, inputs, requests=requests, concurrency=concurrency)
     if result.errors:
         raise InferenceError(
-            f"{len(result.errors)} of {requests} requests to {model!r} failed: {result.errors[0].message}", model=model
+            model=model,
+            happened=f"failed ({len(result.errors)} of {requests} requests)",
+            reason=result.errors[0].message,
+            remedy="send one request with labkit.infer to read its whole error",
         )
     return model_stats(server, model, settle=True).since(before)
 

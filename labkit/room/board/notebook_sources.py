@@ -86,8 +86,9 @@ class VolumeSource:
         except ENGINE_ERRORS as exc:
             self.close()
             raise EngineError(
-                f"The room's notebook scan failed: {exc}. Check the engine (`docker ps -a "
-                f"--filter label={ROOM_LABEL}={self.room_id}`) and the image {self.image}."
+                doing="run the room's notebook scan",
+                detail=str(exc),
+                remedy=f"Check the engine (`docker ps -a --filter label={ROOM_LABEL}={self.room_id}`) and the image {self.image}",
             ) from None
         try:
             found = wait_until(
@@ -102,9 +103,9 @@ class VolumeSource:
             ended, self._ended = self._ended, ""
             self.close()
             raise EngineError(
-                f"The room's notebook scanner stopped ({ended or 'no scan in time'}); check the grader "
-                f"image {self.image}.",
-                status_code=0,
+                doing="keep the room's notebook scanner running",
+                detail=ended or "no scan in time",
+                remedy=f"check the grader image {self.image}",
             )
         return {u: {p: Saved(float(t), bool(same)) for p, (t, same) in paths.items()} for u, paths in found.items()}
 
@@ -117,7 +118,8 @@ class VolumeSource:
         try:
             if self._scanner is None:
                 raise SubmissionError(
-                    f"{user}'s {notebook} was read before any scan; scan first.",
+                    detail="read before any scan",
+                    remedy="scan first",
                     user=user,
                     notebook=notebook,
                     problem="unreachable",
@@ -129,7 +131,7 @@ class VolumeSource:
                 data = extracted.read() if extracted is not None else b""
         except (*ENGINE_ERRORS, tarfile.TarError, AttributeError) as exc:
             raise SubmissionError(
-                f"Cannot read {user}'s {notebook} ({exc}); it is read again at the next scan.",
+                detail=str(exc),
                 user=user,
                 notebook=notebook,
                 problem="unreachable",
@@ -138,7 +140,7 @@ class VolumeSource:
             content = json.loads(data)
         except ValueError as exc:
             raise SubmissionError(
-                f"{user}'s {notebook} is not valid JSON ({exc}); it is judged again at its next save.",
+                detail=f"not valid JSON: {exc}",
                 user=user,
                 notebook=notebook,
                 problem="unreadable",
@@ -226,7 +228,6 @@ class JupyterSource:
             if exc.status_code != 400:  # Jupyter's contents API answers 400 for a file it cannot read as a notebook
                 raise
             raise SubmissionError(
-                f"{user}'s {notebook} is not a notebook Jupyter can read; it is judged again at its next save.",
                 user=user,
                 notebook=notebook,
                 problem="unreadable",
@@ -285,15 +286,16 @@ class JupyterSource:
         except HubError as exc:
             if exc.status_code in (401, 403):  # a redirect is a lab stopping: the hub's spawn page
                 raise SubmissionError(
-                    f"{url} refused the board's token ({exc.status_code}): give the board's "
-                    f"service a role with the scopes {', '.join(BOARD_SCOPES)}.",
+                    detail=f"{url} refused the board's token",
+                    remedy=f"give the board's service a role with the scopes {', '.join(BOARD_SCOPES)}",
                     user=user,
                     notebook=notebook,
                     problem="refused",
                     status_code=exc.status_code,
                 ) from None
             raise SubmissionError(
-                f"{exc} It is tried again at the next scan.",
+                detail=str(exc).splitlines()[0],
+                remedy="it is tried again at the next scan",
                 user=user,
                 notebook=notebook,
                 problem="unreachable",

@@ -224,14 +224,16 @@ def board_table(url: str, token: str, timeout_s: float = 60) -> dict[str, Any]:
             403: "the token is not the teacher's",
         }.get(exc.status_code, "is the board running?")
         raise BoardError(
-            f"{api} answered {exc.status_code or 'nothing'}: {why}. Give the teacher's API token (--token).",
+            problem=f"answered {exc.status_code or 'nothing'}",
+            detail=why,
+            remedy="Give the teacher's API token (--token)",
             url=api,
             status_code=exc.status_code,
         ) from None
     finally:
         client.close()
     if not isinstance(table, dict) or not isinstance(table.get("participants"), dict):
-        raise BoardError(f"{api} did not answer the board's table; check --url.", url=api, status_code=200)
+        raise BoardError(url=api, status_code=200, problem="did not answer the board's table", remedy="check --url")
     return table
 
 

@@ -37,7 +37,8 @@ def cpu_quantity(cpu: float) -> str:
     """Cores as Kubernetes millicores (``1.5`` is ``1500m``)."""
     if isinstance(cpu, bool) or not isinstance(cpu, (int, float)) or not cpu >= 0.001:
         raise RoomSettingsError(
-            f"grader cpu={cpu!r} is not a number of cores: give a positive number (0.5, 2).",
+            problem="is not a number of cores",
+            remedy="give a positive number (0.5, 2)",
             setting="grader_cpu",
             value=str(cpu),
         )

@@ -68,7 +68,9 @@ def read_participants(path: Path) -> tuple[str, ...]:
         rows = list(csv.reader(path.read_text().splitlines()))
     except OSError as exc:
         raise SetupError(
-            f"Cannot read the participants file {path} ({exc.strerror}); give an existing file.",
+            needed_by="The participants file",
+            detail=exc.strerror or "",
+            remedy="give an existing file",
             missing=str(path),
             reason="unreadable",
         ) from None
@@ -78,14 +80,17 @@ def read_participants(path: Path) -> tuple[str, ...]:
     for login in logins:
         if not _LOGIN.match(login):
             raise InvalidNameError(
-                f"{login!r} in {path} cannot be a login: use lower-case letters, digits, '-' "
-                "or '_' (at most 32, starting with a letter or digit).",
+                problem=f"in {path} cannot be a login",
+                remedy="use lower-case letters, digits, '-' or '_' (at most 32, starting with a letter or digit)",
                 name=login,
                 what="participant login",
             )
     if len(set(logins)) != len(logins) or not logins:
         raise InvalidNameError(
-            f"{path} must name each participant once (and at least one).", name=str(path), what="participants file"
+            name=str(path),
+            what="participants file",
+            problem="names a participant twice, or none",
+            remedy="name each participant once (and at least one)",
         )
     return tuple(logins)
 
@@ -127,8 +132,8 @@ def _network(client: docker.client.DockerClient, settings: RoomSettings) -> str:
     gateway = next((c.get("Gateway") for c in configs if c.get("Gateway")), None)
     if not gateway:
         raise EngineError(
-            f"The Docker network {settings.network} has no gateway address; remove it "
-            f"(`docker network rm {settings.network}`) and run `labkit room up` again."
+            doing=f"give the Docker network {settings.network} a gateway address",
+            remedy=f"remove it (`docker network rm {settings.network}`) and run `labkit room up` again",
         )
     return gateway
 
@@ -195,8 +200,8 @@ def _ensure_image(client: docker.client.DockerClient, settings: RoomSettings) ->
         if exists:
             return
         raise SetupError(
-            f"The image {settings.image} is not on this Docker engine: build or load it, or leave "
-            f"--image out to use labkit's own {PARTICIPANT_IMAGE}.",
+            needed_by="The room",
+            remedy=f"build or load it, or leave --image out to use labkit's own {PARTICIPANT_IMAGE}",
             missing=settings.image,
             reason="not built",
         )
@@ -217,8 +222,9 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
     directory = settings.directory.absolute()
     if hub_process.hub_pid(directory) is not None:
         raise ServerStartError(
-            f"A hub of this room already runs (pid {hub_process.hub_pid(directory)}); "
-            f"`labkit room down --dir {settings.directory}` first."
+            doing="Cannot start the room's hub",
+            reason=f"a hub of this room already runs (pid {hub_process.hub_pid(directory)})",
+            remedy=f"`labkit room down --dir {settings.directory}` first",
         )
     # a hub that died left its proxy (on the room's port), board and culler running: end them first
     recovered = hub_process.stop_hub(directory) if directory.is_dir() else []
@@ -339,8 +345,8 @@ def _remove(client: docker.client.DockerClient, thing: object, *, kind: str, wai
     except WaitTimeoutError:
         pass
     raise EngineError(
-        f"The Docker engine did not finish removing {thing.name} in {wait_s:.0f} s; "  # type: ignore[attr-defined]
-        "run `labkit room down` again.",
+        doing=f"finish removing {thing.name} within {wait_s:.0f} s",  # type: ignore[attr-defined]
+        remedy="run `labkit room down` again",
         status_code=409,
     )
 

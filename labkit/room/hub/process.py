@@ -44,9 +44,10 @@ def proxy_command() -> tuple[str, ...]:
         npm = shutil.which("npm")
         if npm is None or shutil.which("node") is None:
             raise SetupError(
-                "The room's proxy, configurable-http-proxy, needs Node.js and npm: install them "
-                "(`apt-get install nodejs npm`) and run `labkit room up` again.",
-                missing="npm",
+                needed_by="The room's proxy, configurable-http-proxy,",
+                missing="Node.js and npm",
+                reason="npm is not installed",
+                remedy="install them (`apt-get install nodejs npm`) and run `labkit room up` again",
             )
         say(f"installing {PROXY_PACKAGE} with npm into {prefix} (once, a few seconds) ...")
 
@@ -67,8 +68,9 @@ def proxy_command() -> tuple[str, ...]:
             )
             if proc.returncode != 0:
                 raise SetupError(
-                    f"`npm install {PROXY_PACKAGE}` failed (exit {proc.returncode}); is npm's registry "
-                    f"reachable?\n{proc.stderr.strip()[-1200:]}",
+                    needed_by="The room",
+                    detail=f"exit {proc.returncode}\n{proc.stderr.strip()[-1200:]}",
+                    remedy="is npm's registry reachable?",
                     missing=PROXY_PACKAGE,
                     reason="npm install failed",
                 )
@@ -105,8 +107,9 @@ def start_hub(settings: RoomSettings, plumbing: Plumbing, secrets: dict[str, str
     directory = settings.directory.absolute()
     if hub_pid(directory) is not None:
         raise ServerStartError(
-            f"A hub of this room already runs (pid {hub_pid(directory)}); "
-            f"`labkit room down --dir {settings.directory}` first."
+            doing="Cannot start the room's hub",
+            reason=f"a hub of this room already runs (pid {hub_pid(directory)})",
+            remedy=f"`labkit room down --dir {settings.directory}` first",
         )
     check_port(settings.ip, settings.port)
     config = directory / CONFIG_FILE
@@ -130,9 +133,11 @@ def start_hub(settings: RoomSettings, plumbing: Plumbing, secrets: dict[str, str
         if code is not None:
             stop_hub(directory)  # what it started before it exited
             raise ServerStartError(
-                f"The hub exited (code {code}) before it answered; see {directory / LOG_FILE}.",
-                _log_tail(directory),
+                doing="The room's hub did not start",
+                reason="it exited before it answered",
                 exit_summary=f"exit code {code}",
+                log_tail=_log_tail(directory),
+                remedy=f"see {directory / LOG_FILE}",
             )
         return hub_answers(settings.port, host=settings.ip)
 
@@ -198,6 +203,8 @@ def require_hub(directory: Path) -> int:
     pid = hub_pid(directory)
     if pid is None:
         raise ServerNotRunningError(
-            f"No hub runs for the room in {directory}: start it with `labkit room up --dir {directory}`.", stopped=True
+            reason=f"no hub runs for the room in {directory}",
+            stopped=True,
+            remedy=f"start it with `labkit room up --dir {directory}`",
         )
     return pid

@@ -212,7 +212,8 @@ def from_cluster(namespace: str | None = None) -> tuple[Any, str]:
         import kubernetes.config
     except ImportError:
         raise SetupError(
-            "The room's Kubernetes grader needs the kubernetes package: pip install 'labkit[room]'.",
+            needed_by="The room's Kubernetes grader",
+            remedy="pip install 'labkit[room]'",
             missing="kubernetes",
             reason="not installed",
         ) from None
@@ -221,9 +222,9 @@ def from_cluster(namespace: str | None = None) -> tuple[Any, str]:
         kubernetes.config.load_incluster_config(client_configuration=configuration)
     except kubernetes.config.ConfigException as exc:
         raise SetupError(
-            f"The Kubernetes grader runs its pods with the service account of the pod it runs in, "
-            f"and this is not a pod of a cluster ({exc}). Run the board as the hub pod's sidecar "
-            "(see `labkit room k8s`), or grade with Docker (`labkit room up`).",
+            needed_by="The Kubernetes grader (it runs its pods with the service account of the pod it runs in)",
+            detail=str(exc),
+            remedy="Run the board as the hub pod's sidecar (see `labkit room k8s`), or grade with Docker (`labkit room up`)",
             missing="Kubernetes service account",
             reason="not in a cluster",
         ) from None
@@ -235,7 +236,9 @@ def _namespace() -> str:
         return NAMESPACE_FILE.read_text().strip()
     except OSError as exc:
         raise SetupError(
-            f"Cannot read the pod's namespace from {NAMESPACE_FILE} ({exc.strerror}); give PodGrader a namespace.",
+            needed_by="The Kubernetes grader (the pod's namespace)",
+            detail=exc.strerror or "",
+            remedy="give PodGrader a namespace",
             missing=str(NAMESPACE_FILE),
             reason="unreadable",
         ) from None
@@ -306,7 +309,9 @@ class PodGrader:
             )
         except _api_errors() as exc:
             raise SetupError(
-                f"The grader cannot list pods in namespace {self.namespace}: {_refusal(exc, 'listing pods')}.",
+                needed_by=f"The grader (to list pods in namespace {self.namespace})",
+                detail=_refusal(exc, "listing pods"),
+                remedy="check the grader's service account and role",
                 missing="Kubernetes API",
                 reason="unreachable" if getattr(exc, "status", None) is None else "refused",
             ) from None

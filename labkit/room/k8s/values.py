@@ -49,7 +49,8 @@ def chart_image(image: str) -> tuple[str, str]:
     `labkit/lab` + `23.12-cpu-hub5.5`, the tag `labkit room image --jupyterhub 5.5` builds."""
     if "@" in image:
         raise RoomSettingsError(
-            f"The image {image!r} is pinned by digest; the chart needs a name and a tag. Give --image NAME:TAG.",
+            problem="is pinned by digest; the chart needs a name and a tag",
+            remedy="Give --image NAME:TAG",
             setting="image",
             value=image,
         )
@@ -166,8 +167,8 @@ def write(settings: RoomSettings, out: Path, credentials: Credentials | None = N
             site = Path(settings.config_file).read_text()
         except OSError as exc:
             raise RoomSettingsError(
-                f"Cannot read the site's hub configuration {settings.config_file}: "
-                f"{exc.strerror}. Give a readable file.",
+                problem=f"cannot be read ({exc.strerror})",
+                remedy="Give a readable file (the site's hub configuration)",
                 setting="config_file",
                 value=str(settings.config_file),
             ) from None
@@ -187,7 +188,8 @@ def write(settings: RoomSettings, out: Path, credentials: Credentials | None = N
             )
     except OSError as exc:
         raise RoomSettingsError(
-            f"Cannot write {exc.filename or target}: {exc.strerror}. Choose another --out folder.",
+            problem=f"cannot be written: {exc.filename or target} ({exc.strerror})",
+            remedy="Choose another --out folder",
             setting="out",
             value=str(out),
         ) from None

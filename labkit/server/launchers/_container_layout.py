@@ -99,16 +99,21 @@ class ContainerLayout:
         for host, target in volumes.items():
             target, _, mode = target.partition(":")
             if not target.startswith("/"):
-                raise SetupError(f"Mount target {target!r} (for {host}) must be an absolute path in the container.")
+                raise SetupError(
+                    needed_by=f"Mounting {host} into the container",
+                    missing=f"an absolute target path (not {target!r})",
+                    reason="the mount target is relative",
+                    remedy="give the mount target as an absolute path in the container",
+                )
             wanted.append((host.expanduser().resolve(), target, mode == "ro"))
         mounts = []
         for host, target, read_only in wanted:
             if not host.exists():
                 raise SetupError(
-                    f"Cannot mount {host} into the container: it does not exist. Create it (or fix the path) "
-                    f"first; labkit does not let Docker create it as an empty folder.",
+                    needed_by="Mounting into the container",
                     missing=str(host),
                     reason="mount source does not exist",
+                    remedy="Create it (or fix the path) first; labkit does not let Docker create it as an empty folder",
                 )
             mounts.append(Mount(target=target, source=str(host), type="bind", read_only=read_only))
         return mounts
@@ -124,8 +129,10 @@ class ContainerLayout:
             known = stub_side.OWN_NAMES | {"libtriton_python.so", "__pycache__"}
             if {p.name for p in python.iterdir()} - known:
                 raise SetupError(
-                    f"{python} holds files other than Triton's Python backend and labkit's; move "
-                    f"them, the container links the image's Python backend there."
+                    needed_by="The container's Python backend folder",
+                    missing=f"{python} without other files",
+                    reason="it holds files other than Triton's Python backend and labkit's",
+                    remedy="move them, the container links the image's Python backend there",
                 )
             for entry in python.iterdir():
                 if entry.name not in stub_side.OWN_NAMES or entry.name == stub_side.TRITON_DIR:

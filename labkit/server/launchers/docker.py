@@ -156,10 +156,10 @@ class DockerRuntime(RuntimeDefaults):
         if engine.gpu_runtime(client) is None:
             if self.gpus is True:
                 raise SetupError(
-                    "gpus=True, but the Docker engine lists no GPU runtime (no 'nvidia' in `docker info` Runtimes). "
-                    "Install the NVIDIA Container Toolkit and restart the engine, or use gpus='auto'/False for CPU only.",
+                    needed_by="gpus=True",
                     missing="GPU runtime",
-                    reason="gpus=True",
+                    reason="the Docker engine lists no GPU runtime (no 'nvidia' in `docker info` Runtimes)",
+                    remedy="Install the NVIDIA Container Toolkit and restart the engine, or use gpus='auto'/False for CPU only",
                 )
             return []
         return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
@@ -256,8 +256,11 @@ class DockerRuntime(RuntimeDefaults):
             )
         except docker.errors.APIError as exc:
             raise ContainerStartError(
-                f"Docker could not create the Triton container from {self.image}: {explanation_of(exc)}",
+                doing="create the Triton container",
+                image=self.image,
+                detail=explanation_of(exc),
                 status_code=status_of(exc),
+                remedy="check the image and the options given to labkit.start()",
             ) from None
         self._note(f"container {name} from {self.image}")
         self._container.start()
@@ -265,11 +268,13 @@ class DockerRuntime(RuntimeDefaults):
     def _start_error(self, exc: docker.errors.APIError) -> ContainerStartError:
         tail = self._container_logs()
         self._remove_container()
-        hint = " (the engine has no GPU runtime for the device request; try gpus=False)" if self.uses_gpus else ""
+        hint = "the engine may have no GPU runtime for the device request; try gpus=False" if self.uses_gpus else ""
         return ContainerStartError(
-            f"Docker could not start the Triton container: {explanation_of(exc)}{hint}",
-            tail,
+            doing="start the Triton container",
+            detail=explanation_of(exc),
+            log_tail=tail,
             status_code=status_of(exc),
+            remedy=hint or "read the container's last log lines below",
         )
 
     def _read_ports(self, host: str) -> Endpoints:
@@ -289,14 +294,20 @@ class DockerRuntime(RuntimeDefaults):
             raise self._unpublished() from None
         for binding in ports.values():
             if binding["HostIp"] not in ("127.0.0.1", ""):
-                raise ServerStartError(f"Docker published a port on {binding['HostIp']}, not 127.0.0.1.")
+                raise ServerStartError(
+                    doing="The Triton container cannot serve here",
+                    reason=f"Docker published a port on {binding['HostIp']}, not 127.0.0.1",
+                    remedy="publish Triton's ports on 127.0.0.1 (check the engine's default address)",
+                )
         return Endpoints(host, *(int(ports[key]["HostPort"]) for key in CONTAINER_PORTS))
 
     def _unpublished(self) -> ServerStartError:
         return ServerStartError(
-            f"The Triton container {self._container.name} exited before its ports were "
-            f"published (status {self._container.status}).",
-            self._container_logs(),
+            doing=f"The Triton container {self._container.name} did not start",
+            reason="it exited before its ports were published",
+            exit_summary=f"status {self._container.status}",
+            log_tail=self._container_logs(),
+            remedy="read its last log lines below",
         )
 
     def _pump_logs(self) -> None:
@@ -416,7 +427,9 @@ class DockerRuntime(RuntimeDefaults):
     def _exec(self, argv: list[str], workdir: str | None, environment: dict[str, str]) -> tuple[int, str, str]:
         if not self.running():
             raise ServerNotRunningError(
-                "The Triton container is not running; start a server first.", self.workspace.logs.tail(25)
+                reason="the Triton container is not running",
+                log_tail=self.workspace.logs.tail(25),
+                remedy="start a server first",
             )
         try:
             code, (out, err) = self._container.exec_run(
@@ -424,8 +437,10 @@ class DockerRuntime(RuntimeDefaults):
             )
         except ENGINE_ERRORS as exc:
             raise EngineError(
-                f"Docker could not run {argv[0]} in the container: {exc}",
+                doing=f"run {argv[0]} in the Triton container",
+                detail=str(exc),
                 status_code=getattr(exc, "status_code", 0) or 0,
+                remedy="check that the container still runs (`docker ps`)",
             ) from None
         return code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace")
 

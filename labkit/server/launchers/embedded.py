@@ -35,9 +35,10 @@ def libpython_dir() -> str | None:
     if system_has(LIBPYTHON):
         return None
     raise SetupError(
-        f"This Python ({sys.executable}) has no shared {LIBPYTHON}, which Triton's Python backend stub needs. "
-        f"Use a Python built with --enable-shared, or install Debian's libpython{sys.version_info.major}."
-        f"{sys.version_info.minor} package."
+        needed_by=f"Triton's Python backend stub (for this Python, {sys.executable})",
+        missing=f"a shared {LIBPYTHON}",
+        reason="this Python has none",
+        remedy=f"Use a Python built with --enable-shared, or install Debian's libpython{sys.version_info.major}.{sys.version_info.minor} package",
     )
 
 
