@@ -196,7 +196,7 @@ class Grader:
     def _run(self, submission: str) -> tuple[dict[str, Any], str]:
         """Judge in a container; (its result line, "") or ({}, why not). The line is read as soon as it is
         printed (the kernel and Triton then stop with the container, which is removed in the background)."""
-        container, late = None, threading.Event()
+        container, late, timer = None, threading.Event(), None
         try:
             container = self._take()
             container.put_archive("/tmp", _inbox_archive(submission))
@@ -218,7 +218,11 @@ class Grader:
                 return {}, f"it took longer than {self.limits.timeout_s:.0f} s and was stopped"
             return {}, f"the Docker engine refused the container: {exc}"
         finally:
-            if container is not None:
+            if late.is_set() and timer is not None:
+                # stopped for its time: the timer's own removal ends before the verdict says so (a second removal
+                # beside it would only be refused as already in progress, and the room would still list it)
+                timer.join()
+            elif container is not None:
                 threading.Thread(target=_remove, args=(container,), name="grader-remove", daemon=True).start()
         if late.is_set():
             return {}, f"it took longer than {self.limits.timeout_s:.0f} s and was stopped"
