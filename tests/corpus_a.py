@@ -7,30 +7,7 @@ from __future__ import annotations
 
 from corpus_a_transfer import TRANSFER_CASES, TRANSFER_RULES
 from corpus_compare import COMPARE_CASES, COMPARE_RULES
-
-from labkit.course.exercises import REGISTRY
-
-RIGHT, WRONG = True, False
-
-
-def solution(exercise: str) -> str:
-    return REGISTRY[exercise].solution()
-
-
-def starter(exercise: str) -> str:
-    return REGISTRY[exercise].starter()
-
-
-def edit(text: str, old: str, new: str) -> str:
-    """``text`` with ``old`` replaced by ``new`` (which must be there: a corpus entry that edits nothing is a defect)."""
-    assert old in text, old
-    return text.replace(old, new)
-
-
-def broken(cell: str) -> str:
-    """The cell with a syntax error (Python) or a compile error (C++) added at its end."""
-    return cell + ("\n  this does not compile;\n" if "%%triton_cpp" in cell else "\n    def oops(:\n")
-
+from corpus_tools import RIGHT, WRONG, broken, edit, solution, starter
 
 # -- 01-bad-request ---------------------------------------------------------------------------------------
 BAD = solution("01-bad-request")

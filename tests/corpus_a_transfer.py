@@ -4,29 +4,7 @@ ones, with the rule each wrong one fails by. corpus_a adds them to its CASES and
 
 from __future__ import annotations
 
-from labkit.course.exercises import REGISTRY
-
-RIGHT, WRONG = True, False
-
-
-def solution(exercise: str) -> str:
-    return REGISTRY[exercise].solution()
-
-
-def starter(exercise: str) -> str:
-    return REGISTRY[exercise].starter()
-
-
-def edit(text: str, old: str, new: str) -> str:
-    """``text`` with ``old`` replaced by ``new`` (which must be there: a corpus entry that edits nothing is a defect)."""
-    assert old in text, old
-    return text.replace(old, new)
-
-
-def broken(cell: str) -> str:
-    """The cell with a syntax error added at its end."""
-    return cell + "\n    def oops(:\n"
-
+from corpus_tools import RIGHT, WRONG, broken, edit, solution, starter
 
 # -- 03-preferred ---------------------------------------------------------------------------------------
 PREFERRED = solution("03-preferred")

@@ -4,16 +4,9 @@ must name it. corpus_a.py adds them to its cases; test_exercise_corpus_a.py runs
 
 from __future__ import annotations
 
+from corpus_tools import RIGHT, WRONG, edit
+
 from labkit.course.exercises import REGISTRY
-
-RIGHT, WRONG = True, False
-
-
-def edit(text: str, old: str, new: str) -> str:
-    """``text`` with ``old`` replaced by ``new`` (which must be there: a corpus entry that edits nothing is a defect)."""
-    assert old in text, old
-    return text.replace(old, new)
-
 
 # -- 01-output2 ---------------------------------------------------------------------------------------
 OUT2 = REGISTRY["01-output2"].solution()
