@@ -36,9 +36,12 @@ class ContainerToolchain(Toolchain):
         code, out, err = exec_run([cxx, "--version"], None, COMPILER_ENV)
         if code != 0:
             raise BuildError(
-                f"The image {image} has no C++ compiler ({cxx}: {(err or out).strip()[:200]}). C++ backends "
-                f"must be compiled where they run: use the offline CPU image (`labkit image build`; it has g++) "
-                f"or the lab image (docker/Dockerfile), or install g++ in your image."
+                problem=f"The image {image} has no C++ compiler ({cxx}: {(err or out).strip()[:200]})",
+                command=f"{cxx} --version",
+                remedy=(
+                    "C++ backends must be compiled where they run: use the offline CPU image (`labkit image build`; "
+                    "it has g++) or the lab image (docker/Dockerfile), or install g++ in your image"
+                ),
             )
         self._version = out.splitlines()[0] if out else cxx
 

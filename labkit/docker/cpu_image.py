@@ -58,6 +58,8 @@ PYTHON_VERSION = (3, 11)  # bookworm's python3; the stub copied in must match it
 TRITON_ROOT = "/opt/tritonserver"
 # Bump when the steps below change in a way the hash of the inputs would not notice.
 RECIPE_VERSION = "1"
+#: Who needs what a SetupError of the build names.
+_BUILDING = "Building the CPU image"
 
 ENV = {
     "PATH": f"{TRITON_ROOT}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -191,14 +193,23 @@ def _ensure_debootstrap(progress: bool) -> str:
     if found:
         return found
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise SetupError("Building the CPU image needs debootstrap: install it (`sudo apt-get install debootstrap`).")
+        raise SetupError(
+            needed_by=_BUILDING,
+            missing="debootstrap",
+            reason="not installed (labkit installs it only as root, with apt-get)",
+            remedy="Install it: `sudo apt-get install debootstrap`",
+        )
     _say(progress, "installing debootstrap with apt-get ...")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "debootstrap"]):
         proc = subprocess.run(argv, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             raise SetupError(
-                f"`{' '.join(argv)}` failed:\n{proc.stderr.strip()[-1500:]}\nInstall debootstrap yourself."
+                needed_by=_BUILDING,
+                missing="debootstrap",
+                reason="apt-get failed",
+                detail=f"`{' '.join(argv)}`\n{proc.stderr.strip()[-1500:]}",
+                remedy="Install debootstrap yourself (`sudo apt-get install debootstrap`)",
             )
     return shutil.which("debootstrap") or "/usr/sbin/debootstrap"
 
@@ -233,8 +244,10 @@ def base_rootfs(progress: bool = True, force: bool = False) -> Path:
         return rootfs
     if os.geteuid() != 0:
         raise SetupError(
-            "Building the CPU image runs debootstrap, which needs root: run it as root "
-            "(e.g. `sudo .venv/bin/labkit image build`)."
+            needed_by=_BUILDING,
+            missing="root",
+            reason="it runs debootstrap, which needs root",
+            remedy="Run it as root (e.g. `sudo .venv/bin/labkit image build`)",
         )
     debootstrap = _ensure_debootstrap(progress)
     partial = rootfs.with_name(rootfs.name + ".partial")
@@ -264,8 +277,11 @@ def base_rootfs(progress: bool = True, force: bool = False) -> Path:
                 inner.read_text(errors="replace").splitlines()[-25:]
             )
         raise SetupError(
-            f"debootstrap failed (exit {proc.returncode}); is {MIRROR} reachable? "
-            f"Set LABKIT_DEBIAN_MIRROR to another mirror if not.\n{tail}"
+            needed_by=_BUILDING,
+            missing=f"a Debian {SUITE} root file system",
+            reason="debootstrap failed",
+            detail=f"exit {proc.returncode}\n{tail}",
+            remedy=f"Check that {MIRROR} is reachable; if it is not, set LABKIT_DEBIAN_MIRROR to another mirror",
         )
     _say(progress, f"debootstrap done in {time.perf_counter() - t0:.0f} s; trimming")
     _trim(partial)
@@ -305,7 +321,13 @@ def _tar_stream(rootfs: Path) -> Iterator[bytes]:
     finally:
         stdout.close()
         if proc.wait() != 0:
-            raise SetupError(f"tar of {rootfs} failed: {stderr.read().decode(errors='replace')[-800:]}")
+            raise SetupError(
+                needed_by=_BUILDING,
+                missing=f"a tar of {rootfs}",
+                reason="tar failed",
+                detail=stderr.read().decode(errors="replace")[-800:],
+                remedy=f"Check the free disk space under {rootfs.parent}, then run `labkit image build --force`",
+            )
 
 
 def _changes(recipe: str, dist: triton_dist.TritonDist) -> list[str]:
@@ -376,10 +398,16 @@ def _build(
             stream_src=True,
         )
     except docker.errors.APIError as exc:
-        raise engine_error(exc, f"to import {tag}", "Check its free disk space (`docker system df`).") from None
+        raise engine_error(exc, f"import {tag}", "Check its free disk space (`docker system df`)") from None
     image = client.images.get(tag)
     if image.labels.get("labkit.recipe") != recipe:
-        raise SetupError(f"docker import did not produce the expected image: {str(result)[-500:]}")
+        raise SetupError(
+            needed_by=_BUILDING,
+            missing=f"{tag} of recipe {recipe}",
+            reason="docker import gave an image of another recipe",
+            detail=f"its recipe: {image.labels.get('labkit.recipe')!r}\n{str(result)[-500:]}",
+            remedy="Run `labkit image build --force` again; if it repeats, `docker rmi` the tag first",
+        )
     if old and old != image.id:
         try:  # the previous build is now untagged: drop it unless a container still uses it
             client.images.remove(old, noprune=False)

@@ -59,10 +59,11 @@ def connect(timeout: int | None = 60) -> docker.client.DockerClient:
         why = _why(exc)
         if why is PermissionError:
             raise SetupError(
-                f"The Docker engine at {where} refused this user. Add yourself to the `docker` group "
-                f"(`sudo usermod -aG docker $USER`, then log in again) or run as root.",
                 missing="Docker engine",
                 reason="permission denied",
+                detail=f"the engine at {where} refused this user",
+                remedy="Add yourself to the `docker` group (`sudo usermod -aG docker $USER`, then log in again) "
+                "or run as root",
             ) from None
         reasons: dict[type[OSError] | None, str] = {
             FileNotFoundError: "no socket there",
@@ -70,9 +71,10 @@ def connect(timeout: int | None = 60) -> docker.client.DockerClient:
         }
         reason = reasons.get(why, str(exc))
         raise SetupError(
-            f"No Docker engine is reachable at {where} ({reason}). {HOW_TO_START}",
             missing="Docker engine",
             reason="unreachable",
+            detail=f"nothing answers at {where}: {reason}",
+            remedy=HOW_TO_START,
         ) from None
 
 

@@ -24,7 +24,7 @@ def explanation_of(exc: BaseException) -> str:
     return str(getattr(exc, "explanation", None) or exc)
 
 
-def engine_error(exc: BaseException, refused: str, then: str = "") -> EngineError:
-    """EngineError for ``exc``: "The Docker engine refused <refused>: <its explanation>. <then>"."""
-    message = f"The Docker engine refused {refused}: {explanation_of(exc)}."
-    return EngineError(f"{message} {then}" if then else message, status_code=status_of(exc))
+def engine_error(exc: BaseException, doing: str, remedy: str = "") -> EngineError:
+    """EngineError for ``exc``: the engine could not do ``doing`` ("remove container c"), its HTTP status
+    and explanation, and ``remedy``, what to do next."""
+    return EngineError(doing=doing, status_code=status_of(exc), detail=explanation_of(exc), remedy=remedy)

@@ -75,15 +75,15 @@ def pull_image(image: str, client: docker.client.DockerClient, progress: bool = 
         bar.finish(False)
         reason = explanation_of(exc)
         login = (
-            " If the registry needs a login, run `docker login nvcr.io` (user $oauthtoken, an NGC API key)."
+            "If the registry needs a login, run `docker login nvcr.io` (user $oauthtoken, an NGC API key). "
             if image.startswith("nvcr.io/")
             else ""
         )
         raise SetupError(
-            f"Docker image {image!r} is not on this engine and could not be pulled: {reason}.{login} "
-            f"{missing_hint(image)}",
             missing=image,
             reason="pull failed",
+            detail=f"not on this engine, and the registry said: {reason}",
+            remedy=login + missing_hint(image),
         ) from None
     bar.finish(True)
 
@@ -97,23 +97,17 @@ def local_image(image: str, client: docker.client.DockerClient, *, pull: bool = 
     except docker.errors.APIError as exc:
         if exc.status_code == _BAD_REQUEST:
             raise SetupError(
-                f"{image!r} is not a valid Docker image name ({exc.explanation}); "
-                f"write it as [registry/]name[:tag], e.g. {OFFLINE_IMAGE!r}.",
                 missing=image,
                 reason="invalid image name",
+                detail=str(exc.explanation),
+                remedy=f"Write it as [registry/]name[:tag], e.g. {OFFLINE_IMAGE!r}",
             ) from None
-        raise engine_error(exc, f"to look up {image!r}") from None
+        raise engine_error(exc, f"look up {image!r}", "Check the engine with `docker info`, then try again") from None
     if image == OFFLINE_IMAGE:  # built locally, published nowhere: pulling would only fail
-        raise SetupError(
-            f"Docker image {image!r} is not on this engine yet. {missing_hint(image)}",
-            missing=image,
-            reason="not built",
-        )
+        raise SetupError(missing=image, reason="not built", detail="not on this engine yet", remedy=missing_hint(image))
     if not pull:
         raise SetupError(
-            f"Docker image {image!r} is not on this engine (and pull=False). {missing_hint(image)}",
-            missing=image,
-            reason="not pulled",
+            missing=image, reason="not pulled", detail="not on this engine, and pull=False", remedy=missing_hint(image)
         )
     pull_image(image, client, progress)
     return client.images.get(image)

@@ -76,7 +76,7 @@ def _remove(containers: list[Any]) -> list[str]:
         except docker.errors.APIError as exc:
             if exc.status_code != _CONFLICT:
                 raise engine_error(
-                    exc, f"to remove container {container.name}", f"Remove it with `docker rm -f {container.name}`."
+                    exc, f"remove container {container.name}", f"Remove it with `docker rm -f {container.name}`"
                 ) from None
         workdir = container.labels.get(LABEL_WORKDIR)
         if dead and workdir and Path(workdir).name.startswith("labkit-docker-"):

@@ -12,6 +12,8 @@ from typing import Literal
 
 from ..errors import SetupError
 
+_REFETCH = "Fetch the archive again from its source"
+
 
 def extract(
     tar: tarfile.TarFile,
@@ -31,16 +33,16 @@ def extract(
         target = (root / member.name).resolve()
         if target != root and root not in target.parents:
             raise SetupError(
-                f"The archive {name} holds {member.name!r}, which would land outside {root}: it was not "
-                "extracted. Fetch the archive again from its source.",
                 missing=name,
                 reason="unsafe archive member",
+                detail=f"{member.name!r} would land outside {root}; nothing was extracted",
+                remedy=_REFETCH,
             )
         if kind == "data" and (member.isdev() or (member.issym() and Path(member.linkname).is_absolute())):
             raise SetupError(
-                f"The archive {name} holds {member.name!r}, a device or a link to an absolute path: it was "
-                "not extracted. Fetch the archive again from its source.",
                 missing=name,
                 reason="unsafe archive member",
+                detail=f"{member.name!r} is a device or a link to an absolute path; nothing was extracted",
+                remedy=_REFETCH,
             )
     tar.extractall(into, members=chosen)  # noqa: S202 - every member was checked above

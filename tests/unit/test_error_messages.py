@@ -96,7 +96,7 @@ CASES = {
     ),
     "SetupError": (
         lambda mp, tmp: _no_engine(mp, tmp),
-        ["No Docker engine is reachable", "dockerd", "docker-engine.sh"],
+        ["Docker engine: unreachable (nothing answers at unix://", "dockerd", "docker-engine.sh"],
     ),
     "BuildError": (
         lambda mp, tmp: _missing_entry_point(mp),

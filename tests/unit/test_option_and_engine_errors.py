@@ -30,7 +30,6 @@ def test_a_bad_argument_is_an_option_error_naming_it(call, option):
     with pytest.raises(OptionError) as raised:
         call()
     assert raised.value.option == option and isinstance(raised.value, LabkitError | ValueError)
-    assert str(raised.value).startswith(option)
 
 
 def _api_error(status: int, explanation: str) -> docker.errors.APIError:
@@ -40,11 +39,11 @@ def _api_error(status: int, explanation: str) -> docker.errors.APIError:
 
 
 def test_the_translator_keeps_the_status_code_and_says_what_to_do():
-    error = engine_error(_api_error(409, "removal in progress"), "to remove container c", "Run it again.")
+    error = engine_error(_api_error(409, "removal in progress"), "remove container c", "Run it again")
     assert isinstance(error, EngineError) and error.status_code == 409
-    assert str(error) == "The Docker engine refused to remove container c: removal in progress. Run it again."
-    broken = engine_error(requests.exceptions.ConnectionError("reset by peer"), "to build x")
-    assert broken.status_code == 0 and "reset by peer" in str(broken)
+    assert (error.doing, error.detail, error.remedy) == ("remove container c", "removal in progress", "Run it again")
+    broken = engine_error(requests.exceptions.ConnectionError("reset by peer"), "build x")
+    assert (broken.status_code, broken.doing, broken.detail, broken.remedy) == (0, "build x", "reset by peer", "")
     assert isinstance(_api_error(500, "x"), ENGINE_ERRORS) and isinstance(
         docker.errors.BuildError("r", []), ENGINE_ERRORS
     )

@@ -23,7 +23,7 @@ try:
     real_models.repository()
     error = None
 except SetupError as exc:
-    error = {"missing": exc.missing, "reason": exc.reason}
+    error = {"missing": exc.missing, "reason": exc.reason, "detail": exc.detail, "remedy": exc.remedy}
 print(json.dumps({"repository": str(real_models.REPOSITORY), "error": error}))
 """
 
@@ -43,4 +43,8 @@ def test_an_installed_labkit_looks_in_the_images_place_and_says_what_to_do_when_
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["repository"] == str(real_models.IMAGE_REPOSITORY)
-    assert result["error"] == {"missing": str(real_models.IMAGE_REPOSITORY), "reason": "no checkout"}
+    error = result["error"]
+    assert (error["missing"], error["reason"]) == (str(real_models.IMAGE_REPOSITORY), "no checkout")
+    places = (str(tmp_path.resolve() / "examples" / "real_models"), str(real_models.IMAGE_REPOSITORY))
+    assert all(place in error["detail"] for place in places)  # it names both places it looked
+    assert "labkit room image" in error["remedy"]

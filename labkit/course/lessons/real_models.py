@@ -92,11 +92,17 @@ def repository() -> Path:
     lab and grader images (the models are the lesson's files, not the package's data)."""
     if not (REPOSITORY / "ocr" / "config.pbtxt").is_file():
         raise SetupError(
-            f"The real models are neither in a checkout of labkit ({CHECKOUT_REPOSITORY}) nor where labkit's lab "
-            f"image holds them ({IMAGE_REPOSITORY}). Run the lesson from a clone of labkit (its "
-            "examples/real_models), or in a lab of labkit's image (`labkit room image` builds it).",
+            needed_by="The real models' lesson",
             missing=str(REPOSITORY),
             reason="no checkout",
+            detail=(
+                f"the models are neither in a checkout of labkit ({CHECKOUT_REPOSITORY}) nor where labkit's lab "
+                f"image holds them ({IMAGE_REPOSITORY})"
+            ),
+            remedy=(
+                "Run the lesson from a clone of labkit (its examples/real_models), or in a lab of labkit's image "
+                "(`labkit room image` builds it)"
+            ),
         )
     return REPOSITORY
 
@@ -181,14 +187,17 @@ def events(
                 result, error = answers.get(timeout=timeout_s)
             except queue.Empty:
                 raise InferenceError(
-                    f"vad_events sent {finals} of {len(audio_frames)} final responses, then nothing for "
-                    f"{timeout_s:g} s: read the server's log (lab.logs.tail()) for its execute's error.",
                     model="vad_events",
+                    happened=(
+                        f"stopped after {finals} of {len(audio_frames)} final responses (nothing more for "
+                        f"{timeout_s:g} s)"
+                    ),
                     reason="no final response",
+                    remedy="Read the server's log (lab.logs.tail()) for its execute's error",
                 ) from None
             if error is not None:
                 raise InferenceError(
-                    f"The stream to vad_events failed: {error.message()}", model="vad_events", reason=error.message()
+                    model="vad_events", happened="failed in its stream", reason=error.message()
                 ) from None
             if result.get_response().parameters["triton_final_response"].bool_param:
                 finals += 1
@@ -231,15 +240,19 @@ def run_in_env(env: Path, script: str, arrays: dict[str, np.ndarray] | None = No
             )
         except subprocess.TimeoutExpired:
             raise SetupError(
-                f"The measurement in {env} ran past {timeout_s:g} s and was stopped.",
+                needed_by="The measurement",
                 missing=str(env),
                 reason="timed out",
+                detail=f"it ran past {timeout_s:g} s and was stopped",
+                remedy=f"Run it again with fewer inputs, or from run_in_env with a timeout_s over {timeout_s:g}",
             ) from None
         if done.returncode != 0:
             raise SetupError(
-                f"The environment {env} could not run the measurement:\n{done.stderr[-1500:]}",
+                needed_by="The measurement",
                 missing=str(env),
                 reason="script failed",
+                detail=done.stderr[-1500:],
+                remedy=f"Check that {env} holds the packages the measurement imports (its Python's error says which)",
             )
         return json.loads((Path(work) / "out.json").read_text())
 

@@ -30,10 +30,11 @@ def _context_files() -> dict[str, bytes]:
     notebooks = package.parent / "notebooks"
     if not notebooks.is_dir():
         raise SetupError(
-            f"The grader image needs labkit's notebooks beside the package ({notebooks}); build it "
-            "from a checkout of labkit.",
+            needed_by="The grader image",
             missing=str(notebooks),
             reason="not a checkout",
+            detail="it needs labkit's notebooks beside the package",
+            remedy="Build it from a checkout of labkit",
         )
     files = {}
     # os.walk, not rglob: labkit/model_repository is a link in a checkout, and rglob does not enter it
@@ -65,10 +66,11 @@ def build_grader_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GR
         base_id = client.images.get(base).id
     except docker.errors.ImageNotFound:
         raise SetupError(
-            f"The grader is built from the participant image {base}, which is missing; build "
-            "it first (`labkit room up` does).",
+            needed_by="The grader image",
             missing=base,
             reason="not built",
+            detail="the participant image it is built from",
+            remedy="Build that first (`labkit room up` does)",
         ) from None
     files = _context_files()
     # compiled once here: labkit's folder is read-only to the grader's user, and each grader run would
@@ -98,6 +100,6 @@ def build_grader_image(client: Any, base: str = PARTICIPANT_IMAGE, tag: str = GR
         )
     except (docker.errors.BuildError, docker.errors.APIError) as exc:
         raise engine_error(
-            exc, f"to build the grader image {tag}", f"Check that {base} runs python3 with labkit's requirements."
+            exc, f"build the grader image {tag}", f"Check that {base} runs python3 with labkit's requirements"
         ) from None
     return image.id

@@ -69,6 +69,7 @@ EXTRA = (f"jupyterhub=={HUB_JUPYTERHUB}.*", "ipykernel", "pip")  # the hub's maj
 KUBERNETES_CLIENT = "kubernetes==37.*"  # in the images for Kubernetes: the board there starts grader Pods
 TRITON_WHEEL = "nvidia-pytriton==0.5.0"  # installed without its requirements (they pin JupyterLab 3)
 EXCLUDED = ("*.solution", "__pycache__", "*.pyc")  # never in the image: reference solutions, byte code
+_PARTICIPANT = "The participant image"  # who needs what a SetupError of the build names
 # Wheels for the execution environments the lessons build (labkit.python_env): in the image, not installed,
 # found by pip through PIP_FIND_LINKS (the grader has no network; a room's labs may have none either).
 LESSON_WHEELS = "/opt/labkit/wheels"
@@ -121,9 +122,11 @@ def _checkout() -> Path:
     root = Path(__file__).resolve().parents[3]
     if not (root / "pyproject.toml").exists() or not (root / "notebooks").is_dir():
         raise SetupError(
-            f"The participant image is built from a labkit checkout; {root} is not one. "
-            "Clone labkit and run `labkit room image` there.",
-            missing="labkit checkout",
+            needed_by=_PARTICIPANT,
+            missing="a labkit checkout",
+            reason="not found",
+            detail=f"{root} is not one",
+            remedy="Clone labkit and run `labkit room image` there",
         )
     return root
 
@@ -246,9 +249,11 @@ def _labkit_wheel(sources: Path, into: Path) -> Path:
         leaked = [n for n in archive.namelist() if n.endswith(".solution")]
     if leaked:
         raise SetupError(
-            f"labkit's wheel holds reference solutions ({', '.join(leaked[:3])}); it must not.",
-            missing="",
+            needed_by=_PARTICIPANT,
+            missing="labkit's wheel without reference solutions",
             reason="solutions in the wheel",
+            detail=", ".join(leaked[:3]),
+            remedy=f"Check the EXCLUDED patterns of {Path(__file__).name} against these files; nothing was built",
         )
     return wheel
 
@@ -341,10 +346,10 @@ def _run_setup(
         tail = container.logs(tail=40).decode(errors="replace")
         container.remove(force=True)
         raise SetupError(
-            f"Setting up the participant image failed (exit {code}):\n{tail}\n"
-            f"Remove {fetched} to download the wheels and packages again.",
             missing="participant image",
             reason="setup failed",
+            detail=f"exit {code}\n{tail}",
+            remedy=f"Read the set-up's last lines; remove {fetched} to download the wheels and packages again",
         )
     return container
 
@@ -375,10 +380,10 @@ def build_image(
             base_id = client.images.get(base).id
         except docker.errors.ImageNotFound:
             raise SetupError(
-                f"The participant image is built on {base}, which is missing: build it first "
-                "with `labkit image build`.",
+                needed_by=_PARTICIPANT,
                 missing=base,
                 reason="not built",
+                remedy="Build it first with `labkit image build`",
             ) from None
         with tempfile.TemporaryDirectory(prefix="labkit-room-image-") as tmp:
             sources, build = Path(tmp) / "src", Path(tmp) / "build"
@@ -414,7 +419,7 @@ def build_image(
         return _commit(client, container, tag, parts, t0)
     except docker.errors.APIError as exc:
         raise engine_error(
-            exc, f"a step of building {tag}", "Check its free disk space (`docker system df`)."
+            exc, f"run a step of building {tag}", "Check its free disk space (`docker system df`)"
         ) from None
     finally:
         client.close()

@@ -63,9 +63,10 @@ def pip(args: list[str], what: str) -> None:
     if proc.returncode != 0:
         tail = "\n".join(line for line in proc.stderr.splitlines() if "is ignored" not in line)[-1500:]
         raise SetupError(
-            f"pip could not {what} (exit {proc.returncode}); is the package index reachable?\n{tail}",
             missing=what,
             reason="pip failed",
+            detail=f"exit {proc.returncode}\n{tail}",
+            remedy="Check that the package index (or the one pip is configured for) is reachable",
         )
 
 
@@ -74,10 +75,11 @@ def examples_of(root: Path) -> Path:
     folder = root / "examples" / "real_models"
     if not (folder / "ocr" / "config.pbtxt").is_file():
         raise SetupError(
-            f"The participant image carries the real models of {folder}, which this checkout lacks: check out "
-            "labkit's examples/ again (git checkout -- examples).",
+            needed_by="The participant image",
             missing=str(folder),
             reason="no example models",
+            detail="it carries the real models, which this checkout lacks",
+            remedy="Check out labkit's examples/ again (git checkout -- examples)",
         )
     return folder
 
@@ -140,10 +142,13 @@ def debian_packages(client: docker.client.DockerClient, base: str, base_id: str)
         container.remove(force=True)
     if code != 0:
         raise SetupError(
-            f"apt could not download {', '.join(DEBIAN_PACKAGES)} in a container of {base} (exit {code}); the "
-            f"engine's containers must reach Debian's mirror once (the packages are then kept in {folder}):\n{tail}",
             missing=" ".join(DEBIAN_PACKAGES),
             reason="apt failed",
+            detail=f"in a container of {base}, exit {code}\n{tail}",
+            remedy=(
+                f"The engine's containers must reach Debian's mirror once (the packages are then kept in {folder}): "
+                "check their network, then try again"
+            ),
         )
     (folder / ".complete").write_text(key)
     for old in folder.parent.glob("debs-*"):

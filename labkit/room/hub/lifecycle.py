@@ -239,7 +239,9 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
         hub_port, proxy_api_port, board_port = _ports(old, gateway)
         replaced = _replace_labs(client, settings, f"{gateway}:{hub_port}")
     except docker.errors.APIError as exc:
-        raise engine_error(exc, "to prepare the room") from None
+        raise engine_error(
+            exc, "prepare the room", "Check the engine with `docker info`, then start the room again"
+        ) from None
     finally:
         client.close()
     keys = _secrets(old)
@@ -385,9 +387,7 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
     except WaitTimeoutError:
         pass  # what keeps appearing is listed by `labkit room status`; `room down` again removes it
     except docker.errors.APIError as exc:
-        raise engine_error(
-            exc, "to remove part of the room", f"Run `labkit room down --dir {directory}` again."
-        ) from None
+        raise engine_error(exc, "remove part of the room", f"Run `labkit room down --dir {directory}` again") from None
     finally:
         client.close()
     return removed
