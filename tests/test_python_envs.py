@@ -17,9 +17,11 @@ import tritonclient.http as http
 from tritonclient.utils import InferenceServerException
 
 import labkit
+from labkit.docker import cpu_image
 from labkit.errors import ExecutionEnvError, InferenceError, MissingModuleError, ModelLoadError, PythonEnvError
 from labkit.plumbing import triton_dist
 from labkit.python_envs.env_contents import read_env
+from labkit.python_envs.stub_pythons import runtime_stubs
 
 DOUBLE = """
 import sys
@@ -80,10 +82,22 @@ def test_refused_before_anything_is_built(tmp_path):
         labkit.python_env(tmp_path / "env", python="3.12")
     assert (caught.value.problem, caught.value.wanted) == ("python", "3.12")
     assert caught.value.available == ["3.8", "3.9", "3.10", "3.11"]
-    assert "3.12" in str(caught.value) and "3.11" in str(caught.value)
+    assert caught.value.runtime == runtime_stubs("embedded").where() and "3.11" in caught.value.remedy
     with pytest.raises(PythonEnvError) as caught:
         labkit.python_env(tmp_path / "env", python="3.10", runtime="docker")  # the CPU image holds 3.11 only
     assert (caught.value.wanted, caught.value.available) == ("3.10", ["3.11"])
+    assert caught.value.runtime == f"image {cpu_image.IMAGE}"
+    for kwargs, problem in [
+        ({"python": "three"}, ("version", "three", "")),
+        ({"runtime": "cloud"}, ("runtime", "", "cloud")),
+        (
+            {"runtime": "docker", "image": "example.org/triton:custom"},
+            ("unknown stub", "", "image example.org/triton:custom"),
+        ),
+    ]:
+        with pytest.raises(PythonEnvError) as caught:
+            labkit.python_env(tmp_path / "env", **kwargs)
+        assert (caught.value.problem, caught.value.wanted, caught.value.runtime) == problem and caught.value.remedy
     mine = tmp_path / "mine.tar.gz"
     mine.write_text("a person's file")
     with pytest.raises(PythonEnvError) as caught:

@@ -288,16 +288,20 @@ class BoardError(HubError):
 
 class PythonEnvError(LabkitError):
     """An execution environment for Python models could not be made. ``problem``: "python" (``wanted`` is
-    a Python that no stub of ``runtime`` has; those it has are ``available``), "interpreter" (no Python
-    ``wanted`` on this machine), "pip" (pip could not install the packages; ``output`` is its last
-    lines), "exists" (``path`` is there already and replacing it was not asked), "requirements" (the
-    requirements file ``path`` cannot be read), "runtime" (a ``runtime`` labkit does not know). ``model``:
-    the model whose requirements.txt it was, if any; ``detail``: the system's words."""
+    a Python that no stub of ``runtime`` has; those it has are ``available``), "version" (``wanted`` is not
+    a MAJOR.MINOR version), "unknown stub" (labkit does not know which Python the stub of ``runtime``, an
+    image, embeds), "interpreter" (no Python ``wanted`` on this machine), "pip" (pip could not install
+    ``packages``, or those of the requirements file ``path``; ``output`` is its last lines), "exists"
+    (``path`` is there already and replacing it was not asked), "requirements" (the requirements file
+    ``path`` cannot be read), "runtime" (a ``runtime`` labkit does not know). ``model``: the model whose
+    requirements.txt it was, if any; ``detail``: the system's words, or where labkit looked."""
 
     _SAID = {
         "python": "No stub of {runtime} embeds Python {wanted} (they embed: {available})",
+        "version": "{wanted!r} is not a Python version",
+        "unknown stub": "labkit does not know which Python the stub of {runtime} embeds",
         "interpreter": "No Python {wanted} on this machine",
-        "pip": "pip could not install the packages of {path}",
+        "pip": "pip could not install {installing}",
         "exists": "{path} exists already, and replacing it was not asked",
         "requirements": "Cannot read the requirements file {path}",
         "runtime": "labkit knows no runtime {runtime!r}",
@@ -305,28 +309,30 @@ class PythonEnvError(LabkitError):
 
     def __init__(
         self,
-        *legacy: str,
+        *,
         problem: str,
         wanted: str = "",
         available: Sequence[str] = (),
         runtime: str = "",
         path: str = "",
+        packages: Sequence[str] = (),
         output: str = "",
         model: str = "",
         detail: str = "",
         remedy: str = "",
-        message: str = "",
     ) -> None:
         self.problem, self.wanted, self.available, self.runtime = problem, wanted, list(available), runtime
-        self.path, self.output, self.model, self.detail = path, output, model, detail
-        super().__init__(remedy=remedy, message=message or "".join(legacy[:1]))
+        self.path, self.packages, self.output, self.model, self.detail = path, list(packages), output, model, detail
+        super().__init__(remedy=remedy)
 
     def _headline(self) -> str:
-        fields = dict(vars(self), available=_listed(self.available))
+        installing = " ".join(self.packages) or (f"the packages of {self.path}" if self.path else "the packages")
+        fields = dict(vars(self), available=_listed(self.available), installing=installing)
         text = self._SAID.get(self.problem, "The environment could not be made ({problem})").format(**fields)
         for label, value in (("", self.path), ("wanted: Python ", self.wanted), ("runtime: ", self.runtime)):
             text = mention(text, label, value)
         text = mention(text, "available: ", self.available)
+        text = mention(text, "packages: ", " ".join(self.packages))
         if self.model:
             text += f" (for model {self.model!r})"
         return said(text, self.detail)

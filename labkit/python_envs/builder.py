@@ -86,11 +86,13 @@ def _interpreter(version: Version) -> str:
         if said == version_text(version):
             return candidate
     raise PythonEnvError(
-        f"No Python {version_text(version)} on this machine (looked for {name} on PATH, under pyenv and uv, and in "
-        f"/usr/bin). Install one (`uv python install {version_text(version)}`, pyenv, or your system's package), "
-        f"or build for the Python this lab runs ({version_text(sys.version_info[:2])}).",
         problem="interpreter",
         wanted=version_text(version),
+        detail=f"looked for {name} on PATH, under pyenv and uv, and in /usr/bin",
+        remedy=(
+            f"Install one (`uv python install {version_text(version)}`, pyenv, or your system's package), or build "
+            f"for the Python this lab runs ({version_text(sys.version_info[:2])})"
+        ),
     )
 
 
@@ -116,9 +118,13 @@ def _run_pip(venv: Path, requirements: list[str], progress: Callable[[str], None
             progress(f"  pip: {line}")
     if proc.wait() != 0:
         raise PythonEnvError(
-            f"pip could not install {' '.join(requirements)}:\n" + "\n".join(lines[-15:]),
             problem="pip",
+            packages=requirements,
             output="\n".join(lines[-40:]),
+            remedy=(
+                "Check the names and versions pip could not find or build (it says which); a first build needs the "
+                "package index, or a local one that pip is configured for (PIP_INDEX_URL, PIP_FIND_LINKS)"
+            ),
         )
 
 
@@ -209,10 +215,11 @@ def read_requirements(path: str | Path, model: str = "") -> str:
         return Path(path).read_text()
     except OSError as exc:
         raise PythonEnvError(
-            f"Cannot read the requirements file {path}{f' of model {model!r}' if model else ''}: {exc.strerror}.",
             problem="requirements",
             path=str(path),
             model=model,
+            detail=exc.strerror or str(exc),
+            remedy="Give the path of a readable requirements file: one pip requirement a line",
         ) from None
 
 
@@ -250,21 +257,22 @@ def python_env(
     version = parse_version(python) if python else stubs.serves
     if version not in stubs.holds:
         raise PythonEnvError(
-            f"Python {version_text(version)} has no stub in {stubs.describe()}: a model given this environment "
-            f"could never load. Build for Python {' or '.join(map(version_text, stubs.holds))}.",
             problem="python",
             wanted=version_text(version),
             available=[version_text(v) for v in stubs.holds],
-            runtime=stubs.describe(),
+            runtime=stubs.where(),
+            remedy=(
+                "A model given this environment could never load: build for Python "
+                f"{' or '.join(map(version_text, stubs.holds))}"
+            ),
         )
     out = Path(out).expanduser().absolute()
     target = out if not pack or out.name.endswith(".tar.gz") else out.with_name(f"{out.name}.tar.gz")
     if (target.exists() or target.is_symlink()) and not replace:
         raise PythonEnvError(
-            f"{target} exists already; labkit does not replace it unasked. Remove it, choose another path, or "
-            f"pass replace=True (--replace).",
             problem="exists",
             path=str(target),
+            remedy="Remove it, choose another path, or pass replace=True (--replace)",
         )
     pip_args, requirements_text = _requirements(packages, requirements)
     folder, cached = cached_build(version, stubs, pip_args, requirements_text, say)

@@ -126,16 +126,17 @@ def _env(text: str, requirements: Path, models: Sequence[str], stubs: StubRuntim
     except PythonEnvError as exc:
         if exc.problem != "pip":
             raise
-        which = f"{'model' if len(models) == 1 else 'models'} {named}" if models else "its packages"
         raise PythonEnvError(
-            f"The environment of {which} could not be built from {requirements}: pip could not install "
-            f"its packages. labkit builds it once, into {cache_dir() / 'python-envs'}, and serves offline after "
-            f"that; this first build needs the package index (or a local one that pip is configured for: "
-            f"PIP_INDEX_URL, PIP_FIND_LINKS). pip said:\n{exc.output[-1500:]}",
             problem="pip",
             path=str(requirements),
             output=exc.output,
             model=models[0] if models else "",
+            detail=f"the environment shared by models {named}" if len(models) > 1 else "",
+            remedy=(
+                f"labkit builds it once, into {cache_dir() / 'python-envs'}, and serves offline after that; this "
+                "first build needs the package index, or a local one that pip is configured for (PIP_INDEX_URL, "
+                "PIP_FIND_LINKS). Check the names and versions pip could not find or build (it says which)"
+            ),
         ) from None
     return fill_once(folder / "env", lambda partial: _unpack(folder / "env.tar", partial, say))
 

@@ -38,9 +38,7 @@ def parse_version(text: str | Version) -> Version:
         return (int(text[0]), int(text[1]))
     match = re.fullmatch(r"(\d+)\.(\d+)", str(text).strip())
     if not match:
-        raise PythonEnvError(
-            f"A Python version is MAJOR.MINOR, e.g. 3.11, not {text!r}.", problem="python", wanted=str(text)
-        )
+        raise PythonEnvError(problem="version", wanted=str(text), remedy="Give MAJOR.MINOR, e.g. 3.11")
     return (int(match[1]), int(match[2]))
 
 
@@ -54,9 +52,12 @@ class StubRuntime:
     holds: tuple[Version, ...]  # every stub the runtime has (one of them can be given to a model or backend)
     python_prefix: str  # where the runtime's Python lives ("": this machine's, for the embedded server)
 
+    def where(self) -> str:
+        """Where the stubs are: an image, or the wheel of the embedded server."""
+        return f"image {self.image}" if self.image else "the nvidia-pytriton wheel (labkit's embedded server)"
+
     def describe(self) -> str:
-        where = f"image {self.image}" if self.image else "the nvidia-pytriton wheel (labkit's embedded server)"
-        return f"{where}: stubs for Python {', '.join(map(version_text, self.holds))}"
+        return f"{self.where()}: stubs for Python {', '.join(map(version_text, self.holds))}"
 
 
 def runtime_stubs(runtime: str = "embedded", image: str | None = None, python: str | None = None) -> StubRuntime:
@@ -66,9 +67,7 @@ def runtime_stubs(runtime: str = "embedded", image: str | None = None, python: s
         own: Version = (sys.version_info[0], sys.version_info[1])
         return StubRuntime("embedded", "", own, triton_dist.STUB_PYTHONS, "")
     if runtime != "docker":
-        raise PythonEnvError(
-            f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}.", problem="runtime", runtime=runtime
-        )
+        raise PythonEnvError(problem="runtime", runtime=runtime, remedy=f"Give one of: {', '.join(RUNTIMES)}")
     image = image or cpu_image.IMAGE
     if image in KNOWN_IMAGES:
         version, prefix = KNOWN_IMAGES[image]
@@ -76,13 +75,15 @@ def runtime_stubs(runtime: str = "embedded", image: str | None = None, python: s
         version, prefix = parse_version(python), "/usr"
     else:
         raise PythonEnvError(
-            f"labkit does not know which Python the stub of image {image} embeds (it knows "
-            f"{', '.join(KNOWN_IMAGES)}), so it cannot build a model's environment for it. Build one yourself: "
-            f"`labkit python-env MODEL/env --server docker --image {image} --python 3.X --requirements "
-            f"MODEL/requirements.txt` (3.X: the image's `python3 --version`), name it in the model's config.pbtxt "
-            f'(parameters {{ key: "EXECUTION_ENV_PATH" ... }}), or serve with an image labkit knows.',
-            problem="python",
-            runtime=f"docker {image}",
+            problem="unknown stub",
+            runtime=f"image {image}",
+            detail=f"it knows {', '.join(KNOWN_IMAGES)}, so it cannot build a model's environment for this one",
+            remedy=(
+                f"Build one yourself: `labkit python-env MODEL/env --server docker --image {image} --python 3.X "
+                "--requirements MODEL/requirements.txt` (3.X: the image's `python3 --version`), name it in the "
+                'model\'s config.pbtxt (parameters { key: "EXECUTION_ENV_PATH" ... }), or serve with an image labkit '
+                "knows"
+            ),
         )
     return StubRuntime("docker", image, version, (version,), prefix)
 
