@@ -39,7 +39,7 @@ Every class has ``remedy``; no bare LabkitError is raised (tests/unit/test_error
     │   ├── RequestDroppedError     .needs: Triton released the request without an answer (its log says so)
     │   └── AnswerMismatchError     .answered .expected
     ├── BuildError                  .backend .problem .compiler_output .missing_exports .unavailable .file .line .command .flag
-    ├── PythonEnvError              .problem .wanted .available .runtime .path .output .model .detail: an environment not made
+    ├── PythonEnvError              .problem .wanted .available .runtime .path .packages .output .model .detail: an environment not made
     ├── PerfAnalyzerError           .model .at .problem .exit_code .output: perf_analyzer failed
     │   └── UnstableMeasurementError
     ├── TraceError                  .model .problem .detail: Triton's request traces could not be recorded or read

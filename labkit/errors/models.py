@@ -24,13 +24,12 @@ class RepositoryError(LabkitError):
         missing: str = "",
         refused: object = None,
         remedy: str = "",
-        message: str = "",
     ) -> None:
         self.subject = subject
         self.problem = problem
         self.missing = missing
         self.refused = refused
-        super().__init__(remedy=remedy, message=message)
+        super().__init__(remedy=remedy)
 
     def _headline(self) -> str:
         text = " ".join(part for part in (self.subject, self.problem) if part) or "The repository refused"
@@ -86,14 +85,13 @@ class ConfigError(RepositoryError):
         source: str = "",
         problem: str = "",
         remedy: str = "",
-        message: str = "",
     ) -> None:
         self.field = field
         self.value = value
         self.valid = list(valid)
         self.lacks = list(lacks)
         self.source = source
-        super().__init__(problem=problem, remedy=remedy, message=message)
+        super().__init__(problem=problem, remedy=remedy)
 
     def _headline(self) -> str:
         parts = [self.source] if self.source else []
@@ -378,7 +376,7 @@ class BuildError(LabkitError):
 
     def __init__(
         self,
-        *legacy: str,
+        *,
         backend: str = "",
         problem: str = "did not build",
         compiler_output: str = "",
@@ -390,7 +388,6 @@ class BuildError(LabkitError):
         command: str = "",
         flag: str = "",
         remedy: str = "",
-        message: str = "",
     ) -> None:
         self.backend = backend
         self.problem = problem
@@ -399,7 +396,7 @@ class BuildError(LabkitError):
         self.missing_exports = list(missing_exports)
         self.unavailable = list(unavailable)
         self.file, self.line, self.command, self.flag = file, line, command, flag
-        super().__init__(remedy=remedy, message=message or "".join(legacy[:1]))
+        super().__init__(remedy=remedy)
 
     def _headline(self) -> str:
         text = f"Backend {self.backend!r} {self.problem}" if self.backend else self.problem

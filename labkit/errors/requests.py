@@ -19,21 +19,20 @@ class InferenceError(LabkitError):
 
     def __init__(
         self,
-        *legacy: str,
+        *,
         model: str = "",
         reason: str = "",
         stack: str = "",
         happened: str = "failed",
         detail: str = "",
         remedy: str = "",
-        message: str = "",
     ) -> None:
         self.model = model
         self.reason = reason
         self.stack = stack
         self.happened = happened
         self.detail = detail
-        super().__init__(remedy=remedy, message=message or "".join(legacy[:1]))
+        super().__init__(remedy=remedy)
 
     def _headline(self) -> str:
         text = f"The request to {self.model!r} {self.happened}" if self.model else f"The request {self.happened}"

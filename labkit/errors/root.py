@@ -3,11 +3,7 @@
 Every class composes its text from its fields, as docker-py's ``APIError.__str__`` does: ``_headline``
 (what happened, about what, and why, on the first line), then ``remedy`` (what to do next), then
 ``_blocks`` (a tool's own long words, each under a ``--- label ---`` line). Fields may hold free
-text (a tool's words, a remedy sentence); the shape of the message is the class's.
-
-``message=`` is a transitional keyword for the modules not converted yet (see
-tests/unit/test_errors_from_fields.py, NOT_YET_CONVERTED): given, it is the first line instead of
-the headline. A few classes also still take it positionally there (``*legacy``)."""
+text (a tool's words, a remedy sentence); the shape of the message is the class's."""
 
 from __future__ import annotations
 
@@ -48,9 +44,8 @@ class LabkitError(Exception):
 
     remedy: str
 
-    def __init__(self, *, remedy: str = "", message: str = "") -> None:
+    def __init__(self, *, remedy: str = "") -> None:
         self.remedy = remedy
-        self._message = message
         super().__init__(self._compose())
 
     def _headline(self) -> str:
@@ -62,8 +57,6 @@ class LabkitError(Exception):
         return []
 
     def _compose(self) -> str:
-        if self._message:  # transitional: a module not converted yet wrote the whole text itself
-            return self._message
         text = self._headline().strip()  # as the class wrote it: it may begin with a name ("m loaded")
         remedy = self.remedy.strip()
         if remedy and remedy not in text:
@@ -92,19 +85,18 @@ class SetupError(LabkitError):
 
     def __init__(
         self,
-        *legacy: str,
+        *,
         missing: str = "",
         reason: str = "",
         needed_by: str = "",
         detail: str = "",
         remedy: str = "",
-        message: str = "",
     ) -> None:
         self.missing = missing
         self.reason = reason
         self.needed_by = needed_by
         self.detail = detail
-        super().__init__(remedy=remedy, message=message or "".join(legacy[:1]))
+        super().__init__(remedy=remedy)
 
     def _headline(self) -> str:
         what = self.missing or "something"
@@ -131,13 +123,11 @@ class EngineError(LabkitError):
     """The Docker engine refused or failed an operation: ``doing`` what (e.g. "remove container c"),
     ``status_code`` its HTTP status (0 if none), ``detail`` its own words, ``remedy`` what to do next."""
 
-    def __init__(
-        self, *legacy: str, status_code: int = 0, doing: str = "", detail: str = "", remedy: str = "", message: str = ""
-    ) -> None:
+    def __init__(self, *, status_code: int = 0, doing: str = "", detail: str = "", remedy: str = "") -> None:
         self.status_code = status_code
         self.doing = doing
         self.detail = detail
-        super().__init__(remedy=remedy, message=message or "".join(legacy[:1]))
+        super().__init__(remedy=remedy)
 
     def _headline(self) -> str:
         text = f"The Docker engine could not {self.doing or 'do what labkit asked'}"

@@ -20,14 +20,13 @@ class ServerError(LabkitError):
         log_tail: str = "",
         exit_summary: str = "",
         remedy: str = "",
-        message: str = "",
     ) -> None:
         self.doing = doing
         self.reason = reason
         self.detail = detail
         self.log_tail = log_tail
         self.exit_summary = exit_summary
-        super().__init__(remedy=remedy, message=message)
+        super().__init__(remedy=remedy)
 
     def _headline(self) -> str:
         text = ": ".join(part for part in (self.doing, self.reason) if part) or "The server failed"

@@ -16,36 +16,7 @@ import labkit.errors
 ROOT = Path(labkit.__file__).parent
 REPO = ROOT.parent
 
-#: Modules other engineers are changing now: their raise sites still pass a message (positionally, or as
-#: ``message=``). The step that converts them empties this set, then drops ``LEGACY_POSITIONAL``, the
-#: ``*legacy`` parameters and ``message=`` from labkit.errors.
-NOT_YET_CONVERTED = {
-    "labkit/course/exercises/nb01.py",
-    "labkit/course/exercises/nb03.py",
-    "labkit/course/exercises/nb07.py",
-    "labkit/course/exercises/nb11.py",
-    "labkit/course/exercises/nb15.py",
-    "labkit/course/exercises/nb17.py",
-    "labkit/course/exercises/nb18.py",
-    "labkit/course/lesson_time.py",
-    "labkit/course/schedule.py",
-    "labkit/course/workshop.py",
-    "labkit/course/lessons/real_models.py",
-    "labkit/room/hub/lab_image.py",
-    "labkit/room/grader/image.py",
-    "labkit/python_envs/",
-    "labkit/cli/serve.py",
-    "labkit/docker/",
-}
-
-#: The classes that still take a message positionally (``*legacy``), for the raise sites of NOT_YET_CONVERTED.
-LEGACY_POSITIONAL = {"SetupError", "EngineError", "BuildError", "InferenceError", "PythonEnvError"}
-
 CLASSES = {name: getattr(labkit.errors, name) for name in labkit.errors.__all__}
-
-
-def _not_yet(path: str) -> bool:
-    return any(path == entry or (entry.endswith("/") and path.startswith(entry)) for entry in NOT_YET_CONVERTED)
 
 
 def _sources() -> list[tuple[str, ast.Module]]:
@@ -62,19 +33,14 @@ def _called(node: ast.Call) -> str:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
-def test_the_not_yet_converted_modules_exist():
-    for entry in NOT_YET_CONVERTED:
-        assert (REPO / entry).exists(), f"{entry} is gone: drop it from NOT_YET_CONVERTED"
-
-
 @pytest.mark.parametrize("name", sorted(CLASSES))
 def test_no_class_takes_a_message_positionally(name):
     parameters = inspect.signature(CLASSES[name]).parameters.values()
     positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     assert positional == [], f"{name} takes {positional} positionally: its fields are keyword-only"
-    assert "message" not in [p.name for p in parameters if p.kind is not p.KEYWORD_ONLY]
+    assert "message" not in [p.name for p in parameters], f"{name} takes a message: it composes its own"
     legacy = [p.name for p in parameters if p.kind is p.VAR_POSITIONAL]
-    assert not legacy or name in LEGACY_POSITIONAL, f"{name} takes *{legacy[0]}, outside LEGACY_POSITIONAL"
+    assert legacy == [], f"{name} takes *{legacy[0]}: its fields are keyword-only"
 
 
 def test_no_raise_site_passes_a_message_and_none_raises_a_bare_labkit_error():
@@ -83,20 +49,11 @@ def test_no_raise_site_passes_a_message_and_none_raises_a_bare_labkit_error():
         for node in ast.walk(tree):
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and _called(node.exc) == "LabkitError":
                 bad.append(f"{rel}:{node.lineno}: raise LabkitError(...): use the class of the case")
-            if not isinstance(node, ast.Call) or _called(node) not in CLASSES or _not_yet(rel):
+            if not isinstance(node, ast.Call) or _called(node) not in CLASSES:
                 continue
             if node.args or any(k.arg == "message" for k in node.keywords):
                 bad.append(f"{rel}:{node.lineno}: {_called(node)}(...) given a message: give its fields")
     assert bad == []
-
-
-def test_only_the_not_yet_converted_modules_use_the_transitional_message():
-    used = set()
-    for rel, tree in _sources():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _called(node) in CLASSES and node.args:
-                used.add(rel)
-    assert all(_not_yet(rel) for rel in used), sorted(used)
 
 
 # -- every field given shows in the text --------------------------------------------------------------------
@@ -111,7 +68,16 @@ CHOICES = {
     ("EnsembleStepError", "problem"): ["not in the repository", "did not load", "no such input"],
     ("EnsembleStepError", "refused_by"): ["labkit", "triton"],
     ("RequestError", "refused_by"): ["labkit", "triton"],
-    ("PythonEnvError", "problem"): ["python", "interpreter", "pip", "exists", "requirements", "runtime"],
+    ("PythonEnvError", "problem"): [
+        "python",
+        "version",
+        "unknown stub",
+        "interpreter",
+        "pip",
+        "exists",
+        "requirements",
+        "runtime",
+    ],
     ("PortTakenError", "service"): ["http", "room"],
 }
 
@@ -133,11 +99,7 @@ def _sample(name: str, field: str, annotation: str, index: int) -> object:
 def _samples(name: str) -> dict[str, object]:
     hints = typing.get_type_hints(CLASSES[name].__init__)
     fields = [p for p in inspect.signature(CLASSES[name]).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    return {
-        p.name: _sample(name, p.name, str(hints.get(p.name, "")), i)
-        for i, p in enumerate(fields)
-        if p.name != "message"
-    }
+    return {p.name: _sample(name, p.name, str(hints.get(p.name, "")), i) for i, p in enumerate(fields)}
 
 
 def _shown(value: object) -> list[str]:
