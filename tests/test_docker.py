@@ -162,8 +162,9 @@ def _mine() -> set[str]:
 
 
 def test_gpu_option(engine):
-    with pytest.raises(ValueError, match="gpus"):
+    with pytest.raises(labkit.errors.OptionError) as refused:
         DockerServer(gpus="yes")
+    assert (refused.value.option, refused.value.value) == ("gpus", "yes") and isinstance(refused.value, ValueError)
     if lk_engine.gpu_runtime(engine) is None:
         with pytest.raises(labkit.errors.SetupError) as info:
             DockerServer(image=lk_image.IMAGE, gpus=True).start()

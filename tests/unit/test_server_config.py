@@ -16,7 +16,7 @@ import labkit
 import labkit.errors
 import labkit.server
 from labkit.cli import serve
-from labkit.errors import WaitTimeoutError
+from labkit.errors import OptionError, WaitTimeoutError
 from labkit.plumbing.endpoints import Endpoints
 from labkit.plumbing.polling import wait_until
 from labkit.server.server_config import ServerConfig, TritonPlace, argv
@@ -61,8 +61,9 @@ def test_the_python_backends_shared_memory_options_go_to_backend_config():
     ]
     assert ServerConfig(shm_prefix="p_").python_backend_config == {"shm-region-prefix-name": "p_"}  # Triton's defaults
     for bad in (0, -1, 1.5, True, "1m"):
-        with pytest.raises(ValueError, match="shm-default-byte-size"):
+        with pytest.raises(OptionError) as refused:
             ServerConfig(shm_default_byte_size=bad)  # type: ignore[arg-type]
+        assert (refused.value.option, refused.value.value) == ("shm-default-byte-size", bad)
 
 
 def test_rendering_is_pure_and_the_config_frozen():

@@ -61,7 +61,7 @@ def test_an_http_client_closed_in_one_thread_and_released_in_another_closes_once
 
 
 def test_an_unknown_protocol_is_a_labkit_error_naming_the_choices():
-    with pytest.raises(labkit.errors.UnknownProtocolError, match="'http' or 'grpc', not 'htp'") as info:
+    with pytest.raises(labkit.errors.UnknownProtocolError) as info:
         Transport.of("htp")
     assert isinstance(info.value, ValueError) and info.value.protocol == "htp" and info.value.known == ["http", "grpc"]
     with pytest.raises(labkit.errors.UnknownProtocolError):

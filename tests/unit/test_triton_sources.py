@@ -50,7 +50,7 @@ def test_a_folder_without_the_sources_is_a_setup_error_saying_what_to_set(cache,
         triton_sources.source("core")
     assert info.value.missing == str(tmp_path / "core-include-r23.12.tar.gz")
     assert info.value.reason == "no such file"
-    assert triton_sources.ENV in str(info.value)
+    assert triton_sources.ENV in info.value.remedy
 
 
 def test_the_whole_core_tree_comes_from_its_own_archive(archives, cache, tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from tritonclient.utils import triton_to_np_dtype
 
-from ...errors import LabkitError
+from ...errors import LabkitError, OptionError
 from ...server.base import TritonServer
 from ..catalogue import REGISTRY, Verdict
 
@@ -55,9 +55,11 @@ def exercise(id: str, *, sources: tuple[str, ...] = ()) -> Callable[[Callable[..
 
     def register(verify: Callable[..., None]) -> Callable[..., None]:
         if id not in REGISTRY:
-            raise ValueError(f"exercise {id!r} is not in labkit.course.catalogue")
+            raise OptionError(option="id", value=id, valid="the id of an exercise in labkit.course.catalogue")
         if id in CHECKS:
-            raise ValueError(f"exercise {id!r} is registered twice")
+            raise OptionError(
+                option="id", value=id, valid="an exercise's id not registered yet (this one has its check)"
+            )
         CHECKS[id] = Check(verify, tuple(sources))
         return verify
 
