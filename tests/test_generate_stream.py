@@ -82,7 +82,8 @@ def test_generate_stream_names_a_missing_input_a_wrong_kind_and_what_json_cannot
     assert len(info.value.differs) == 1 and "JSON string" in info.value.differs[0], info.value.differs
     with pytest.raises(labkit.RequestError) as info:  # not JSON at all: refused before sending
         labkit.generate_stream(decoupled_lab, decoupled.MODEL, {"IN": b"\x04"})
-    assert info.value.model == decoupled.MODEL and info.value.reason == "" and len(info.value.differs) == 1
+    # labkit refused it, not Triton: nothing was sent
+    assert info.value.model == decoupled.MODEL and info.value.refused_by == "labkit" and len(info.value.differs) == 1
 
 
 def test_generate_stream_to_a_model_not_loaded(decoupled_lab):

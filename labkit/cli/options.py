@@ -68,10 +68,11 @@ def check_own_library(repo: Path, model: str, backend_directory: str | None) -> 
     if not any(p.is_file() for p in places):
         raise SetupError(
             needed_by=f"Model {model!r} in {repo} (backend {backend!r})",
-            reason=f"no {library} in its folder"
+            reason="no backend library",
+            remedy=f"There is no {library} in its folder"
             + (f" or in {backend_directory}" if backend_directory else "")
-            + ", and labkit does not put its own reference backend in a repository of yours unasked",
-            remedy=f"Give --backend-directory DIR holding {backend}/{library} (`labkit build-backend {backend} SOURCE --out DIR` "
+            + ", and labkit does not put its own reference backend in a repository of yours unasked. "
+            f"Give --backend-directory DIR holding {backend}/{library} (`labkit build-backend {backend} SOURCE --out DIR` "
             f"writes one), put {library} in the model's version folder, or pass --build-reference-backends to measure "
             f"labkit's reference {backend!r} (written into the model's version folder)",
             missing=str(

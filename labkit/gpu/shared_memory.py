@@ -117,8 +117,8 @@ def infer(
         }
     except cudashm.CudaSharedMemoryException as exc:
         raise GpuUnavailableError(
-            remedy="Check `nvidia-smi` and the device number",
-            missing=f"CUDA device {device_id}",
+            remedy=f"Check `nvidia-smi` and the device number (GPU {device_id} was asked for)",
+            missing="CUDA device",
             reason=str(exc),
             wanted="CUDA shared memory",
         ) from None
