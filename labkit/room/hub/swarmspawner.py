@@ -88,7 +88,9 @@ class RoomSwarmSpawner(SwarmSpawner):
         self.extra_endpoint_spec = {"mode": "dnsrr", "ports": {None: (self.port, "tcp", "host")}}
         self.extra_task_spec = {"restart_policy": RestartPolicy(condition="none")}
         # SwarmSpawner passes extra_create_kwargs as they are: the labels' {raw_username} stays unfilled
-        self.extra_create_kwargs = self._render_templates(self.extra_create_kwargs)
+        self.extra_create_kwargs = self._render_templates(self.extra_create_kwargs)  # type: ignore[has-type]
+        # the lab's container carries the room's labels too, as on one engine (a node's clean-up finds it)
+        self.extra_container_spec = {"labels": self.extra_create_kwargs.get("labels", {})}
         return await super().create_object()
 
     async def poll(self) -> int | None | str:
