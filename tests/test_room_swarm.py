@@ -176,3 +176,38 @@ def test_swarm_clean_room_down_leaves_nothing_on_any_node(swarm, tmp_path):
     for node in swarm.workers:  # the test's own clean-up of the work it kept
         for volume in swarm.client(node).volumes.list(filters={"label": f"{WORK_LABEL}={room_id}"}):
             volume.remove()
+
+
+def _availability(swarm: Swarm, node, availability: str) -> None:
+    found = swarm.client(swarm.manager).nodes.get(swarm.node_ids[node.name])
+    found.update({**found.attrs["Spec"], "Availability": availability})
+
+
+def test_swarm_cancel_a_spawn_cancelled_leaves_no_service_and_the_lab_starts_on_its_node_later(swarm, tmp_path):
+    """p02's node (the second worker) drained: their spawn waits; the teacher cancels it (DELETE on the
+    pending server). No service is left; once the node is back, p02's lab starts there, not elsewhere."""
+    (port,) = free_ports(1)
+    room = SwarmRoom(swarm, tmp_path / "room", port)
+    room_id, second = room.record["room_id"], swarm.workers[1]
+    _availability(swarm, second, "drain")
+    try:
+        assert room.request("POST", "hub/api/users/p02/server").status_code == 202
+
+        def waiting() -> bool:
+            services = _services(swarm, room_id)
+            return bool(services) and all(t["Status"]["State"] == "pending" for s in services for t in s.tasks())
+
+        eventually(waiting, "p02's service waiting for its drained node", 60, interval_s=0.5)
+        assert room.request("DELETE", "hub/api/users/p02/server").status_code in (202, 204)
+        eventually(lambda: not _services(swarm, room_id), "the cancelled spawn's service removed", 60, interval_s=0.5)
+        status = _labkit(swarm, "room", "status", "--dir", str(room.directory))
+        assert next(line for line in status.splitlines() if line.strip().startswith("p02")).split()[1] == "stopped"
+    finally:
+        _availability(swarm, second, "active")
+    assert room.request("POST", "hub/api/users/p02/server").status_code in (201, 202)
+    eventually(lambda: room.ready(["p02"]), "p02's lab ready once its node is back", 300, interval_s=1)
+    (service,) = _services(swarm, room_id)
+    (task,) = service.tasks(filters={"desired-state": "running"})
+    assert swarm.node_of(task["NodeID"]) == second
+    room.down()
+    assert not _services(swarm, room_id)
