@@ -239,6 +239,7 @@ class Swarm:
         self._threads: dict[str, ThreadPoolExecutor] = {}
         self._engines: list[subprocess.Popen[bytes]] = []
         self.node_ids: dict[str, str] = {}  # node name -> its swarm node id
+        self.images: list[str] = []  # loaded into the workers, in order
 
     @classmethod
     def create(cls, start_timeout_s: float = 60) -> Swarm:
@@ -377,6 +378,7 @@ class Swarm:
         image = source.images.get(tag)
         wanted = [n for n in nodes if not any(i.id == image.id for i in self.client(n).images.list(name=tag))]
         if not wanted:
+            self.images.append(tag)
             return
         archive = DATA / self.id / (tag.replace("/", "_").replace(":", "_") + ".tar")
         t0 = time.monotonic()
@@ -409,6 +411,7 @@ class Swarm:
         for thread in threads:
             thread.join()
         archive.unlink()
+        self.images.append(tag)
         for node in wanted:
             self.client(node).images.get(tag)  # ImageNotFound when a load failed
         say(f"{tag} loaded into {', '.join(n.name for n in wanted)} in {time.monotonic() - t0:.0f} s")

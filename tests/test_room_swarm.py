@@ -50,7 +50,8 @@ class SwarmRoom:
 
     def __init__(self, swarm: Swarm, directory: Path, port: int) -> None:
         self.swarm, self.directory = swarm, directory
-        _labkit(swarm, "room", "up", "--swarm", "--dir", str(directory), "--port", str(port), "--participants", "2")
+        up = ["room", "up", "--swarm", "--dir", str(directory), "--port", str(port), "--participants", "2"]
+        _labkit(swarm, *up, "--image", swarm.images[0])  # the lab image the fixture loaded into the workers
         self.record = json.loads((directory / "room.json").read_text())
         self.url = self.record["url"].rstrip("/")
 
@@ -145,7 +146,7 @@ def test_swarm_clean_room_down_leaves_nothing_on_any_node(swarm, tmp_path):
     room = SwarmRoom(swarm, tmp_path / "room", port)
     room_id = room.record["room_id"]
     for login in LOGINS:
-        room.request("POST", f"hub/api/users/{login}/server")
+        assert room.request("POST", f"hub/api/users/{login}/server").status_code in (201, 202)
     eventually(lambda: room.ready(LOGINS), "labs ready", 300, interval_s=1)
     held = {
         n.name for n in swarm.workers if swarm.client(n).containers.list(filters={"label": f"{ROOM_LABEL}={room_id}"})
