@@ -48,10 +48,20 @@ def _labkit(swarm: Swarm, *args: str, check: bool = True) -> str:
 class SwarmRoom:
     """A room that `room up --swarm` started on the manager, and HTTP to it from inside the manager's namespace."""
 
-    def __init__(self, swarm: Swarm, directory: Path, port: int) -> None:
+    def __init__(self, swarm: Swarm, directory: Path, port: int, participants: int = 2, image: str = "") -> None:
         self.swarm, self.directory = swarm, directory
-        up = ["room", "up", "--swarm", "--dir", str(directory), "--port", str(port), "--participants", "2"]
-        _labkit(swarm, *up, "--image", swarm.images[0])  # the lab image the fixture loaded into the workers
+        up = [
+            "room",
+            "up",
+            "--swarm",
+            "--dir",
+            str(directory),
+            "--port",
+            str(port),
+            "--participants",
+            str(participants),
+        ]
+        _labkit(swarm, *up, "--image", image or swarm.images[0])  # by default the lab image the workers hold
         self.record = json.loads((directory / "room.json").read_text())
         self.url = self.record["url"].rstrip("/")
 
@@ -212,3 +222,25 @@ def test_swarm_cancel_a_spawn_cancelled_leaves_no_service_and_the_lab_starts_on_
     assert swarm.node_of(task["NodeID"]) == second
     room.down()
     assert not _services(swarm, room_id)
+
+
+def test_swarm_image_missing_on_the_workers_fails_the_spawn_at_once_and_leaves_no_service(swarm, tmp_path):
+    """A room started on an image the workers do not hold: Swarm rejects the task (nothing is pulled), the
+    participant's spawn fails well before its timeout instead of waiting for it, and no service stays."""
+    (port,) = free_ports(1)
+    directory = tmp_path / "room"
+    room = SwarmRoom(swarm, directory, port, participants=1, image="labkit-test/not-on-any-worker:1")
+    try:
+        started = room.request("POST", "hub/api/users/p01/server")
+
+        def failed() -> bool:
+            server = (room.request("GET", "hub/api/users/p01").json().get("servers") or {}).get("")
+            return not server and not _services(swarm, room.record["room_id"])
+
+        assert started.status_code in (202, 500)
+        # well inside the spawn's own timeout (600 s): the rejected task is not waited for
+        eventually(failed, "p01's failed spawn over and its service removed", 120, interval_s=1)
+        status = _labkit(swarm, "room", "status", "--dir", str(directory))
+        assert next(line for line in status.splitlines() if line.strip().startswith("p01")).split()[1] == "stopped"
+    finally:
+        room.down()
