@@ -43,6 +43,12 @@ def add_settings_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--config", metavar="FILE", help="a jupyterhub_config.py of the site's own (OAuth, ...), loaded last"
     )
     p.add_argument(
+        "--swarm",
+        action="store_true",
+        help="run the labs as Swarm services on the workers of the swarm this engine manages (the hub, its "
+        "proxy and the board stay here); the labs' image must be on every worker",
+    )
+    p.add_argument(
         "--teacher-lab",
         action="store_true",
         help="give the teacher a lab of their own too (by default they land on the board, and have none)",
@@ -70,6 +76,7 @@ def settings_from(args: argparse.Namespace) -> RoomSettings:
         config_file=Path(args.config) if args.config else None,
         grader_image=getattr(args, "grader_image", None) or GRADER_IMAGE,
         teacher_lab=bool(getattr(args, "teacher_lab", False)),
+        swarm=bool(getattr(args, "swarm", False)),
     )
 
 

@@ -38,6 +38,7 @@ class RoomRecord:
     hub_port: int = 0
     proxy_api_port: int = 0
     board_port: int = 0
+    swarm: bool = False  # the labs are Swarm services on the workers (`room up --swarm`)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RoomRecord:

@@ -69,6 +69,7 @@ class RoomSettings:
     start_timeout_s: int = 600  # many labs starting at once on a slow engine (vfs copies each image)
     board: bool = True  # serve the teacher's board (labkit.room.board.service) as a hub service
     teacher_lab: bool = False  # the teacher may start a lab of their own (else they land on the board, and only there)
+    swarm: bool = False  # labs as Swarm services on the workers of the swarm whose manager is this engine
 
     def __post_init__(self) -> None:
         """Refuse what the hub, DockerSpawner or KubeSpawner would refuse later (at a spawn, or at `helm install`):

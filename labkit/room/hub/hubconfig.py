@@ -10,9 +10,10 @@ settings (an OAuthenticator, say) win over the room's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from ..protocol import ROOM_LABEL
-from ..settings import BOARD_SCOPES, RoomSettings
+from ..protocol import ROOM_LABEL, WORK_LABEL
+from ..settings import BOARD_SCOPES, RoomSettings, size_bytes
 from .processes import command_for
 
 #: Environment variables the rendered configuration reads its secrets from.
@@ -25,6 +26,7 @@ SECRET_ENV = {
 HOME = "/home/jovyan"
 WORK = f"{HOME}/work"  # each participant's volume; the notebooks are copied here at first start
 START_COMMAND = "/usr/local/bin/labkit-lab-start"  # in the participant image (labkit/room/hub/lab_image.py)
+SWARM_SPAWNER = "labkit.room.hub.swarmspawner.RoomSwarmSpawner"
 LAB_POLL_S = 10
 
 
@@ -38,6 +40,8 @@ class Plumbing:
     board_port: int
     proxy_command: tuple[str, ...]  # configurable-http-proxy
     python: str  # the Python of labkit's environment (runs the board and the idle culler)
+    # with --swarm: (login, swarm node id) of each participant's first start, spread over the workers
+    placement: tuple[tuple[str, str], ...] = ()
 
 
 class _Env:
@@ -117,8 +121,38 @@ def teacher_code(settings: RoomSettings) -> str:
     return "\n".join(code) + "\n"
 
 
+def swarm_config(settings: RoomSettings, plumbing: Plumbing, config: dict[str, dict[str, Any]]) -> None:
+    """With --swarm: the labs as services on the workers (labkit.room.hub.swarmspawner), their work volumes
+    made by Swarm on their node, and the board reading saved notebooks through the hub's proxy (the volumes
+    are on other machines)."""
+    config["JupyterHub"]["spawner_class"] = SWARM_SPAWNER
+    spawner = config.pop("DockerSpawner")
+    for name in ("network_name", "use_internal_ip", "remove", "extra_host_config"):
+        spawner.pop(name)  # no room network (no overlay: no IPVS), a service is always removed, no host config
+    spawner["pull_policy"] = "skip"  # images reach the workers from the manager; a worker's engine is not asked
+    config["RoomSwarmSpawner"] = {
+        **spawner,
+        "placement": dict(plumbing.placement),
+        "work_labels": {WORK_LABEL: settings.room_id, f"{ROOM_LABEL}.user": "{raw_username}"},
+        "shm_bytes": size_bytes(settings.shm_size, "shm_size", spawner=True),
+    }
+    for service in config["JupyterHub"]["services"]:
+        if service["name"] == "board":
+            host = settings.ip if settings.ip not in ("", "0.0.0.0") else "127.0.0.1"
+            labs = ["--notebooks", "jupyter", "--labs-url", f"http://{host}:{settings.port}"]
+            service["command"] = [*service["command"], *labs]
+
+
 def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str, object]]:
     """The room's JupyterHub configuration as {configurable class: {trait: value}}."""
+    config = _one_machine(settings, plumbing)
+    if settings.swarm:
+        swarm_config(settings, plumbing, config)
+    return config
+
+
+def _one_machine(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str, Any]]:
+    """The configuration of a room on one engine (labs as containers on the room's network)."""
     directory = settings.directory.absolute()
     room = settings.room_id
     every = cull_every(settings)

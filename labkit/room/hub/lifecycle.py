@@ -41,7 +41,7 @@ from ..hubclient import HubClient
 from ..protocol import ROOM_LABEL, WORK_LABEL
 from ..record import RoomRecord
 from ..settings import PARTICIPANT_IMAGE, RoomSettings
-from . import process as hub_process
+from . import process as hub_process, swarm
 from .hubconfig import Plumbing
 from .lab_image import build_image, image_state
 
@@ -216,6 +216,18 @@ def _ensure_image(client: docker.client.DockerClient, settings: RoomSettings) ->
         )
 
 
+def _prepare(client: docker.client.DockerClient, settings: RoomSettings) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The address where the labs reach the hub, and with --swarm each participant's first node. On one
+    engine: the image, the room's network (its gateway is that address) and the work volumes. On a swarm,
+    Swarm makes each volume on its lab's node, and the image must be on the workers already."""
+    if settings.swarm:
+        return swarm.manager_address(client), swarm.placement(settings.participants, swarm.worker_nodes(client))
+    _ensure_image(client, settings)
+    gateway = _network(client, settings)
+    _volumes(client, settings)
+    return gateway, ()
+
+
 def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
     """Start the room (see the module's docstring); returns once the hub answers."""
     t0 = time.perf_counter()
@@ -233,11 +245,9 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
     old = _previous(directory)
     client = connect(timeout=900)
     try:
-        _ensure_image(client, settings)
-        gateway = _network(client, settings)
-        _volumes(client, settings)
+        gateway, placement = _prepare(client, settings)
         hub_port, proxy_api_port, board_port = _ports(old, gateway)
-        replaced = _replace_labs(client, settings, f"{gateway}:{hub_port}")
+        replaced = [] if settings.swarm else _replace_labs(client, settings, f"{gateway}:{hub_port}")
     except docker.errors.APIError as exc:
         raise engine_error(
             exc, "prepare the room", "Check the engine with `docker info`, then start the room again"
@@ -252,6 +262,7 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
         board_port=board_port,
         proxy_command=hub_process.proxy_command(),
         python=sys.executable,
+        placement=placement,
     )
     rows = ["login,password"] + [f"{login},{keys['user_password']}" for login in settings.participants]
     _write_private(directory / PARTICIPANTS_FILE, "\n".join(rows) + "\n")
@@ -273,6 +284,7 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
         hub_port=hub_port,
         proxy_api_port=proxy_api_port,
         board_port=board_port,
+        swarm=settings.swarm,
     )
     record.write(directory)  # the board reads it at its start
     pid = hub_process.start_hub(settings, plumbing, keys, timeout_s=timeout_s)
@@ -308,7 +320,22 @@ def status_rows(directory: Path) -> list[dict[str, str]]:
             state = "running" if server.get("ready") else (server.get("pending") or "starting")
             state = {"spawn": "starting", "stop": "stopping"}.get(state, state)
         rows.append({"login": user["name"], "state": state, "last_activity": user.get("last_activity") or "-"})
+    if room.swarm:
+        nodes = _lab_nodes(room.room_id)
+        for row in rows:
+            row["node"] = nodes.get(row["login"], "-")
     return rows
+
+
+def _lab_nodes(room_id: str) -> dict[str, str]:
+    """{login: node} of the room's running labs, from the swarm's manager (this engine)."""
+    client = connect(timeout=60)
+    try:
+        return swarm.lab_nodes(client, room_id)
+    except docker.errors.APIError as exc:
+        raise engine_error(exc, "to list the room's labs on the swarm") from None
+    finally:
+        client.close()
 
 
 def status_text(directory: Path) -> str:
@@ -316,15 +343,19 @@ def status_text(directory: Path) -> str:
     rows = status_rows(directory)
     running = sum(r["state"] == "running" for r in rows)
     lines = [f"room {room.room_id} at {room.url}: {running} of {len(rows)} labs running"]
-    lines += [f"  {r['login']:<12} {r['state']:<9} {r['last_activity']}" for r in rows]
+    lines += [f"  {r['login']:<12} {r['state']:<9} {r['last_activity']}{_on(r)}" for r in rows]
     return "\n".join(lines)
+
+
+def _on(row: dict[str, str]) -> str:
+    return f"  on {row['node']}" if row.get("node", "-") != "-" else ""
 
 
 def _remove(client: docker.client.DockerClient, thing: object, *, kind: str, wait_s: float = 300) -> bool:
     """Remove a container, network or volume; a container the engine is already removing (409: another
     `room down`, or a vfs engine still deleting its copy of the image) is waited for. False when it was gone."""
     try:
-        if kind == "network":
+        if kind in ("network", "service", "config"):
             thing.remove()  # type: ignore[attr-defined]
         else:
             thing.remove(force=True)  # type: ignore[attr-defined]
@@ -374,6 +405,7 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
             (f"container {c.name}", c) for c in client.containers.list(all=True, ignore_removed=True, filters=label)
         ]
         things += [(f"network {n.name}", n) for n in client.networks.list(filters=label)]
+        things = swarm.room_objects(client, room_id) + things  # a swarm's labs: services on its workers
         if delete_work:
             things += [(f"volume {v.name}", v) for v in _room_volumes(client, room_id)]
         for what, thing in things:

@@ -1,0 +1,152 @@
+"""The room's labs as Docker Swarm services: DockerSpawner 14's SwarmSpawner, with what labkit changes in it.
+
+`labkit room up --swarm` names this class in the hub's configuration. Each change works around a defect of
+SwarmSpawner 14, or a limit of the swarms it was checked on (labkit issue 51), and says which:
+
+- **Named volumes mounted as binds** (dockerspawner#536): Swarm rejects the task and the spawn waits for
+  its timeout. Mounted here as volumes, created on their node with the room's work labels.
+- **Work left behind on another node**: a volume lives on one node, and Swarm would start a lab elsewhere
+  with a new, empty one. Each lab is pinned (``node.id==``) to the node that holds its work; the node is
+  kept in the spawner's state (the hub's database), so the next start goes back there.
+- **No IPVS, so no virtual IP and no ingress mesh** on kernels without it ("No route to host"): endpoint
+  mode ``dnsrr``, and the lab's port published in ``host`` mode on its node; the proxy reaches the node's
+  address at that port.
+- **``prepared`` counted as stopped** by ``poll()``: the hub drops the route and leaves an orphan service.
+  Only a task's final states count as stopped here.
+- **A rejected task waits for the spawn's timeout** (an image missing on the node): the spawn fails at
+  once, with the engine's reason.
+- **A cancelled spawn leaves its service behind**: the service is removed when a spawn fails or is
+  cancelled, and ``stop()`` removes it by name even when the spawn never learned its id.
+- Swarm would restart a lab that exits, on its own: restart condition ``none``, as a container.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from docker.errors import APIError, NotFound
+from docker.types import Mount, RestartPolicy
+from dockerspawner import SwarmSpawner
+from traitlets import Dict, Int, Unicode
+
+RUNNING_STATES = {"new", "allocated", "pending", "assigned", "accepted", "preparing", "prepared", "ready", "starting"}
+FAILED_STATES = {"rejected", "failed", "orphaned"}
+
+
+class RoomSwarmSpawner(SwarmSpawner):
+    """A participant's lab as a Swarm service on the worker holding their work (see the module's docstring)."""
+
+    placement = Dict(
+        config=True, help="login -> the swarm node id of a participant's first start (`room up` spreads them)"
+    )
+    work_labels = Dict(config=True, help="labels of the work volume when Swarm creates it on its node")
+    shm_bytes = Int(512 * 1024**2, config=True, help="size of the lab's /dev/shm (a tmpfs mount)")
+    node_id = Unicode("", help="the node holding this lab's work volume (kept in the spawner's state)")
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self.node_id = state.get("node_id", "") or self.node_id
+
+    def get_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = super().get_state()
+        if self.node_id:
+            state["node_id"] = self.node_id
+        return state
+
+    def clear_state(self) -> None:
+        node = self.node_id  # the work stays on its node after the lab stops: so does the lab's place
+        super().clear_state()
+        self.node_id = node
+
+    @property
+    def mounts(self) -> list[Mount]:
+        # dockerspawner#536: SwarmSpawner mounts named volumes as binds
+        labels = self._render_templates(self.work_labels)
+        work = [
+            Mount(target=vol["bind"], source=name, type="volume", read_only=vol["mode"] == "ro", labels=labels)
+            for name, vol in self.volume_binds.items()
+        ]
+        return [*work, Mount(target="/dev/shm", source=None, type="tmpfs", tmpfs_size=self.shm_bytes)]
+
+    async def _pick_node(self) -> str:
+        """The node of this lab: where its work is, else `room up`'s placement, else the worker with fewest labs."""
+        if not self.node_id:
+            self.node_id = self.placement.get(self.user.name, "")
+        if not self.node_id:
+            nodes = await self.docker("nodes", filters={"role": "worker"})
+            ready = [n["ID"] for n in nodes if n["Status"]["State"] == "ready"]
+            tasks = await self.docker("tasks", filters={"desired-state": "running"})
+            load = {node: sum(t.get("NodeID") == node for t in tasks) for node in ready}
+            self.node_id = min(sorted(load), key=load.__getitem__) if load else ""
+        return self.node_id
+
+    async def create_object(self) -> Any:
+        node = await self._pick_node()
+        self.extra_placement_spec = {"constraints": ["node.role==worker", *([f"node.id=={node}"] if node else [])]}
+        # no IPVS: no virtual IP, no ingress mesh; the port is published on the lab's own node
+        self.extra_endpoint_spec = {"mode": "dnsrr", "ports": {None: (self.port, "tcp", "host")}}
+        self.extra_task_spec = {"restart_policy": RestartPolicy(condition="none")}
+        # SwarmSpawner passes extra_create_kwargs as they are: the labels' {raw_username} stays unfilled
+        self.extra_create_kwargs = self._render_templates(self.extra_create_kwargs)  # type: ignore[has-type]
+        # the lab's container carries the room's labels too, as on one engine (a node's clean-up finds it)
+        self.extra_container_spec = {"labels": self.extra_create_kwargs.get("labels", {})}
+        return await super().create_object()
+
+    async def poll(self) -> int | None | str:
+        # SwarmSpawner counts a task still being prepared as stopped: the hub drops the route, the service stays
+        task = await self.get_task()
+        if not task:
+            return 0
+        state = task["Status"]["State"]
+        return None if state in RUNNING_STATES or state == "running" else f"task {state}"
+
+    async def start_object(self) -> None:
+        # A rejected task (an image missing on the node) would be waited for until the spawn's timeout
+        delay = 0.5
+        while True:
+            task = await self.get_task()
+            if not task:
+                raise RuntimeError(f"Service {self.service_name} not found")
+            status = task["Status"]
+            if status["State"] == "running":
+                return
+            if status["State"] in FAILED_STATES or task.get("DesiredState") == "shutdown":
+                raise RuntimeError(
+                    f"Swarm could not start {self.service_name} on its node: {status.get('Err') or status['State']}"
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 5)
+
+    async def start(self) -> Any:
+        try:
+            return await super().start()
+        except (Exception, asyncio.CancelledError):
+            await asyncio.shield(self._remove_service())  # a failed or cancelled spawn leaves no service
+            raise
+
+    async def stop(self, now: bool = False) -> None:
+        await self._remove_service()
+        self.clear_state()
+
+    async def _remove_service(self) -> None:
+        """Remove this lab's service, found by name (a spawn cancelled mid-create never learned its id)."""
+        try:
+            await self.docker("remove_service", self.service_name)
+        except NotFound:
+            pass
+        except APIError as exc:
+            if exc.status_code != 404:
+                raise
+        self.object_id = ""
+
+    async def get_ip_and_port(self) -> tuple[str, int]:
+        # the lab's port is published in host mode on its node (no ingress mesh): that node's address
+        task = await self.get_task()
+        if not task:
+            raise RuntimeError(f"Service {self.service_name} has no task")
+        node = await self.docker("inspect_node", task["NodeID"])
+        for port in (task["Status"].get("PortStatus") or {}).get("Ports") or []:
+            if port.get("TargetPort") == self.port and port.get("PublishedPort"):
+                return node["Status"]["Addr"], int(port["PublishedPort"])
+        raise RuntimeError(f"Service {self.service_name} publishes no port for {self.port}")

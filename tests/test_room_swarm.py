@@ -1,0 +1,246 @@
+"""The room on Docker Swarm (`labkit room up --swarm`), on a real three-engine swarm that tests/swarm_support.py
+builds in network namespaces: labs spread over the two workers and reached through the hub's proxy on the
+manager, each participant's node in `room status`, and `room down` leaving nothing on any node.
+Selected with `pytest -k swarm`. Needs root (namespaces, engines): skipped without, failed in CI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import requests
+from ci_rules import skip_or_fail
+from swarm_support import Swarm, leftovers, missing_tools
+from waiting_support import eventually
+
+from labkit.errors import SetupError
+from labkit.plumbing.ports import free_ports
+from labkit.room.hub import lifecycle, process as hub_process
+from labkit.room.protocol import ROOM_LABEL, WORK_LABEL
+from labkit.room.settings import RoomSettings
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+LOGINS = ("p01", "p02")
+
+
+@pytest.fixture(scope="module")
+def swarm(lab_image, engine):
+    """A manager and two workers, the lab image loaded into both workers; all gone after the module."""
+    if os.geteuid() != 0 or missing_tools():
+        skip_or_fail(f"a swarm in namespaces needs root and {missing_tools() or 'ip, dockerd'}")
+    with Swarm.create() as built:
+        built.load_image(lab_image, built.workers, engine)
+        yield built
+        swarm_id = built.id
+    assert leftovers(swarm_id) == []
+
+
+def _labkit(swarm: Swarm, *args: str, check: bool = True) -> str:
+    """`labkit ...` run on the manager (in its namespace, its engine as DOCKER_HOST), as a teacher would."""
+    done = swarm.run_in(swarm.manager, [shutil.which("python") or "python", "-m", "labkit.cli", *args], timeout=600)
+    assert not check or done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+class SwarmRoom:
+    """A room that `room up --swarm` started on the manager, and HTTP to it from inside the manager's namespace."""
+
+    def __init__(self, swarm: Swarm, directory: Path, port: int, participants: int = 2, image: str = "") -> None:
+        self.swarm, self.directory = swarm, directory
+        up = [
+            "room",
+            "up",
+            "--swarm",
+            "--dir",
+            str(directory),
+            "--port",
+            str(port),
+            "--participants",
+            str(participants),
+        ]
+        _labkit(swarm, *up, "--image", image or swarm.images[0])  # by default the lab image the workers hold
+        self.record = json.loads((directory / "room.json").read_text())
+        self.url = self.record["url"].rstrip("/")
+
+    def request(self, method: str, path: str, token: str | None = None, **kw) -> requests.Response:
+        headers = {"Authorization": f"token {token or self.record['teacher_token']}"}
+        url = path if path.startswith("http") else f"{self.url}/{path}"
+        return self.swarm.call_in(
+            self.swarm.manager,
+            lambda: requests.request(method, url, headers=headers, timeout=60, allow_redirects=False, **kw),
+        )
+
+    def ready(self, logins) -> bool:
+        users = {u["name"]: u for u in self.request("GET", "hub/api/users").json()}
+        return all((users[name].get("servers") or {}).get("", {}).get("ready") for name in logins)
+
+    def down(self, *flags: str) -> str:
+        return _labkit(self.swarm, "room", "down", "--dir", str(self.directory), *flags)
+
+
+@pytest.fixture(scope="module")
+def room(swarm, tmp_path_factory):
+    (port,) = free_ports(1)  # in the manager's namespace nothing else listens: any free number will do
+    started = SwarmRoom(swarm, tmp_path_factory.mktemp("swarm-room"), port)
+    try:
+        yield started
+    finally:
+        started.down("--delete-work")
+
+
+def _services(swarm: Swarm, room_id: str) -> list:
+    return swarm.client(swarm.manager).services.list(filters={"label": f"{ROOM_LABEL}={room_id}"})
+
+
+def test_swarm_spread_labs_over_two_workers_each_reached_through_the_proxy(room, swarm):
+    for login in LOGINS:
+        assert room.request("POST", f"hub/api/users/{login}/server").status_code in (201, 202)
+    eventually(lambda: room.ready(LOGINS), f"labs {LOGINS} ready (see {room.directory / 'hub.log'})", 300, interval_s=1)
+    services = {s.attrs["Spec"]["Labels"][f"{ROOM_LABEL}.user"]: s for s in _services(swarm, room.record["room_id"])}
+    assert sorted(services) == list(LOGINS)
+    nodes = {}
+    for login, service in services.items():
+        spec = service.attrs["Spec"]
+        assert spec["EndpointSpec"]["Mode"] == "dnsrr"
+        assert "node.role==worker" in spec["TaskTemplate"]["Placement"]["Constraints"]
+        (task,) = service.tasks(filters={"desired-state": "running"})
+        nodes[login] = swarm.node_of(task["NodeID"])
+        # the work volume is on that node, labelled as the room's work (room down keeps it)
+        volume = swarm.client(nodes[login]).volumes.get(f"labkit-room-{room.record['room_id']}-{login}")
+        assert volume.attrs["Labels"][WORK_LABEL] == room.record["room_id"]
+    assert {n.name for n in nodes.values()} == {w.name for w in swarm.workers}, nodes
+    # each lab answers through the hub's proxy on the manager, with its participant's token; the notebooks are there
+    for login in LOGINS:
+        token = room.request("POST", f"hub/api/users/{login}/tokens", json={"expires_in": 600}).json()["token"]
+        listing = room.request("GET", f"user/{login}/api/contents/", token)
+        assert listing.status_code == 200, listing.text
+        assert any(item["name"].endswith(".ipynb") for item in listing.json()["content"])
+        saved = room.request(
+            "PUT",
+            f"user/{login}/api/contents/mine.txt",
+            token,
+            json={"type": "file", "format": "text", "content": login},
+        )
+        assert saved.status_code in (200, 201)
+    # the teacher sees who runs where
+    status = _labkit(swarm, "room", "status", "--dir", str(room.directory))
+    for login, node in nodes.items():
+        line = next(line for line in status.splitlines() if line.strip().startswith(login))
+        assert "running" in line and f"({node.address})" in line, status
+
+
+def test_swarm_up_on_a_worker_or_off_any_swarm_is_refused_before_anything_starts(swarm, tmp_path, monkeypatch, engine):
+    """`room up --swarm` against a worker's engine, or the default engine (in no swarm): a SetupError saying
+    it needs the manager, and no room.json, hub or service."""
+    (port,) = free_ports(1)
+    for url in (swarm.workers[0].url, None):
+        if url:
+            monkeypatch.setenv("DOCKER_HOST", url)
+        else:
+            monkeypatch.delenv("DOCKER_HOST", raising=False)
+        if url is None and (engine.info().get("Swarm") or {}).get("ControlAvailable"):
+            continue  # the default engine manages a swarm of its own: not this check's case
+        settings = RoomSettings(directory=tmp_path / "room", port=port, swarm=True, participants=LOGINS)
+        with pytest.raises(SetupError) as refused:
+            lifecycle.up(settings)
+        assert refused.value.reason == "not a manager" and refused.value.missing == "Docker swarm manager"
+        assert not (tmp_path / "room" / "room.json").exists()
+        assert hub_process.hub_pid(tmp_path / "room") is None
+
+
+def test_swarm_clean_room_down_leaves_nothing_on_any_node(swarm, tmp_path):
+    (port,) = free_ports(1)
+    room = SwarmRoom(swarm, tmp_path / "room", port)
+    room_id = room.record["room_id"]
+    for login in LOGINS:
+        assert room.request("POST", f"hub/api/users/{login}/server").status_code in (201, 202)
+    eventually(lambda: room.ready(LOGINS), "labs ready", 300, interval_s=1)
+    held = {
+        n.name for n in swarm.workers if swarm.client(n).containers.list(filters={"label": f"{ROOM_LABEL}={room_id}"})
+    }
+    assert held == {w.name for w in swarm.workers}
+    said = room.down()
+    assert all(f"service labkit-{room_id}-{login}" in said for login in LOGINS), said
+
+    def nothing_left() -> bool:
+        for node in swarm.nodes:
+            client = swarm.client(node)
+            label = {"label": f"{ROOM_LABEL}={room_id}"}
+            if client.containers.list(all=True, filters=label) or client.networks.list(filters=label):
+                return False
+        manager = swarm.client(swarm.manager)
+        return not manager.services.list(filters=label) and not manager.configs.list(filters=label)
+
+    eventually(nothing_left, "the room's services, containers and networks gone from every node", 60, interval_s=1)
+    # the work stays on its node (room down keeps it without --delete-work), and no hub runs
+    kept = [
+        v.name
+        for n in swarm.workers
+        for v in swarm.client(n).volumes.list(filters={"label": f"{WORK_LABEL}={room_id}"})
+    ]
+    assert sorted(kept) == [f"labkit-room-{room_id}-{login}" for login in LOGINS]
+    with pytest.raises(requests.ConnectionError):
+        room.request("GET", "hub/api/")
+    for node in swarm.workers:  # the test's own clean-up of the work it kept
+        for volume in swarm.client(node).volumes.list(filters={"label": f"{WORK_LABEL}={room_id}"}):
+            volume.remove()
+
+
+def _availability(swarm: Swarm, node, availability: str) -> None:
+    found = swarm.client(swarm.manager).nodes.get(swarm.node_ids[node.name])
+    found.update({**found.attrs["Spec"], "Availability": availability})
+
+
+def test_swarm_cancel_a_spawn_cancelled_leaves_no_service_and_the_lab_starts_on_its_node_later(swarm, tmp_path):
+    """p02's node (the second worker) drained: their spawn waits; the teacher cancels it (DELETE on the
+    pending server). No service is left; once the node is back, p02's lab starts there, not elsewhere."""
+    (port,) = free_ports(1)
+    room = SwarmRoom(swarm, tmp_path / "room", port)
+    room_id, second = room.record["room_id"], swarm.workers[1]
+    _availability(swarm, second, "drain")
+    try:
+        assert room.request("POST", "hub/api/users/p02/server").status_code == 202
+
+        def waiting() -> bool:
+            services = _services(swarm, room_id)
+            return bool(services) and all(t["Status"]["State"] == "pending" for s in services for t in s.tasks())
+
+        eventually(waiting, "p02's service waiting for its drained node", 60, interval_s=0.5)
+        assert room.request("DELETE", "hub/api/users/p02/server").status_code in (202, 204)
+        eventually(lambda: not _services(swarm, room_id), "the cancelled spawn's service removed", 60, interval_s=0.5)
+        status = _labkit(swarm, "room", "status", "--dir", str(room.directory))
+        assert next(line for line in status.splitlines() if line.strip().startswith("p02")).split()[1] == "stopped"
+    finally:
+        _availability(swarm, second, "active")
+    assert room.request("POST", "hub/api/users/p02/server").status_code in (201, 202)
+    eventually(lambda: room.ready(["p02"]), "p02's lab ready once its node is back", 300, interval_s=1)
+    (service,) = _services(swarm, room_id)
+    (task,) = service.tasks(filters={"desired-state": "running"})
+    assert swarm.node_of(task["NodeID"]) == second
+    room.down()
+    assert not _services(swarm, room_id)
+
+
+def test_swarm_image_missing_on_the_workers_fails_the_spawn_at_once_and_leaves_no_service(swarm, tmp_path):
+    """A room started on an image the workers do not hold: Swarm rejects the task (nothing is pulled), the
+    participant's spawn fails well before its timeout instead of waiting for it, and no service stays."""
+    (port,) = free_ports(1)
+    directory = tmp_path / "room"
+    room = SwarmRoom(swarm, directory, port, participants=1, image="labkit-test/not-on-any-worker:1")
+    try:
+        started = room.request("POST", "hub/api/users/p01/server")
+
+        def failed() -> bool:
+            server = (room.request("GET", "hub/api/users/p01").json().get("servers") or {}).get("")
+            return not server and not _services(swarm, room.record["room_id"])
+
+        assert started.status_code in (202, 500)
+        # well inside the spawn's own timeout (600 s): the rejected task is not waited for
+        eventually(failed, "p01's failed spawn over and its service removed", 120, interval_s=1)
+        status = _labkit(swarm, "room", "status", "--dir", str(directory))
+        assert next(line for line in status.splitlines() if line.strip().startswith("p01")).split()[1] == "stopped"
+    finally:
+        room.down()
