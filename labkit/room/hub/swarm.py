@@ -23,11 +23,12 @@ def manager_address(client: Any) -> str:
     if swarm.get("LocalNodeState") != "active" or not swarm.get("ControlAvailable"):
         what = "a worker of a swarm" if swarm.get("LocalNodeState") == "active" else "in no swarm"
         raise SetupError(
-            f"`labkit room up --swarm` runs on a swarm's manager, and this engine is {what}: run it on the "
-            "manager (or point DOCKER_HOST at the manager's engine); for a new swarm, `docker swarm init` "
-            "on the machine that holds the hub and `docker swarm join` on the others.",
+            needed_by="`labkit room up --swarm`",
             missing="Docker swarm manager",
             reason="not a manager",
+            detail=f"this engine is {what}",
+            remedy="Run it on the manager (or point DOCKER_HOST at the manager's engine); for a new swarm, "
+            "`docker swarm init` on the machine that holds the hub and `docker swarm join` on the others",
         )
     return str(swarm.get("NodeAddr") or "")
 
@@ -46,10 +47,12 @@ def worker_nodes(client: Any) -> list[dict[str, Any]]:
     ]
     if not nodes:
         raise SetupError(
-            "The swarm has no ready, active worker for the labs: join one (`docker swarm join-token worker` "
-            "on the manager says how), or make one active (`docker node update --availability active NODE`).",
+            needed_by="the swarm's labs",
             missing="Docker swarm worker",
             reason="no worker",
+            detail="no node of the swarm is a ready, active worker",
+            remedy="Join one (`docker swarm join-token worker` on the manager says how), or make one active "
+            "(`docker node update --availability active NODE`)",
         )
     return sorted(nodes, key=lambda n: tuple(int(p) if p.isdigit() else 0 for p in n["Status"]["Addr"].split(".")))
 
