@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+from waiting_support import eventually
 
 import labkit
 import labkit.errors
@@ -32,7 +33,12 @@ def _png_height(png: bytes) -> int:
 def test_model_py_counters_match_tritons_own(lab):
     before = cm.read(lab)
     cm.send(lab, requests=4, rows=3)
-    after = cm.read(lab)
+    # Triton counts a success when it releases the request, which may come just after the client has the
+    # answer (model.py counted before it answered): wait for Triton's count, then compare them all
+    done = before["nv_inference_request_success"][1] + 4
+    after = eventually(
+        lambda: (now := cm.read(lab))["nv_inference_request_success"][1] >= done and now, "Triton's count"
+    )
     assert after["lesson_requests"][0] == "counter" and after["lesson_batch_requests"][0] == "gauge"
     assert after["lesson_requests"][1] - before["lesson_requests"][1] == 4
     assert after["nv_inference_request_success"][1] - before["nv_inference_request_success"][1] == 4

@@ -136,5 +136,8 @@ def test_the_command_it_prints_is_perf_analyzers_own_and_runs_as_printed(server,
     assert argv[argv.index("--concurrency-range") + 1] == "3" and "-f" not in argv
     tool = perf_dist.locate()
     proc = subprocess.run([str(tool.binary), *argv[1:]], env=tool.env(), capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "Concurrency: 3, throughput:" in proc.stdout
+    # every option is perf_analyzer's own (a bad one exits 3) and it measured concurrency 3; on a busy machine
+    # its windows may still disagree beyond the printed stability (exit 2), which says nothing of the command
+    assert proc.returncode in (0, 2), proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Request concurrency: 3" in proc.stdout
+    assert "Concurrency: 3, throughput:" in proc.stdout or "Failed to obtain stable measurement" in proc.stdout

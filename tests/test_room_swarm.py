@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,7 +40,7 @@ def swarm(lab_image, engine):
 
 def _labkit(swarm: Swarm, *args: str, check: bool = True) -> str:
     """`labkit ...` run on the manager (in its namespace, its engine as DOCKER_HOST), as a teacher would."""
-    done = swarm.run_in(swarm.manager, [shutil.which("python") or "python", "-m", "labkit.cli", *args], timeout=600)
+    done = swarm.run_in(swarm.manager, [sys.executable, "-m", "labkit.cli", *args], timeout=600)
     assert not check or done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

@@ -212,7 +212,7 @@ def test_with_the_solutions_every_exercise_passes_and_its_check_time_is_recorded
         times = recorded.metadata["labkit"].pop(lesson_time.CHECK_TIMES, {})
         original.metadata["labkit"].pop(lesson_time.CHECK_TIMES, None)
         assert set(times) == {e.id for e in REGISTRY.values() if e.notebook == path.stem}, path.name
-        assert all(seconds > 0 for seconds in times.values()), (path.name, times)
+        assert all(seconds >= 0 for seconds in times.values()), (path.name, times)  # 0.0: under 50 ms
         assert recorded == original, f"{path.name}: --record-times changed more than labkit.check_s"
 
 
