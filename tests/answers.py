@@ -47,5 +47,21 @@ def judge(lab, exercise_id: str, serve: Callable[[], object], expected_rule: str
     before = state(lab)
     verdict = exercises.check(exercise_id, lab)
     assert verdict.passed == (expected_rule is None), repr(verdict)
-    assert state(lab) == before, "the check left something behind"
+    after = state(lab)
+    assert after == before, f"the check left something behind: {_changes(before, after)}"
     assert verdict.rule == (expected_rule or ""), repr(verdict)
+
+
+def _changes(before: tuple, after: tuple) -> str:
+    """What differs between two states, by part (files by path), so that a failure says what was left."""
+    names = ("files", "index", "loaded", "magics' server", "sanitized folders")
+    said = []
+    for name, old, new in zip(names, before, after):
+        if old == new:
+            continue
+        if name == "files":
+            changed = sorted(str(p) for p in set(old) | set(new) if old.get(p) != new.get(p))
+            said.append(f"files {changed[:5]}")
+        else:
+            said.append(f"{name} {old!r} -> {new!r}")
+    return "; ".join(said)
