@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from labkit import exercises
-from labkit.course.exercises import REGISTRY
+from labkit.course.exercises import REGISTRY, sanitized
 from labkit.server.base import current
 
 
@@ -36,7 +37,8 @@ def state(lab) -> tuple:
         index,
         lab.loaded_models(),
         current() is lab,
-        sorted(Path(tempfile.gettempdir()).glob("labkit-asan-check-*")),
+        # this process's only: a check running at the same time in another test worker makes folders of its own
+        sorted(Path(tempfile.gettempdir()).glob(f"{sanitized.FOLDER_PREFIX}{os.getpid()}-*")),
     )
 
 

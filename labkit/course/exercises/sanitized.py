@@ -13,6 +13,7 @@ sanitizer in recovery mode (an error is reported and the server goes on).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -121,11 +122,15 @@ def bare_build(source: str, backend: str, folder: Path) -> Path:
     return library
 
 
+FOLDER_PREFIX = "labkit-asan-check-"
+
+
 @contextmanager
 def sanitized_run(source: str, backend: str) -> Iterator[SanitizedRun]:
     """Build ``source`` bare with ASan and start a Triton of its own with the ASan runtime; on exit that
     server is ended and every file removed."""
-    folder = Path(tempfile.mkdtemp(prefix="labkit-asan-check-"))
+    # the pid in the name says whose it is: checks in other processes make and remove folders of their own
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
     server: EmbeddedServer | None = None
     try:
         library = bare_build(source, backend, folder)
