@@ -48,7 +48,7 @@ from ...docker import cpu_image
 from ...docker.engine import connect
 from ...docker.engine_errors import engine_error
 from ...errors import SetupError
-from ...plumbing.downloads import cache_dir, say
+from ...plumbing.downloads import cache_dir, fill_once, say
 from ..settings import PARTICIPANT_IMAGE
 from . import lab_models
 from .hubconfig import HOME, START_COMMAND, WORK
@@ -268,49 +268,25 @@ def _requirements(wheel: Path) -> list[str]:
 def _wheelhouse(wheel: Path, extra: tuple[str, ...] = EXTRA) -> Path:
     """Every other wheel the image installs, downloaded once per set of requirements into labkit's cache
     (a change to labkit's code alone reuses it); one per hub version (``extra``'s jupyterhub)."""
+    # "whole": folders are filled whole then renamed (fill_once); earlier ones, maybe half filled, get a new key
     key = hashlib.sha256(
-        json.dumps([_requirements(wheel), extra, TRITON_WHEEL, IMAGE_PYTHON, ENVIRONMENT_PACKAGES]).encode()
+        json.dumps([_requirements(wheel), extra, TRITON_WHEEL, IMAGE_PYTHON, ENVIRONMENT_PACKAGES, "whole"]).encode()
     ).hexdigest()
     variant = "" if extra == EXTRA else f"hub{extra[0].split('==')[1].rstrip('.*')}-"
     house = cache_dir() / "room" / f"wheelhouse-{variant}{key[:12]}"
-    if (house / ".complete").exists():
-        return house
-    shutil.rmtree(house, ignore_errors=True)
-    house.mkdir(parents=True)
-    say(f"room image: downloading wheels for Python {IMAGE_PYTHON} into {house} (about 230 MB, once) ...")
-    lab_models.pip(
-        [
-            "download",
-            "-q",
-            "--only-binary=:all:",
-            f"--python-version={IMAGE_PYTHON}",
-            "-d",
-            str(house),
-            str(wheel),
-            *extra,
-            *ENVIRONMENT_PACKAGES,
-        ],
-        "download the lab's wheels",
-    )
-    lab_models.pip(
-        [
-            "download",
-            "-q",
-            "--no-deps",
-            "--only-binary=:all:",
-            f"--python-version={IMAGE_PYTHON}",
-            "-d",
-            str(house),
-            TRITON_WHEEL,
-        ],
-        f"download {TRITON_WHEEL}",
-    )
-    for copy in house.glob("labkit-*.whl"):  # labkit's own wheel is built fresh for each image
-        copy.unlink()
-    (house / ".complete").write_text(key)
-    for old in house.parent.glob(f"wheelhouse-{variant}*"):  # earlier requirements' wheelhouses (about 230 MB each)
-        if old != house and (variant or not old.name.startswith("wheelhouse-hub")):  # another hub's: kept
-            shutil.rmtree(old, ignore_errors=True)
+
+    def download(partial: Path) -> None:
+        say(f"room image: downloading wheels for Python {IMAGE_PYTHON} into {house} (about 230 MB, once) ...")
+        wanted = [str(wheel), *extra, *ENVIRONMENT_PACKAGES]
+        options = ["-q", "--only-binary=:all:", f"--python-version={IMAGE_PYTHON}", "-d", str(partial)]
+        lab_models.pip(["download", *options, *wanted], "download the lab's wheels")
+        lab_models.pip(["download", *options, "--no-deps", TRITON_WHEEL], f"download {TRITON_WHEEL}")
+        for copy in partial.glob("labkit-*.whl"):  # labkit's own wheel is built fresh for each image
+            copy.unlink()
+
+    fill_once(house, download)
+    # earlier requirements' wheelhouses (about 230 MB each) go; another hub version's are kept
+    lab_models.drop_older(house, f"wheelhouse-{variant}", spare="" if variant else "wheelhouse-hub")
     return house
 
 

@@ -108,7 +108,7 @@ def model_wheelhouse(examples: Path, python: str) -> Path:
             )
 
     fill_once(house, download)
-    _drop_older(house, "model-wheels-")
+    drop_older(house, "model-wheels-")
     return house
 
 
@@ -149,15 +149,15 @@ def debian_packages(client: docker.client.DockerClient, base: str, base_id: str)
             )
 
     fill_once(folder, download)
-    _drop_older(folder, "debs-")
+    drop_older(folder, "debs-")
     return folder
 
 
-def _drop_older(kept: Path, prefix: str) -> None:
-    """Remove the earlier keys' folders beside ``kept``; a folder another process is still filling (its name has
-    fill_once's suffix, as has its lock) is left to it."""
+def drop_older(kept: Path, prefix: str, spare: str = "") -> None:
+    """Remove the earlier keys' folders beside ``kept`` (names starting with ``prefix``, but not ``spare``); a
+    folder another process is still filling (its name has fill_once's suffix, as has its lock) is left to it."""
     for old in kept.parent.glob(f"{prefix}*"):
-        if old != kept and not old.suffix:
+        if old != kept and not old.suffix and not (spare and old.name.startswith(spare)):
             shutil.rmtree(old, ignore_errors=True)
 
 
