@@ -25,6 +25,14 @@ def line_of(source: str, marker: str) -> int:
     return next(n for n, line in enumerate(source.splitlines(), 1) if marker in line)
 
 
+def crash_site(server) -> tuple[str, str, str, int]:
+    """(signal, uncaught exception, file, line) of the crash that ended ``server``, from its Crash's fields; the
+    sentences made of them are checked once, in tests/unit/test_crash_report.py."""
+    crash = server.crash()
+    assert crash is not None and crash.where is not None, crash
+    return crash.signal, crash.exception, crash.where.file, crash.where.line
+
+
 def crash_with(server, source: str, **options) -> labkit.errors.ServerNotRunningError:
     """Build ``source`` as backend crashy for model crasher, send it a request, return the error."""
     cfg = labkit.model_config("crasher", "crashy", [("IN0", "INT32", [4])], [("OUT0", "INT32", [4])])

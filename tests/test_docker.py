@@ -113,13 +113,13 @@ def test_container_killed_from_outside(cpu_image, tmp_path):
 
 def test_backend_crash_in_the_container_is_shown_at_its_line(cpu_image, tmp_path):
     """Built in the container, crashed in the container, mapped to the cell's line on the host."""
-    from crash_support import SEGFAULT, crash_with, line_of
+    from crash_support import SEGFAULT, crash_site, crash_with, line_of
 
     server = DockerServer(workdir=tmp_path, image=cpu_image)
     with server.start(timeout_s=120):
         error = crash_with(server, SEGFAULT)
-    line = line_of(SEGFAULT, "*nowhere = 1;")
-    assert error.crash.startswith(f"The backend crashed with SIGSEGV at crashy.cc:{line}."), str(error)
+        assert crash_site(server) == ("SIGSEGV", "", "crashy.cc", line_of(SEGFAULT, "*nowhere = 1;"))
+        assert error.crash == str(server.crash())
 
 
 def test_failed_start_carries_the_container_log(cpu_image, tmp_path):
