@@ -104,9 +104,8 @@ class RoomSwarmSpawner(SwarmSpawner):
 
     async def _pick_node(self) -> str:
         """The node of this lab: where its work is, else `room up`'s placement, else the worker with fewest labs."""
-        planned = self.placement.get(self.user.name, "")
-        if not self.node_id and planned and await self._node_state(planned) == USABLE:
-            self.node_id = planned  # `room up`'s plan, unless that node went before the first start
+        if not self.node_id:
+            self.node_id = self.placement.get(self.user.name, "")
         if not self.node_id:
             nodes = await self.docker("nodes", filters={"role": "worker"})
             ready = [n["ID"] for n in nodes if node_state(n) == USABLE]
