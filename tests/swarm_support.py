@@ -124,11 +124,12 @@ def _pids_in(netns_inodes: set[int]) -> list[int]:
     return pids
 
 
-def _cgroup_dirs(prefix: str) -> list[Path]:
-    """The cgroups of a swarm's engines (``/<prefix>-<node>`` under each hierarchy), deepest first."""
+def _cgroup_dirs(prefix: str, exact: bool = False) -> list[Path]:
+    """The cgroups of a swarm's engines (``/<prefix>-<node>`` under each hierarchy; with ``exact``, of the one
+    engine whose cgroup parent is ``prefix``), deepest first."""
     found = []
     for hierarchy in Path("/sys/fs/cgroup").iterdir():
-        for top in hierarchy.glob(f"{prefix}-*") if hierarchy.is_dir() else ():
+        for top in hierarchy.glob(prefix if exact else f"{prefix}-*") if hierarchy.is_dir() else ():
             found += [p for p in top.rglob("*") if p.is_dir()] + [top]
     return sorted(found, key=lambda p: len(p.parts), reverse=True)
 
@@ -237,7 +238,7 @@ class Swarm:
         self.manager, *self.workers = self.nodes
         self._clients: dict[str, docker.DockerClient] = {}
         self._threads: dict[str, ThreadPoolExecutor] = {}
-        self._engines: list[subprocess.Popen[bytes]] = []
+        self._engines: dict[str, subprocess.Popen[bytes]] = {}  # node name -> its engine (the latest)
         self.node_ids: dict[str, str] = {}  # node name -> its swarm node id
         self.images: list[str] = []  # loaded into the workers, in order
 
@@ -296,30 +297,76 @@ class Swarm:
         for node in self.nodes:
             node.data_root.mkdir(parents=True)
             node.exec_root.mkdir(parents=True)
-            log = open(STATE / self.id / f"{node.name}.log", "wb")  # noqa: SIM115 - the engine's, for its life
-            self._engines.append(
-                subprocess.Popen(
-                    ["ip", "netns", "exec", node.netns, "sh", "-c", _dockerd_script(node)],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            )
-            log.close()
+            self._launch(node)
         deadline = time.monotonic() + timeout_s
-        for node, proc in zip(self.nodes, self._engines):
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"dockerd of node {node.name} exited ({proc.returncode}):\n{self.log(node)}")
-                try:
-                    self.client(node).ping()
-                    break
-                except (docker.errors.DockerException, OSError):
-                    self._clients.pop(node.name, None)
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"dockerd of node {node.name} did not answer:\n{self.log(node)}") from None
-                    time.sleep(0.3)
+        for node in self.nodes:
+            self._wait_engine(node, deadline)
+
+    def _launch(self, node: Node) -> None:
+        log = open(STATE / self.id / f"{node.name}.log", "ab")  # noqa: SIM115 - the engine's, for its life
+        self._engines[node.name] = subprocess.Popen(
+            ["ip", "netns", "exec", node.netns, "sh", "-c", _dockerd_script(node)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+
+    def _wait_engine(self, node: Node, deadline: float) -> None:
+        proc = self._engines[node.name]
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"dockerd of node {node.name} exited ({proc.returncode}):\n{self.log(node)}")
+            try:
+                self.client(node).ping()
+                return
+            except (docker.errors.DockerException, OSError):
+                self._clients.pop(node.name, None)
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"dockerd of node {node.name} did not answer:\n{self.log(node)}") from None
+                time.sleep(0.3)
+
+    def kill_engine(self, node: Node) -> None:
+        """SIGKILL ``node``'s engine and everything it ran, at once, as a machine losing power: its dockerd,
+        containerd and shims (every process in its namespace) and its containers (their cgroups). The namespace,
+        the data root (images, volumes, swarm state) and the bridge stay, for `start_engine`."""
+        client = self._clients.pop(node.name, None)
+        if client is not None:
+            client.close()
+        inode = _netns_inode(node.netns)
+        for _ in range(50):
+            pids = set(_pids_in({inode} if inode is not None else set()))
+            for folder in _cgroup_dirs(node.cgroup_parent, exact=True):
+                with contextlib.suppress(OSError):
+                    pids |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.2)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._engines[node.name].wait(timeout=5)
+        say(f"engine of {node.name} killed")
+
+    def start_engine(self, node: Node, timeout_s: float = 120) -> None:
+        """Start ``node``'s engine again on its data root; returns once the manager sees the node ready."""
+        self._launch(node)
+        self._wait_engine(node, time.monotonic() + timeout_s)
+        if node is self.manager:
+            return
+        self.wait_node(node, "ready", timeout_s)
+        say(f"engine of {node.name} started again, its node ready")
+
+    def wait_node(self, node: Node, state: str, timeout_s: float) -> None:
+        """Until the manager sees ``node`` in ``state`` ("ready", "down")."""
+        deadline = time.monotonic() + timeout_s
+        manager = self.client(self.manager)
+        while manager.nodes.get(self.node_ids[node.name]).attrs["Status"]["State"] != state:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"node {node.name} not {state} within {timeout_s:.0f} s:\n{self.log(node)}")
+            time.sleep(0.5)
 
     def _form(self) -> None:
         manager = self.client(self.manager)
@@ -425,7 +472,7 @@ class Swarm:
         t0 = time.monotonic()
         left = teardown(self.id)
         say(f"swarm {self.id} removed in {time.monotonic() - t0:.0f} s")
-        for proc in self._engines:
+        for proc in self._engines.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         if left:

@@ -53,6 +53,7 @@ Every class has ``remedy``; no bare LabkitError is raised (tests/unit/test_error
     ├── SubmissionError             .user .notebook .problem .status_code .detail: a saved notebook not read for, or handed to, the grader
     ├── RoomFileError               .path .problem .detail: a room's folder, progress file or CSV not usable
     ├── LabKernelError              .user .code .problem .errors: a kernel in a participant's lab did not run code
+    ├── SwarmNodeError              .node .problem .known: a swarm node the teacher named cannot be used (`room rehome`)
     ├── HubError                    .url .problem .status_code .detail: the room's hub (or a lab, the board) refused or did not answer
     │   └── BoardError              the teacher's board did not give its table
     └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
@@ -110,6 +111,7 @@ from .tools import (
     RoomFileError,
     RoomSettingsError,
     SubmissionError,
+    SwarmNodeError,
     TraceError,
     UnknownExerciseError,
     UnknownProtocolError,
@@ -165,6 +167,7 @@ __all__ = [
     "OptionError",
     "RoomSettingsError",
     "SubmissionError",
+    "SwarmNodeError",
     "RoomFileError",
     "LabKernelError",
     "HubError",

@@ -226,7 +226,8 @@ class SubmissionError(LabkitError):
 class RoomFileError(LabkitError):
     """A workshop room's file or folder at ``path`` could not be used. ``problem``: "no room" (no room folder
     there), "unreadable" (the room's progress file; ``detail`` says why), "unwritable" (the CSV file asked
-    for; ``detail``: the system's words). Nothing was changed."""
+    for; ``detail``: the system's words), "copy unwritable" (the board's copy of a saved notebook). Nothing was
+    changed."""
 
     _SAID = {
         "no room": ("No room at {path}", "give the folder `labkit room up --dir` made (--dir)"),
@@ -235,6 +236,10 @@ class RoomFileError(LabkitError):
             "remove the file and the board judges every saved notebook again",
         ),
         "unwritable": ("Cannot write {path}", "give another --csv path"),
+        "copy unwritable": (
+            "Cannot keep the board's copy of a saved notebook at {path}",
+            "check the room folder's disk and permissions: the next save is copied again",
+        ),
     }
 
     def __init__(self, *, path: str, problem: str, detail: str = "") -> None:
@@ -284,6 +289,20 @@ class HubError(LabkitError):
 class BoardError(HubError):
     """The teacher's board at ``url`` did not give its table: ``status_code`` 401/403 (the token is not the
     teacher's), another status, or 0 (no answer)."""
+
+
+class SwarmNodeError(LabkitError):
+    """A room's swarm node named by the teacher (``node``: as given) cannot be used for what was asked:
+    ``problem`` "unknown" (no node of the swarm has that host name, address or id; ``known``: the nodes, as
+    `room status` prints them), "still up" (its participants' labs come back with it), "not a usable worker",
+    or "no other worker" (no ready, active worker to move its participants to)."""
+
+    def __init__(self, *, node: str, problem: str, known: Sequence[str] = (), remedy: str = "") -> None:
+        self.node, self.problem, self.known = node, problem, list(known)
+        super().__init__(remedy=remedy)
+
+    def _headline(self) -> str:
+        return mention(f"swarm node {self.node!r}: {self.problem}", "the swarm's nodes: ", self.known)
 
 
 class PythonEnvError(LabkitError):

@@ -119,6 +119,13 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rehome(args: argparse.Namespace) -> int:
+    from .hub.rehome import rehome
+
+    print("\n".join(rehome(Path(args.dir), args.source, args.target or "", timeout_s=args.timeout_s)))
+    return 0
+
+
 def _image(args: argparse.Namespace) -> int:
     from .hub.lab_image import build_image
 
@@ -199,7 +206,9 @@ def _grades(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `labkit room` and its subcommands to labkit's parser."""
-    room = sub.add_parser("room", help="a workshop room on JupyterHub: `labkit room up|status|grades|down|k8s|bench`")
+    room = sub.add_parser(
+        "room", help="a workshop room on JupyterHub: `labkit room up|status|grades|down|rehome|k8s|bench`"
+    )
     commands = room.add_subparsers(dest="room_command", required=True)
     defaults = RoomSettings()
 
@@ -223,6 +232,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     down.add_argument("--dir", default=str(defaults.directory))
     down.add_argument("--delete-work", action="store_true", help="also remove the participants' work volumes")
     down.set_defaults(func=_down)
+
+    rehome = commands.add_parser(
+        "rehome",
+        help="a room on a swarm: start the labs of a node that is not coming back on another worker, with the "
+        "notebooks the board last saw",
+    )
+    rehome.add_argument("--dir", default=str(defaults.directory), help="the room's folder (default %(default)s)")
+    rehome.add_argument(
+        "--from", dest="source", required=True, metavar="NODE", help="the node gone: host name, address or id"
+    )
+    rehome.add_argument(
+        "--to", dest="target", metavar="NODE", help="the worker to move them to (default: the one with fewest labs)"
+    )
+    rehome.add_argument(
+        "--timeout-s", type=float, default=300, help="wait this long for each lab (default %(default)s)"
+    )
+    rehome.set_defaults(func=_rehome)
 
     image = commands.add_parser(
         "image", help=f"build the participant image {PARTICIPANT_IMAGE} (reused when unchanged)"

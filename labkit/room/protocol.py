@@ -30,7 +30,7 @@ WORK_LABEL = "labkit.room.work"  # participants' volumes: kept by `room down`, s
 MAX_ENCODED = 96 * 1024  # Linux caps one environment string at 128 KiB (MAX_ARG_STRLEN)
 
 
-def submission_of(user: str, notebook: str, content: object) -> Submission:
+def submission_of(user: str, notebook: str, content: object, saved: bytes = b"") -> Submission:
     """``user``'s saved ``notebook`` (its JSON, parsed) as a Submission: the sources of its cells tagged
     ``exercise:<id>``. An id tagged on more than one cell is left out of the cells and named in
     ``duplicated`` (which cell is the answer cannot be told). SubmissionError "unreadable" when the JSON is
@@ -53,7 +53,7 @@ def submission_of(user: str, notebook: str, content: object) -> Submission:
                 found.setdefault(tag[len(TAG_PREFIX) :], []).append(text)
     cells = {e: sources[0] for e, sources in found.items() if len(sources) == 1}
     duplicated = tuple(sorted(e for e, sources in found.items() if len(sources) > 1))
-    return Submission(user, notebook, cells, duplicated=duplicated)
+    return Submission(user, notebook, cells, duplicated=duplicated, saved=saved)
 
 
 def duplicated_problem(exercise: str) -> str:
@@ -74,6 +74,7 @@ class Submission:
     cells: dict[str, str] = field(default_factory=dict)
     judge: tuple[str, ...] = ()
     duplicated: tuple[str, ...] = ()  # exercises tagged on more than one cell: not in ``cells``, never run
+    saved: bytes = field(default=b"", compare=False, repr=False)  # the whole file as read (the board keeps it)
 
     @property
     def untouched(self) -> bool:

@@ -64,6 +64,8 @@ class VolumeSource:
     ``client``. The container prints the notebooks each time one changes; a thread here follows its output,
     so a scan costs no container run and sees a save within a second."""
 
+    needs_grader_image = True  # its scanner runs in the grader's image: no scan before the board's runner is ready
+
     def __init__(self, client: Any, room_id: str, image: str, volumes: dict[str, str]) -> None:
         self.client = client
         self.room_id = room_id
@@ -145,7 +147,7 @@ class VolumeSource:
                 notebook=notebook,
                 problem="unreadable",
             ) from None
-        return submission_of(user, notebook, content)
+        return submission_of(user, notebook, content, data)
 
     def _container(self, mounts: dict[str, dict[str, str]]) -> Any:
         if self._scanner is None or self._scanner[1] != mounts:
@@ -200,6 +202,8 @@ class JupyterSource:
     ``hub_api`` (e.g. http://hub:8081/hub/api) and the labs behind the proxy at ``labs_url`` (e.g.
     http://proxy-public), with ``token`` (BOARD_SCOPES). A stopped lab is not listed: its marks stay."""
 
+    needs_grader_image = False
+
     def __init__(self, hub_api: str, labs_url: str, token: str, participants: list[str], timeout_s: float = 30) -> None:
         self.hub_api = hub_api.rstrip("/")
         self.labs_url = labs_url.rstrip("/")
@@ -233,7 +237,8 @@ class JupyterSource:
                 problem="unreadable",
                 status_code=400,
             ) from None
-        return submission_of(user, notebook, model.get("content") if isinstance(model, dict) else None)
+        content = model.get("content") if isinstance(model, dict) else None
+        return submission_of(user, notebook, content, json.dumps(content, indent=1).encode() if content else b"")
 
     def close(self) -> None:
         self.client.close()

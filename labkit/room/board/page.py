@@ -35,7 +35,7 @@ td{text-align:center;min-width:24px;cursor:default} td.n{font-weight:bold}
 .passed{background:#bfeebf;color:#064} .not-yet{background:#fbd3ad;color:#a40} .not-started{background:#f0f0f0;color:#999}
 .could-not-judge{background:#f7e36b;color:#650;font-weight:bold} .unreadable{background:#e2cdf3;color:#50a;font-weight:bold}
 tbody th button{font-size:10px;padding:0 2px;margin-left:3px}
-tfoot th,tfoot td{background:#f6f6ff;font-weight:bold} .error{color:#a00} .legend span{padding:0 4px}
+tfoot th,tfoot td{background:#f6f6ff;font-weight:bold} .error{color:#a00} .node{color:#a40;font-weight:bold} .legend span{padding:0 4px}
 .detail td{text-align:left;max-width:60em}"""
 
 
@@ -58,6 +58,7 @@ class PageState:
     room_id: str
     status: str
     errors: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()  # on a swarm: each node that holds affected participants, in words
 
 
 def _note(mark: Mark) -> str:
@@ -88,6 +89,7 @@ def render_page(
     marks = {u: {e: progress.mark(u, e) for e in ids} for u in participants}
     solved = {u: sum(m.state == progress_store.PASSED for m in marks[u].values()) for u in participants}
     error = "".join(f"<p class='error'>{html.escape(e)}</p>" for e in state.errors if e)
+    error += "".join(f"<p class='node'>{html.escape(line)}</p>" for line in state.nodes)
     room = html.escape(state.room_id)
     head = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>labkit room {room}</title>"

@@ -37,6 +37,7 @@ from .. import record as room_record
 from ..grader.runner import Grader, Limits, Runner
 from ..record import RoomRecord
 from ..settings import GRADER_IMAGE, volume_name
+from .nodes import NodeWatch
 from .notebook_sources import JupyterSource, NotebookSource, VolumeSource
 from .page import SORTS, PageState, render_page
 from .watch import Board
@@ -57,9 +58,11 @@ class _Handler(HubOAuthenticated, web.RequestHandler):
             self.redirect(page)
 
 
-def _page_state(board: Board) -> PageState:
-    """What the page shows of ``board`` besides the marks: the room, the queue's state, and errors to show."""
-    return PageState(board.room_id, board.status(), (board.prepare_error, board.last_scan_error))
+def _page_state(board: Board, nodes: NodeWatch | None) -> PageState:
+    """What the page shows of ``board`` besides the marks: the room, the queue's state, errors to show, and on
+    a swarm the nodes that hold affected participants."""
+    errors = (board.prepare_error, board.last_scan_error, nodes.error if nodes else "")
+    return PageState(board.room_id, board.status(), errors, tuple(nodes.notes()) if nodes else ())
 
 
 class PageHandler(_Handler):
@@ -70,7 +73,14 @@ class PageHandler(_Handler):
         user = self.get_argument("user", "")
         board = self.board
         self.write(
-            render_page(board.progress, _page_state(board), self.xsrf_token.decode(), self.xsrf_form_html(), sort, user)
+            render_page(
+                board.progress,
+                _page_state(board, self.settings["nodes"]),
+                self.xsrf_token.decode(),
+                self.xsrf_form_html(),
+                sort,
+                user,
+            )
         )
 
 
@@ -79,7 +89,8 @@ class ProgressHandler(_Handler):
     def get(self) -> None:
         self.set_header("Content-Type", "application/json")
         table = self.board.progress.table()
-        self.write(json.dumps({**table, "status": self.board.status()}))
+        nodes = self.settings["nodes"]
+        self.write(json.dumps({**table, "status": self.board.status(), **({"nodes": nodes.table()} if nodes else {})}))
 
 
 class RefreshHandler(_Handler):
@@ -99,7 +110,7 @@ class RejudgeHandler(_Handler):
         self.answer({"queued": queued}, f"{self.settings['prefix']}?{urlencode({'user': user})}")
 
 
-def make_app(board: Board, prefix: str) -> web.Application:
+def make_app(board: Board, prefix: str, nodes: NodeWatch | None = None) -> web.Application:
     return web.Application(
         [
             (prefix, PageHandler),
@@ -110,6 +121,7 @@ def make_app(board: Board, prefix: str) -> web.Application:
         ],
         board=board,
         prefix=prefix,
+        nodes=nodes,
         cookie_secret=os.urandom(32),
         xsrf_cookies=False,
     )
@@ -149,6 +161,12 @@ def parser() -> argparse.ArgumentParser:
         help="seconds between scans of the saved notebooks (default: 1 "
         "for volumes, which a scanner watches; 20 for jupyter, which costs each lab a listing)",
     )
+    parser.add_argument(
+        "--swarm",
+        action="store_true",
+        help="the labs run on the swarm this engine manages: name the participants a drained or down node "
+        "holds, and start their labs again when it returns (the token needs admin:server_state and servers)",
+    )
     parser.add_argument("--graders", type=int, default=2, help="grader runs at a time")
     parser.add_argument(
         "--slow-s",
@@ -180,12 +198,20 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.notebooks == "jupyter" and not (args.labs_url and os.environ.get("JUPYTERHUB_API_URL")):
         options.error("--notebooks jupyter needs --labs-url and the hub's JUPYTERHUB_API_URL and JUPYTERHUB_API_TOKEN")
+    if args.swarm and not os.environ.get("JUPYTERHUB_API_URL"):
+        options.error("--swarm needs the hub's JUPYTERHUB_API_URL and JUPYTERHUB_API_TOKEN")
     source, runner = _parts(args, room_id, participants, record)
     poll_s = args.poll_s if args.poll_s is not None else (1.0 if args.notebooks == "volumes" else 20.0)
     board = Board(
         args.room_dir, room_id, participants, source, runner, poll_s, args.graders, tries=args.tries, slow_s=args.slow_s
     )
-    return asyncio.run(_serve(board, urlparse(url), prefix))
+    nodes = None
+    if args.swarm:
+        from ...docker.engine import connect
+
+        hub_api, token = os.environ["JUPYTERHUB_API_URL"], os.environ.get("JUPYTERHUB_API_TOKEN", "")
+        nodes = NodeWatch(hub_api, token, connect(timeout=60), room_id, participants)
+    return asyncio.run(_serve(board, urlparse(url), prefix, nodes))
 
 
 def _parts(
@@ -218,9 +244,9 @@ def _parts(
     return source, runner
 
 
-async def _serve(board: Board, url: Any, prefix: str) -> int:
-    server = make_app(board, prefix).listen(url.port or 80, url.hostname or "127.0.0.1")
-    tasks = board.start()
+async def _serve(board: Board, url: Any, prefix: str, nodes: NodeWatch | None = None) -> int:
+    server = make_app(board, prefix, nodes).listen(url.port or 80, url.hostname or "127.0.0.1")
+    tasks = board.start() + ([asyncio.ensure_future(nodes.watch())] if nodes else [])
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

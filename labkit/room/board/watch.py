@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...course.catalogue import hint_of
-from ...errors import LabkitError, SubmissionError
+from ...errors import LabkitError, RoomFileError, SubmissionError
 from ..grader.runner import Runner
-from ..protocol import RoomVerdict, duplicated_problem, not_started, untouched_results
-from . import progress as progress_store
+from ..protocol import RoomVerdict, Submission, duplicated_problem, not_started, untouched_results
+from . import copies, progress as progress_store
 from .notebook_sources import NotebookSource
 
 log = logging.getLogger("labkit.room.board")
@@ -65,6 +65,7 @@ class Board:
         self.last_scan_error = ""
         self.prepare_error = ""
         self.prepared = asyncio.Event()  # no grader run before the runner is ready (its image built)
+        self._kept: dict[Key, float] = {}  # the mtime of each notebook's copy kept in the room's folder
 
     @property
     def pending(self) -> int:
@@ -98,7 +99,22 @@ class Board:
                 earlier, tries = self.waiting.get(key, (saved.mtime, 1))
                 self.waiting[key] = (saved.mtime, tries if earlier == saved.mtime else 1)  # takes the older one's place
         self._wake.set()
+        if not self.prepared.is_set():
+            await self._keep_waiting()
         return queued
+
+    async def _keep_waiting(self) -> None:
+        """While the grader is not ready (its image building, or failing), keep copies of the saves waiting
+        for it anyway: a participant's work must not depend on the grader (`room rehome` restores them)."""
+        loop = asyncio.get_running_loop()
+        for (user, notebook), (mtime, _) in list(self.waiting.items()):
+            if self._kept.get((user, notebook)) == mtime:
+                continue
+            try:
+                submission = await loop.run_in_executor(self.pool, self.source.read, user, notebook)
+            except SubmissionError:
+                continue  # read again at the next scan
+            self._keep(submission, mtime)
 
     async def rejudge(self, user: str) -> int:
         """The teacher's "judge again": every saved notebook of ``user``, every exercise in it."""
@@ -108,7 +124,11 @@ class Board:
 
     async def watch(self) -> None:
         """Prepare the runner (build the grader image when missing or outdated: minutes on a vfs engine;
-        tried again, less and less often, while it fails), then poll every ``poll_s`` seconds."""
+        tried again, less and less often, while it fails), then poll every ``poll_s`` seconds. A source that
+        does not run the grader's image (the labs' Jupyter API) is polled meanwhile: its saves are kept."""
+        early = None if getattr(self.source, "needs_grader_image", True) else asyncio.ensure_future(self._poll())
+        if early is not None:
+            self._tasks.add(early)  # stop() ends it
         wait_s = self.poll_s
         while True:
             try:
@@ -121,6 +141,9 @@ class Board:
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, 600.0)
         self.prepared.set()
+        await (early or self._poll())
+
+    async def _poll(self) -> None:
         while True:
             await self.poll_once()
             await asyncio.sleep(self.poll_s)
@@ -187,6 +210,7 @@ class Board:
             self.progress.cannot_read(user, notebook, mtime, str(exc))
             self._save()
             return
+        self._keep(submission, mtime)
         starters = [r for r in not_started(notebook, submission.cells) if r.exercise not in submission.duplicated]
         starters += [RoomVerdict(e, problem=duplicated_problem(e), hint=hint_of(e)) for e in submission.duplicated]
         changed = self.progress.changed(user, submission.cells)
@@ -214,6 +238,15 @@ class Board:
         else:
             verdicts = [replace(r, digest=changed.get(r.exercise, "")) for r in judgement.results]
             self._record(user, notebook, mtime, starters + verdicts)
+
+    def _keep(self, submission: Submission, mtime: float) -> None:
+        """The participant's last saved notebook, whole, in the room's folder (`room rehome` restores it)."""
+        if submission.saved:
+            try:
+                copies.keep(self.room_dir, submission.user, submission.notebook, submission.saved, mtime)
+                self._kept[(submission.user, submission.notebook)] = mtime
+            except RoomFileError as exc:
+                log.warning("%s", exc)
 
     def _again_later(self, key: Key, mtime: float, tries: int) -> None:
         self.retrying.add(key)

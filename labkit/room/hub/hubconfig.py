@@ -28,6 +28,9 @@ WORK = f"{HOME}/work"  # each participant's volume; the notebooks are copied her
 START_COMMAND = "/usr/local/bin/labkit-lab-start"  # in the participant image (labkit/room/hub/lab_image.py)
 SWARM_SPAWNER = "labkit.room.hub.swarmspawner.RoomSwarmSpawner"
 LAB_POLL_S = 10
+# on a swarm, the board reads each lab's node from its spawner's state, and starts again the labs of a node
+# that returns (labkit.room.board.nodes)
+SWARM_BOARD_SCOPES = ("admin:server_state", "servers")
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,10 @@ def swarm_config(settings: RoomSettings, plumbing: Plumbing, config: dict[str, d
         if service["name"] == "board":
             host = settings.ip if settings.ip not in ("", "0.0.0.0") else "127.0.0.1"
             labs = ["--notebooks", "jupyter", "--labs-url", f"http://{host}:{settings.port}"]
-            service["command"] = [*service["command"], *labs]
+            service["command"] = [*service["command"], "--swarm", *labs]
+    for role in config["JupyterHub"]["load_roles"]:
+        if role["name"] == "board":  # the board names who a node holds, and starts their labs when it returns
+            role["scopes"] = [*role["scopes"], *SWARM_BOARD_SCOPES]
 
 
 def hub_config(settings: RoomSettings, plumbing: Plumbing) -> dict[str, dict[str, object]]:

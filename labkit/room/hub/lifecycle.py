@@ -41,7 +41,7 @@ from ..hubclient import HubClient
 from ..protocol import ROOM_LABEL, WORK_LABEL
 from ..record import RoomRecord
 from ..settings import PARTICIPANT_IMAGE, RoomSettings
-from . import process as hub_process, swarm
+from . import process as hub_process, swarm, swarm_nodes
 from .hubconfig import Plumbing
 from .lab_image import build_image, image_state
 
@@ -302,7 +302,12 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
 
 
 def status_rows(directory: Path) -> list[dict[str, str]]:
-    """One row per participant: login, state (running, starting, stopping, stopped) and last activity."""
+    """One row per participant: login, state (running, starting, stopping, stopped) and last activity; on a
+    swarm, also ``node`` (as the teacher knows it) and ``why`` (what their node's state means for them)."""
+    return _status(directory)[0]
+
+
+def _status(directory: Path) -> tuple[list[dict[str, str]], dict[str, swarm_nodes.LabPlace]]:
     room = room_record.read(directory)
     hub_process.require_hub(directory)
     client = HubClient(room.url, room.teacher_token, timeout_s=30)
@@ -320,35 +325,40 @@ def status_rows(directory: Path) -> list[dict[str, str]]:
             state = "running" if server.get("ready") else (server.get("pending") or "starting")
             state = {"spawn": "starting", "stop": "stopping"}.get(state, state)
         rows.append({"login": user["name"], "state": state, "last_activity": user.get("last_activity") or "-"})
+    found: dict[str, swarm_nodes.LabPlace] = {}
     if room.swarm:
-        nodes = _lab_nodes(room.room_id)
+        found = _places(room)
         for row in rows:
-            row["node"] = nodes.get(row["login"], "-")
-    return rows
+            place = found.get(row["login"])
+            row["node"] = place.node if place else "-"
+            row["why"] = place.why() if place else ""
+    return rows, found
 
 
-def _lab_nodes(room_id: str) -> dict[str, str]:
-    """{login: node} of the room's running labs, from the swarm's manager (this engine)."""
+def _places(room: RoomRecord) -> dict[str, swarm_nodes.LabPlace]:
+    """Each participant's node and its state: the hub's records (the teacher's token reads the spawners'
+    state) and the swarm's manager (this engine)."""
+    hub = HubClient(f"{room.url.rstrip('/')}/hub/api", room.teacher_token, timeout_s=30)
     client = connect(timeout=60)
     try:
-        return swarm.lab_nodes(client, room_id)
-    except docker.errors.APIError as exc:
-        raise engine_error(exc, "to list the room's labs on the swarm") from None
+        return swarm_nodes.read_places(hub, client, room.room_id)
     finally:
+        hub.close()
         client.close()
 
 
 def status_text(directory: Path) -> str:
     room = room_record.read(directory)
-    rows = status_rows(directory)
+    rows, found = _status(directory)
     running = sum(r["state"] == "running" for r in rows)
     lines = [f"room {room.room_id} at {room.url}: {running} of {len(rows)} labs running"]
     lines += [f"  {r['login']:<12} {r['state']:<9} {r['last_activity']}{_on(r)}" for r in rows]
-    return "\n".join(lines)
+    return "\n".join(lines + [f"  {line}" for line in swarm_nodes.notes(found)])
 
 
 def _on(row: dict[str, str]) -> str:
-    return f"  on {row['node']}" if row.get("node", "-") != "-" else ""
+    on = f"  on {row['node']}" if row.get("node", "-") != "-" else ""
+    return f"{on}: {row['why']}" if on and row.get("why") else on
 
 
 def _remove(client: docker.client.DockerClient, thing: object, *, kind: str, wait_s: float = 300) -> bool:

@@ -18,6 +18,14 @@ SwarmSpawner 14, or a limit of the swarms it was checked on (labkit issue 51), a
 - **A cancelled spawn leaves its service behind**: the service is removed when a spawn fails or is
   cancelled, and ``stop()`` removes it by name even when the spawn never learned its id.
 - Swarm would restart a lab that exits, on its own: restart condition ``none``, as a container.
+- **A task stuck "running" on a node that is down**: Swarm marks it to shut down, but no engine is there to
+  report it, so its last state stays ``running``; ``poll()`` reads the task's desired state too.
+- **A lab that ended leaves its service behind** (the hub calls ``stop()`` only on a lab it thinks runs): the
+  service left is removed at the next start, which would otherwise reuse its spec (and its old node).
+- **No work lost with a node** (labkit issue 51): a lab that ends because its node is drained, down or gone
+  says so in the spawner's state (``lost_with_node``), which the board reads to start it again when the node
+  returns; a start with ``user_options`` ``{"rehome_to": NODE_ID}`` (`labkit room rehome`) moves the lab to
+  that node, only while its own node is not ready (a participant cannot leave their work behind by mistake).
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from docker.errors import APIError, NotFound
 from docker.types import Mount, RestartPolicy
 from dockerspawner import SwarmSpawner
 from traitlets import Dict, Int, Unicode
+
+from .swarm_nodes import USABLE, node_state
 
 RUNNING_STATES = {"new", "allocated", "pending", "assigned", "accepted", "preparing", "prepared", "ready", "starting"}
 FAILED_STATES = {"rejected", "failed", "orphaned"}
@@ -43,21 +53,44 @@ class RoomSwarmSpawner(SwarmSpawner):
     work_labels = Dict(config=True, help="labels of the work volume when Swarm creates it on its node")
     shm_bytes = Int(512 * 1024**2, config=True, help="size of the lab's /dev/shm (a tmpfs mount)")
     node_id = Unicode("", help="the node holding this lab's work volume (kept in the spawner's state)")
+    lost_with_node = Unicode("", help="why the lab ended with its node (drained, down, gone); kept in the state")
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
         self.node_id = state.get("node_id", "") or self.node_id
+        self.lost_with_node = state.get("lost_with_node", "") or self.lost_with_node
 
     def get_state(self) -> dict[str, Any]:
         state: dict[str, Any] = super().get_state()
         if self.node_id:
             state["node_id"] = self.node_id
+        if self.lost_with_node:
+            state["lost_with_node"] = self.lost_with_node
         return state
 
     def clear_state(self) -> None:
-        node = self.node_id  # the work stays on its node after the lab stops: so does the lab's place
+        # the work stays on its node after the lab stops: so do the lab's place, and why it ended
+        node, lost = self.node_id, self.lost_with_node
         super().clear_state()
-        self.node_id = node
+        self.node_id, self.lost_with_node = node, lost
+
+    async def _node_state(self, node_id: str) -> str:
+        try:
+            return node_state(await self.docker("inspect_node", node_id))
+        except NotFound:
+            return "gone"
+
+    async def _rehome(self) -> None:
+        """`labkit room rehome`'s start: the lab moves to ``rehome_to`` when its own node is not ready."""
+        target = str((self.user_options or {}).get("rehome_to") or "")
+        if not target or target == self.node_id:
+            return
+        if self.node_id and await self._node_state(self.node_id) == USABLE:
+            raise RuntimeError(f"{self.user.name}'s work is on node {self.node_id}, which is ready: not moved")
+        if await self._node_state(target) != USABLE:
+            raise RuntimeError(f"node {target} is not ready and active: {self.user.name}'s lab cannot move there")
+        self.log.warning("%s's lab moves from node %s to %s", self.user.name, self.node_id or "-", target)
+        self.node_id, self.lost_with_node = target, ""
 
     @property
     def mounts(self) -> list[Mount]:
@@ -75,7 +108,7 @@ class RoomSwarmSpawner(SwarmSpawner):
             self.node_id = self.placement.get(self.user.name, "")
         if not self.node_id:
             nodes = await self.docker("nodes", filters={"role": "worker"})
-            ready = [n["ID"] for n in nodes if n["Status"]["State"] == "ready"]
+            ready = [n["ID"] for n in nodes if node_state(n) == USABLE]
             tasks = await self.docker("tasks", filters={"desired-state": "running"})
             load = {node: sum(t.get("NodeID") == node for t in tasks) for node in ready}
             self.node_id = min(sorted(load), key=load.__getitem__) if load else ""
@@ -96,10 +129,17 @@ class RoomSwarmSpawner(SwarmSpawner):
     async def poll(self) -> int | None | str:
         # SwarmSpawner counts a task still being prepared as stopped: the hub drops the route, the service stays
         task = await self.get_task()
-        if not task:
-            return 0
-        state = task["Status"]["State"]
-        return None if state in RUNNING_STATES or state == "running" else f"task {state}"
+        state = task["Status"]["State"] if task else ""
+        if (
+            task
+            and task.get("DesiredState") in ("running", "ready")
+            and (state in RUNNING_STATES or state == "running")
+        ):
+            return None
+        if self.node_id and self.object_id:  # a lab that ran ended (a cancelled spawn's service is gone): why
+            lost = await self._node_state(self.node_id)
+            self.lost_with_node = "" if lost == USABLE else lost
+        return f"task {state}" if task else 0
 
     async def start_object(self) -> None:
         # A rejected task (an image missing on the node) would be waited for until the spawn's timeout
@@ -120,10 +160,14 @@ class RoomSwarmSpawner(SwarmSpawner):
 
     async def start(self) -> Any:
         try:
-            return await super().start()
+            await self._remove_service()  # one left by a lab that ended
+            await self._rehome()
+            found = await super().start()
         except (Exception, asyncio.CancelledError):
             await asyncio.shield(self._remove_service())  # a failed or cancelled spawn leaves no service
             raise
+        self.lost_with_node = ""
+        return found
 
     async def stop(self, now: bool = False) -> None:
         await self._remove_service()
