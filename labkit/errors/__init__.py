@@ -54,6 +54,7 @@ Every class has ``remedy``; no bare LabkitError is raised (tests/unit/test_error
     ├── RoomFileError               .path .problem .detail: a room's folder, progress file or CSV not usable
     ├── LabKernelError              .user .code .problem .errors: a kernel in a participant's lab did not run code
     ├── SwarmNodeError              .node .problem .known: a swarm node the teacher named cannot be used (`room rehome`)
+    ├── RehomeError                 .node .done .failed: `room rehome` moved some of a node's participants, not all
     ├── HubError                    .url .problem .status_code .detail: the room's hub (or a lab, the board) refused or did not answer
     │   └── BoardError              the teacher's board did not give its table
     └── UnknownProtocolError        .protocol .known: neither "http" nor "grpc" (also a ValueError)
@@ -108,6 +109,7 @@ from .tools import (
     OptionError,
     PerfAnalyzerError,
     PythonEnvError,
+    RehomeError,
     RoomFileError,
     RoomSettingsError,
     SubmissionError,
@@ -168,6 +170,7 @@ __all__ = [
     "RoomSettingsError",
     "SubmissionError",
     "SwarmNodeError",
+    "RehomeError",
     "RoomFileError",
     "LabKernelError",
     "HubError",

@@ -305,6 +305,22 @@ class SwarmNodeError(LabkitError):
         return mention(f"swarm node {self.node!r}: {self.problem}", "the swarm's nodes: ", self.known)
 
 
+class RehomeError(LabkitError):
+    """`labkit room rehome` moved some of node ``node``'s participants but not all: ``done``, what was done (one
+    line each), ``failed``, one line per participant left behind or moved without their notebooks."""
+
+    def __init__(self, *, node: str, done: Sequence[str] = (), failed: Sequence[str] = (), remedy: str = "") -> None:
+        self.node, self.done, self.failed = node, list(done), list(failed)
+        super().__init__(
+            remedy=remedy
+            or "read the hub's log (room/hub.log) for those named, fix what stopped them, and rehome them again"
+        )
+
+    def _headline(self) -> str:
+        lines = "\n".join(f"  {line}" for line in [*self.done, *self.failed])
+        return f"Not every participant of node {self.node} was moved:\n{lines}"
+
+
 class PythonEnvError(LabkitError):
     """An execution environment for Python models could not be made. ``problem``: "python" (``wanted`` is
     a Python that no stub of ``runtime`` has; those it has are ``available``), "version" (``wanted`` is not

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ...docker.engine import connect
-from ...errors import HubError, SubmissionError, SwarmNodeError, WaitTimeoutError
+from ...errors import HubError, RehomeError, SubmissionError, SwarmNodeError, WaitTimeoutError
 from ...plumbing.polling import wait_until
 from .. import record as room_record
 from ..board import copies
@@ -110,12 +110,22 @@ def rehome(directory: Path, source: str, target: str = "", timeout_s: float = 30
         gone, chosen = pick(nodes, source, target, found)
         movers = sorted(p.login for p in found.values() if p.node_id == gone["ID"] and p.login != room.teacher)
         lines = [f"node {describe(gone)} is {node_state(gone)}: {len(movers)} participant(s) to {describe(chosen)}"]
-        for login in movers:
-            _start_on(hub, login, chosen["ID"], timeout_s)
-        for login in movers:
-            server = _wait_ready(hub, login, timeout_s)
-            lines.append(f"{login}: lab started on {describe(chosen)}")
-            lines += _restore(HubClient(room.url, room.teacher_token, 60), server, login, directory)
+        started, failed = [], []
+        for login in movers:  # one participant's failure does not keep the others on the dead node
+            try:
+                _start_on(hub, login, chosen["ID"], timeout_s)
+                started.append(login)
+            except (HubError, WaitTimeoutError) as exc:
+                failed.append(f"{login}: not moved: {exc}")
+        for login in started:
+            try:
+                server = _wait_ready(hub, login, timeout_s)
+                lines.append(f"{login}: lab started on {describe(chosen)}")
+                lines += _restore(HubClient(room.url, room.teacher_token, 60), server, login, directory)
+            except (HubError, SubmissionError) as exc:
+                failed.append(f"{login}: moved, but its notebooks were not restored: {exc}")
+        if failed:
+            raise RehomeError(node=describe(gone), done=lines, failed=failed)
         return lines
     finally:
         hub.close()

@@ -3,7 +3,6 @@ lab goes first, which node each lab runs on, and the room's services and configs
 
     address = manager_address(client)                 # SetupError when this engine manages no swarm
     plan = placement(settings.participants, worker_nodes(client))
-    nodes = lab_nodes(client, room_id)                 # {"p01": "w1 (192.168.213.2)", ...}
 
 The labs themselves are made by labkit.room.hub.swarmspawner, in the hub.
 """
@@ -61,18 +60,6 @@ def placement(logins: tuple[str, ...], workers: list[dict[str, Any]]) -> tuple[t
     """(login, node id) of each participant's first start, in turn over the workers. A lab that started once
     goes back to its node whatever this says (the spawner keeps it: the work volume is there)."""
     return tuple((login, workers[i % len(workers)]["ID"]) for i, login in enumerate(logins))
-
-
-def lab_nodes(client: Any, room_id: str) -> dict[str, str]:
-    """{login: its node, described} for every lab service of the room with a task meant to run."""
-    names = {n.attrs["ID"]: describe(n.attrs) for n in client.nodes.list()}
-    found = {}
-    for service in client.services.list(filters={"label": f"{ROOM_LABEL}={room_id}"}):
-        login = service.attrs["Spec"].get("Labels", {}).get(f"{ROOM_LABEL}.user")
-        tasks = [t for t in service.tasks(filters={"desired-state": "running"}) if t.get("NodeID")]
-        if login and tasks:
-            found[login] = names.get(tasks[0]["NodeID"], tasks[0]["NodeID"])
-    return found
 
 
 def room_objects(client: Any, room_id: str) -> list[tuple[str, Any]]:
