@@ -153,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result-file", type=Path, help="also write the result there, cut to --result-limit bytes")
     parser.add_argument("--result-limit", type=int, default=4096)
     args = parser.parse_args(argv)
+    # nbformat validates with jsonschema, which builds a Lark grammar for RFC 3987 as it is imported when the
+    # optional rfc3987_syntax is installed (it is, in the participant image): 0.6 core-seconds of every grader
+    # run, for a format check that nbformat's schema never makes. None in sys.modules makes that optional import
+    # fail at once, in this process only (nothing here has imported jsonschema yet; the kernel never does).
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     # the sandbox's HOME (under /tmp) is made here: IPython warns on every start about one it cannot write
     Path(os.environ.get("HOME", tempfile.gettempdir())).mkdir(parents=True, exist_ok=True)
     kernel, work = None, None
