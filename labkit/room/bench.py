@@ -6,7 +6,11 @@ in one lab alone (a quiet room) and waits for that verdict, then takes the room 
 Printed: seconds until the hub answers and until all labs are ready; per lab, its ready time; the memory of
 one idle lab (Docker's figure, as `docker stats` shows it) before and with Triton running; per check
 (a grader run of one saved notebook, i.e. that notebook's exercises) p50/p95 of the time from the save to
-its verdict on the board, and the same for the save alone. Nothing is asserted: the numbers depend on the machine.
+its verdict on the board, and the same for the save alone; ``core_s_per_save``, what a verdict costs in CPU
+(labkit.room.cpu_cost): the core-seconds of the board and of the room's judging containers (every grader run,
+the warm-ups the saves started, the notebook scanner) from the first save until the room is idle again after
+the last verdict (its graders warm and waiting), divided by the verdicts. Nothing is asserted: the numbers
+depend on the machine.
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ from typing import Any
 
 import numpy as np
 
+from ..docker.engine import connect
+from ..docker.engine_errors import ENGINE_ERRORS
 from ..errors import LabKernelError, WaitTimeoutError
 from ..plumbing.downloads import say
 from ..plumbing.polling import wait_until
-from . import record as room_record
+from . import cpu_cost, record as room_record
+from .cpu_cost import CpuMeter
 from .hubclient import HubClient
+from .protocol import RESULT_MARK, ROLE_LABEL, ROOM_LABEL, WARM_MARK
 from .settings import RoomSettings
 
 START_CODE = "import labkit\nlab = labkit.start()"
@@ -46,6 +54,10 @@ class RoomBench:
     checks_missing: int = 0  # saves without a verdict when the bench stopped waiting
     single_s: float | None = None  # then one save in a quiet room, to its verdict (None: not measured)
     single_missing: bool = False  # that save had no verdict when the bench stopped waiting
+    notebook: str = SAVED_NOTEBOOK  # the notebook saved (its first exercise solved, then its second)
+    core_s_per_save: float | None = None  # core-seconds per verdict of the saves at once (None: no verdict)
+    cpu_s: dict[str, float] = field(default_factory=dict)  # those saves' core-seconds, by source
+    single_core_s: float | None = None  # the save alone's core-seconds (its warm-up included)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "checks": {nb: _summary(v) for nb, v in self.checks.items()}}
@@ -72,11 +84,16 @@ def report(result: RoomBench) -> str:
     ]
     for notebook, values in sorted(result.checks.items()):
         lines.append(f"  check {notebook}: save -> verdict {_pcts(values)} (n={len(values)})")
+    if result.core_s_per_save is not None:
+        parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in sorted(result.cpu_s.items()))
+        lines.append(f"  core_s_per_save:                 {result.core_s_per_save:7.2f} core-s ({parts} in all)")
     if result.single_missing:
         lines.append("  one save alone: no verdict when the bench stopped waiting")
     else:
         single = "      -" if result.single_s is None else f"{result.single_s:7.1f} s"
         lines.append(f"  one save alone: save -> verdict  {single}")
+        if result.single_core_s is not None:
+            lines.append(f"  one save alone, CPU:             {result.single_core_s:7.2f} core-s")
     if result.checks_missing:
         lines.append(f"  {result.checks_missing} saved notebook(s) had no verdict yet when the bench stopped waiting")
     return "\n".join(lines)
@@ -162,8 +179,6 @@ def run_in_lab(room: HubClient, user: str, code: str, timeout_s: float = 300) ->
 
 def lab_memory(container_name: str) -> int:
     """The memory a lab's container uses, as `docker stats` shows it (usage less the inactive file cache)."""
-    from ..docker.engine import connect
-
     client = connect()
     try:
         stats = client.containers.get(container_name).stats(stream=False)["memory_stats"]
@@ -173,9 +188,11 @@ def lab_memory(container_name: str) -> int:
     return int(stats["usage"] - detail.get("inactive_file", detail.get("total_inactive_file", 0)))
 
 
-def save_notebooks(room: HubClient, users: tuple[str, ...], name: str, which: int = 0) -> dict[str, float]:
+def save_notebooks(
+    room: HubClient, users: tuple[str, ...], name: str, which: int = 0, note: str = ""
+) -> dict[str, float]:
     """Save ``name`` in each lab with its exercise number ``which`` solved (as the participant would: the
-    contents API; the board learns of it as of any save); when each was saved."""
+    contents API; the board learns of it as of any save), ``note`` added to it; when each was saved."""
     from ..course.catalogue import REGISTRY, exercises_of
 
     exercise = exercises_of(name)[which]
@@ -184,7 +201,7 @@ def save_notebooks(room: HubClient, users: tuple[str, ...], name: str, which: in
         content = room.call(f"user/{user}/api/contents/{name}?content=1")["content"]
         for cell in content["cells"]:
             if f"exercise:{exercise}" in cell.get("metadata", {}).get("tags", []):
-                cell["source"] = REGISTRY[exercise].solution()
+                cell["source"] = REGISTRY[exercise].solution() + note
         room.call(f"user/{user}/api/contents/{name}", "PUT", {"type": "notebook", "format": "json", "content": content})
         saved[user] = time.time()
     return saved
@@ -214,13 +231,67 @@ def wait_for_verdicts(room_dir: Path, saved: dict[str, float], name: str, timeou
     return list(done.values()), len(saved) - len(done)
 
 
+def judging_meter(settings: RoomSettings, client: Any) -> CpuMeter:
+    """What a verdict costs is read from: the room's judging cgroup (its graders and scanner, ended ones
+    included) and the board's process."""
+    from .hub import processes
+
+    driver, version = cpu_cost.engine_cgroups(client)
+    board = processes.find(processes.folder_of(settings.directory), "board")
+    cgroups = {"graders": cpu_cost.cgroup_dir(cpu_cost.room_cgroup(settings.room_id, driver), version)}
+    return CpuMeter(cgroups=cgroups, pids={"board": board.pid} if board is not None else {})
+
+
+def graders_idle(client: Any, room_id: str) -> bool:
+    """Every grader container of the room warm and waiting (none judging, none warming up, none leaving)."""
+    try:
+        graders = client.containers.list(
+            all=True, ignore_removed=True, filters={"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}=grader"]}
+        )
+        for container in graders:
+            if container.status != "running":
+                return False
+            logs = container.logs(tail=20).decode(errors="replace")
+            if WARM_MARK not in logs or RESULT_MARK in logs:
+                return False
+    except ENGINE_ERRORS:  # one being removed as it was asked
+        return False
+    return bool(graders)
+
+
+def judged(
+    room: HubClient,
+    settings: RoomSettings,
+    users: tuple[str, ...],
+    notebook: str,
+    which: int,
+    client: Any,
+    timeout_s: float,
+) -> tuple[list[float], int, dict[str, float]]:
+    """Save ``notebook`` in ``users``' labs with its exercise number ``which`` solved (where it has none, its
+    first again, with a comment added: a change to judge) and wait for the verdicts; their save-to-verdict seconds, how many never came, and
+    the core-seconds spent from the saves until the room's graders are warm again, by source."""
+    from ..course.catalogue import exercises_of
+
+    meter = judging_meter(settings, client)
+    which, note = (which, "") if which < len(exercises_of(notebook)) else (0, "\n# saved again\n")
+    before = meter.sample()
+    saved = save_notebooks(room, users, notebook, which, note)
+    values, missing = wait_for_verdicts(settings.directory, saved, notebook, timeout_s)
+    try:  # the warm-ups those runs started are part of their cost
+        wait_until(lambda: graders_idle(client, settings.room_id), 300, "the room's graders to be warm again")
+    except WaitTimeoutError:
+        say("room bench: the graders were not all warm again within 300 s; the CPU figure stops there")
+    return values, missing, meter.since(before)
+
+
 def run(
     settings: RoomSettings, *, timeout_s: float = 900, checks_timeout_s: float = 900, notebook: str = SAVED_NOTEBOOK
 ) -> RoomBench:
     """The bench (see the module's docstring); the room is taken down (work volumes too) however it ends."""
     from .hub import lifecycle
 
-    result = RoomBench(participants=len(settings.participants))
+    result = RoomBench(participants=len(settings.participants), notebook=notebook)
     try:
         say(f"room bench: room up with {len(settings.participants)} participant(s) in {settings.directory} ...")
         info = lifecycle.up(settings)
@@ -241,18 +312,20 @@ def run(
         time.sleep(5)  # the same pause before the second reading
         result.lab_memory_triton = lab_memory(container)
         room.call(f"user/{first}/api/kernels/{kernel}", "DELETE")
-        saved = save_notebooks(room, settings.participants, notebook)
+        client = connect()
+        wait_until(lambda: graders_idle(client, settings.room_id), timeout_s, "the room's graders to be warm")
         say(
-            f"room bench: {notebook} saved in every lab; waiting for the board's verdicts (at most "
-            f"{checks_timeout_s:.0f} s) ..."
+            f"room bench: saving {notebook} in every lab; waiting for the verdicts (at most {checks_timeout_s:.0f} s) ..."
         )
-        result.checks[notebook], result.checks_missing = wait_for_verdicts(
-            settings.directory, saved, notebook, checks_timeout_s
+        values, result.checks_missing, result.cpu_s = judged(
+            room, settings, settings.participants, notebook, 0, client, checks_timeout_s
         )
-        say(f"room bench: one more save, alone: {first}'s {notebook} with its second exercise solved ...")
-        alone = save_notebooks(room, (first,), notebook, which=1)
-        single, missing = wait_for_verdicts(settings.directory, alone, notebook, checks_timeout_s)
+        result.checks[notebook] = values
+        result.core_s_per_save = cpu_cost.per_save(result.cpu_s, len(values))
+        say(f"room bench: one more save, alone: {first}'s {notebook} ...")
+        single, missing, cost = judged(room, settings, (first,), notebook, 1, client, checks_timeout_s)
         result.single_s, result.single_missing = (single[0] if single else None), bool(missing)
+        result.single_core_s = cpu_cost.per_save(cost, len(single))
     finally:
         say("room bench: room down (labs, hub and work volumes) ...")
         lifecycle.down(settings.directory, delete_work=True)

@@ -183,7 +183,9 @@ def _bench(args: argparse.Namespace) -> int:
     from . import bench
 
     settings = settings_from(args)
-    result = bench.run(settings, timeout_s=args.timeout_s, checks_timeout_s=args.checks_timeout_s)
+    result = bench.run(
+        settings, timeout_s=args.timeout_s, checks_timeout_s=args.checks_timeout_s, notebook=args.notebook
+    )
     print(bench.report(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result.to_json(), indent=1) + "\n")
@@ -302,6 +304,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         default=900,
         help="stop waiting for the board's verdicts after this long (reported as missing)",
+    )
+    bench.add_argument(
+        "--notebook",
+        default="01_python_backend.ipynb",
+        help="the notebook every lab saves, its first exercise solved (default %(default)s; "
+        "17_real_models.ipynb: the real-model lesson's)",
     )
     bench.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     bench.set_defaults(func=_bench)

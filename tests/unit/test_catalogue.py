@@ -121,3 +121,32 @@ def test_every_process_of_the_board_loads_few_labkit_modules_and_no_heavy_wing(m
     assert module in loaded
     assert [m for m in loaded if any(m == f"labkit.{w}" or m.startswith(f"labkit.{w}.") for w in HEAVY_WINGS)] == []
     assert len(loaded) <= MAX_BOARD_MODULES, loaded
+
+
+def test_a_check_imports_its_own_notebooks_module_and_finds_one_kept_elsewhere():
+    import importlib
+    import pkgutil
+    import subprocess
+    import sys
+
+    import labkit.course.exercises as package
+    from labkit.course.exercises.core import MODULES
+
+    found = {m.name for m in pkgutil.iter_modules(package.__path__) if m.name.startswith("nb")}
+    assert set(MODULES) == found  # a new notebook's module is named, or its checks are never found
+    code = (
+        "import sys\nfrom labkit.course.exercises.core import checks_of\n"
+        "assert '14-scale' in checks_of('14-scale')\n"  # kept in nb02's module
+        "checks_of('01-output2')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('labkit.course.exercises.nb')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "nb02" in out and "nb17" in out  # "14-scale" looked everywhere once nb14 held nothing
+    lazy = subprocess.run(
+        [sys.executable, "-c", code.replace("assert '14-scale' in checks_of('14-scale')\n", "")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert lazy.strip() == "['labkit.course.exercises.nb01']"
+    assert importlib.import_module("labkit.exercises").nb12.__name__ == "labkit.course.exercises.nb12"

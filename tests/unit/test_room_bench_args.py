@@ -4,12 +4,14 @@ see docs/workshop.md; no timed assertions anywhere)."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
 
 from labkit.room import commands as room_cli
 from labkit.room.bench import RoomBench, report
+from labkit.room.cpu_cost import per_save
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -55,3 +57,22 @@ def test_the_report_gives_percentiles_per_check_and_says_what_is_missing():
     assert "no verdict" not in report(RoomBench(participants=1))  # nothing measured: dashes, no error
     assert "one save alone: save -> verdict      4.5 s" in report(RoomBench(participants=1, single_s=4.5))
     assert "one save alone: no verdict" in report(RoomBench(participants=1, single_missing=True))
+
+
+def test_bench_takes_the_notebook_to_save():
+    assert _parse(["room", "bench"]).notebook == "01_python_backend.ipynb"
+    assert _parse(["room", "bench", "--notebook", "17_real_models.ipynb"]).notebook == "17_real_models.ipynb"
+
+
+def test_the_cost_of_a_save_is_in_the_report_and_the_json():
+    cpu_s = {"graders": 8.4, "board": 0.6}
+    result = RoomBench(participants=6, checks={"01_python_backend.ipynb": [9.0] * 6}, cpu_s=cpu_s)
+    result.core_s_per_save = per_save(cpu_s, 6)
+    assert result.core_s_per_save == 1.5
+    data = json.loads(json.dumps(result.to_json()))
+    assert data["core_s_per_save"] == 1.5 and data["cpu_s"] == cpu_s and data["notebook"] == "01_python_backend.ipynb"
+    assert "core_s_per_save:                    1.50 core-s (board 0.6, graders 8.4 in all)" in report(result)
+    assert RoomBench(participants=1).to_json()["core_s_per_save"] is None  # no verdict, no figure
+    assert per_save({"graders": 3.0}, 0) is None
+    assert "core_s_per_save" not in report(RoomBench(participants=1))
+    assert "one save alone, CPU:                1.25 core-s" in report(RoomBench(participants=1, single_core_s=1.25))

@@ -9,9 +9,10 @@ against the catalogue's ids (``CHECKS``).
 ``labkit workshop check`` runs the notebooks and collects every verdict (see labkit.course.workshop).
 """
 
+from typing import Any
+
 from ..catalogue import REGISTRY, TAG_PREFIX, Exercise, Verdict
-from . import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb09_ensemble, nb09_state, nb11, nb12, nb15, nb17, nb18
-from .core import CHECKS, NotYet, check, exercise, require_latest
+from .core import MODULES, NotYet, check, checks_of, exercise, require_latest
 
 __all__ = [
     "CHECKS",
@@ -21,6 +22,7 @@ __all__ = [
     "NotYet",
     "Verdict",
     "check",
+    "checks_of",
     "exercise",
     "require_latest",
     "nb01",
@@ -38,3 +40,14 @@ __all__ = [
     "nb17",
     "nb18",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The check modules (``nb01``, ...) and ``CHECKS`` (every module's checks) are imported when first named:
+    ``check`` imports only its exercise's module (labkit.course.exercises.core.checks_of)."""
+    if name in MODULES:
+        checks_of(f"{name[2:4]}-")
+        return globals()[name]  # the import of a submodule binds it here
+    if name == "CHECKS":
+        return checks_of()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,6 +9,7 @@ each verdict is also appended to it as a JSON line.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -45,8 +46,26 @@ class Check:
     sources: tuple[str, ...] = ()
 
 
-#: The check of every exercise, by the catalogue's id (labkit.course.catalogue holds what each exercise is).
+#: The check of every exercise, by the catalogue's id (labkit.course.catalogue holds what each exercise is),
+#: as its module registers it (``checks_of`` imports the modules).
 CHECKS: dict[str, Check] = {}
+#: The check modules, one per notebook (09 has two). Each is imported when a check of its notebook is first
+#: asked for: a check cell imports its own notebook's checks, not every notebook's (matplotlib, the native
+#: builds, ...: a third of a core-second in each grader run).
+MODULES: tuple[str, ...] = ("nb01", "nb02", "nb03", "nb04", "nb05", "nb06", "nb07", "nb09_ensemble", "nb09_state")
+MODULES += ("nb11", "nb12", "nb15", "nb17", "nb18")
+
+
+def checks_of(exercise_id: str = "") -> dict[str, Check]:
+    """CHECKS, once the modules of ``exercise_id``'s notebook (its id's number) registered; every module's for ""
+    or for a check kept in another notebook's module (14-scale's, in nb02's, beside the backend it builds on)."""
+    prefix = f"nb{exercise_id.split('-')[0]}" if exercise_id else "nb"
+    for name in MODULES:
+        if name.startswith(prefix):
+            importlib.import_module(f"{__package__}.{name}")
+    if exercise_id and exercise_id not in CHECKS:
+        return checks_of()
+    return CHECKS
 
 
 def exercise(id: str, *, sources: tuple[str, ...] = ()) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -146,7 +165,7 @@ def check(exercise_id: str, server: TritonServer, **answer: Any) -> Verdict:
     if exercise_id not in REGISTRY:
         known = ", ".join(sorted(REGISTRY))
         raise KeyError(f"no exercise {exercise_id!r}; the exercises are: {known}")
-    item, judge = REGISTRY[exercise_id], CHECKS[exercise_id]
+    item, judge = REGISTRY[exercise_id], checks_of(exercise_id)[exercise_id]
     try:
         require_latest(server, *judge.sources)
         judge.verify(server, **answer)

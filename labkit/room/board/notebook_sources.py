@@ -62,12 +62,14 @@ class VolumeSource:
     """The saved notebooks in ``volumes`` (``{user: Docker volume}``) of room ``room_id``, watched by one
     long-lived container of ``image`` (the grader image: ``python -m labkit.room.board.scanner``) on the engine
     ``client``. The container prints the notebooks each time one changes; a thread here follows its output,
-    so a scan costs no container run and sees a save within a second."""
+    so a scan costs no container run and sees a save within a second. ``cgroup_parent``: the room's judging
+    cgroup (labkit.room.cpu_cost.room_cgroup), where the scanner's CPU time is counted with the graders'."""
 
     needs_grader_image = True  # its scanner runs in the grader's image: no scan before the board's runner is ready
 
-    def __init__(self, client: Any, room_id: str, image: str, volumes: dict[str, str]) -> None:
+    def __init__(self, client: Any, room_id: str, image: str, volumes: dict[str, str], cgroup_parent: str = "") -> None:
         self.client = client
+        self.cgroup_parent = cgroup_parent
         self.room_id = room_id
         self.image = image
         self.volumes = dict(volumes)
@@ -165,6 +167,7 @@ class VolumeSource:
                 security_opt=["no-new-privileges"],
                 environment={"PYTHONUNBUFFERED": "1"},
                 labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "scan"},
+                **({"cgroup_parent": self.cgroup_parent} if self.cgroup_parent else {}),
             )
             self._scanner = (container, mounts)
             threading.Thread(target=self._follow, args=(container,), name="room-scanner", daemon=True).start()

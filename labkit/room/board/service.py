@@ -34,6 +34,7 @@ from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado import web
 
 from .. import record as room_record
+from ..cpu_cost import engine_cgroups, room_cgroup
 from ..grader.runner import Grader, Limits, Runner
 from ..record import RoomRecord
 from ..settings import GRADER_IMAGE, volume_name
@@ -220,14 +221,15 @@ def _parts(
     """The board's source of notebooks and its grader runner, as the options name them."""
     image = args.grader_image or record.grader_image or GRADER_IMAGE
     limits = Limits(args.grader_cpu, args.grader_memory, timeout_s=args.grader_timeout_s)
-    client = None
+    client, cgroup = None, ""
     if args.notebooks == "volumes" or args.grader == "docker":
         from ...docker.engine import connect
 
         client = connect(timeout=600)
+        cgroup = room_cgroup(room_id, engine_cgroups(client)[0])
     source: NotebookSource
     if args.notebooks == "volumes":
-        source = VolumeSource(client, room_id, image, {u: volume_name(room_id, u) for u in participants})
+        source = VolumeSource(client, room_id, image, {u: volume_name(room_id, u) for u in participants}, cgroup)
     else:
         source = JupyterSource(
             os.environ["JUPYTERHUB_API_URL"], args.labs_url, os.environ.get("JUPYTERHUB_API_TOKEN", ""), participants
@@ -235,7 +237,13 @@ def _parts(
     runner: Runner
     if args.grader == "docker":
         runner = Grader(
-            client, room_id, image, limits, base=args.participant_image or record.image, warm=max(1, args.graders)
+            client,
+            room_id,
+            image,
+            limits,
+            base=args.participant_image or record.image,
+            warm=max(1, args.graders),
+            cgroup_parent=cgroup,
         )
     else:
         from ..k8s.pods import PodGrader

@@ -30,6 +30,7 @@ from ...course.catalogue import exercises_of
 from ...docker.engine_errors import ENGINE_ERRORS
 from ...errors import SubmissionError
 from ..cleanup import remove_containers
+from ..cpu_cost import remove_cgroup
 from ..protocol import (
     INBOX,
     READY_FILE,
@@ -106,7 +107,8 @@ class Grader:
 
     ``warm`` containers are started ahead, each with its kernel up, waiting for one submission: a
     verdict then costs only the cells that judge it. Each container still judges one submission and is
-    removed, so no participant's code meets another's; a new one warms up while the last one judges."""
+    removed, so no participant's code meets another's; a new one warms up while the last one judges.
+    ``cgroup_parent``: the room's (labkit.room.cpu_cost.room_cgroup), where their CPU time is counted."""
 
     def __init__(
         self,
@@ -116,6 +118,7 @@ class Grader:
         limits: Limits = Limits(),
         base: str = "",
         warm: int = 0,
+        cgroup_parent: str = "",
     ) -> None:
         self.client = client
         self.room_id = room_id
@@ -123,6 +126,7 @@ class Grader:
         self.limits = limits
         self.base = base
         self.warm = warm
+        self.cgroup_parent = cgroup_parent
         self._ready: list[Any] = []  # started, waiting for a submission
         self._lock = threading.Lock()
 
@@ -150,6 +154,8 @@ class Grader:
         with self._lock:
             self._ready.clear()
         remove_containers(self.client, self.room_id, "grader")
+        if self.cgroup_parent:  # the scanner, the other container under it, is gone too (Board.sweep)
+            remove_cgroup(self.cgroup_parent)
 
     def _start(self) -> Any:
         """A grader container, in the room's sandbox (labkit.room.grader.sandbox), waiting for its submission."""
@@ -158,6 +164,7 @@ class Grader:
             ["python3", "-m", "labkit.room.grader.entry", "--warm", INBOX],
             self.limits,
             labels={ROOM_LABEL: self.room_id, ROLE_LABEL: "grader"},
+            cgroup_parent=self.cgroup_parent,
         )
         return self.client.containers.run(**run.docker_arguments())
 

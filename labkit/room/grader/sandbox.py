@@ -54,6 +54,7 @@ class GraderRun:
     limits: Limits = Limits()
     env: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    cgroup_parent: str = ""  # the room's (labkit.room.cpu_cost.room_cgroup): what its judging costs is read there
 
     @property
     def environment(self) -> dict[str, str]:
@@ -76,6 +77,7 @@ class GraderRun:
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "labels": dict(self.labels),
+            **({"cgroup_parent": self.cgroup_parent} if self.cgroup_parent else {}),
         }
 
     def pod_security(self) -> dict[str, Any]:

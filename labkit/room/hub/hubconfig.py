@@ -79,8 +79,17 @@ class _Expr:
         return hash(self.code)
 
 
-# JupyterHub gives a service only a few variables of its own environment; the board reaches Docker.
-_PASSED = ("DOCKER_HOST", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "HOME", "XDG_CACHE_HOME", "LABKIT_CPU_IMAGE")
+# JupyterHub gives a service only a few variables of its own environment; the board reaches Docker, and runs
+# the labkit that started the room (PYTHONPATH: a checkout's, not another one installed in the environment).
+_PASSED = (
+    "DOCKER_HOST",
+    "DOCKER_CERT_PATH",
+    "DOCKER_TLS_VERIFY",
+    "HOME",
+    "XDG_CACHE_HOME",
+    "LABKIT_CPU_IMAGE",
+    "PYTHONPATH",
+)
 BOARD_ENV = _Expr(f"{{name: os.environ[name] for name in {_PASSED!r} if name in os.environ}}")
 
 
