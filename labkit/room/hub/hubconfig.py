@@ -123,8 +123,8 @@ def teacher_code(settings: RoomSettings) -> str:
 
 def swarm_config(settings: RoomSettings, plumbing: Plumbing, config: dict[str, dict[str, Any]]) -> None:
     """With --swarm: the labs as services on the workers (labkit.room.hub.swarmspawner), their work volumes
-    made by Swarm on their node, and the board reading saved notebooks through the hub's proxy (the volumes
-    are on other machines)."""
+    made by Swarm on their node, the board reading saved notebooks through the hub's proxy (the volumes
+    are on other machines) and judging them in grader services on the workers (labkit.room.grader.swarm)."""
     config["JupyterHub"]["spawner_class"] = SWARM_SPAWNER
     spawner = config.pop("DockerSpawner")
     for name in ("network_name", "use_internal_ip", "remove", "extra_host_config"):
@@ -139,7 +139,7 @@ def swarm_config(settings: RoomSettings, plumbing: Plumbing, config: dict[str, d
     for service in config["JupyterHub"]["services"]:
         if service["name"] == "board":
             host = settings.ip if settings.ip not in ("", "0.0.0.0") else "127.0.0.1"
-            labs = ["--notebooks", "jupyter", "--labs-url", f"http://{host}:{settings.port}"]
+            labs = ["--notebooks", "jupyter", "--labs-url", f"http://{host}:{settings.port}", "--grader", "swarm"]
             service["command"] = [*service["command"], *labs]
 
 
