@@ -41,7 +41,7 @@ def test_a_task_that_ended_gives_its_result_line_else_why_not():
     logs = f"kernel up\n{RESULT_MARK}{json.dumps(result)}\n"
     assert swarm_grader.ended(_task("complete", "shutdown", 0), logs, "2g") == (result, "")
     assert swarm_grader.ended(_task("failed", code=1), logs, "2g") == (result, "")  # the line counts, not the code
-    out, why = swarm_grader.ended(_task("complete", code=0), f"{RESULT_MARK}{{\"notebook\": ", "2g")
+    out, why = swarm_grader.ended(_task("complete", code=0), f'{RESULT_MARK}{{"notebook": ', "2g")
     assert out == {} and "cut short" in why
     out, why = swarm_grader.ended(_task("complete", code=0), "kernel up\n", "2g")
     assert out == {} and "without its result line" in why
