@@ -63,6 +63,7 @@ STOP_GRACE_NS = 2 * 10**9  # a removed grader is killed after this (nothing in i
 STARTING = {"new", "allocated", "pending", "assigned", "accepted", "preparing", "ready", "starting"}
 ENDED = {"complete", "failed"}  # the container ran and exited: its logs say what it found
 GIVEN_UP = {"shutdown", "rejected", "orphaned", "remove"}  # Swarm stopped it, or never started it
+COMMAND = ("python3", "-m", "labkit.room.grader.entry", "--submission-file", SUBMISSION_PATH)
 
 
 @dataclass(frozen=True)
@@ -149,15 +150,21 @@ class SwarmGrader:
             text = submission.encode()
         except SubmissionError as exc:
             return unjudged(submission.user, submission.notebook, str(exc), 0.0)
+        out, why = self.run(text, f"{submission.user}'s {submission.notebook}")
+        return judgement_of(submission, out, why, time.monotonic() - t0)
+
+    def run(self, data: str, what: str = "a run", command: tuple[str, ...] = COMMAND) -> tuple[dict[str, Any], str]:
+        """One grader service of ``command``, with ``data`` in the file SUBMISSION_PATH: the result line it
+        printed (parsed) and "", or {} and why there is none. Its service, config and network are removed
+        after it (in the background: the verdict does not wait). Never raises."""
         name = f"labkit-{self.room_id}-grader-{secrets.token_hex(4)}"
         made: list[Any] = []
         try:
-            out, why = self._run(name, submission, text, made)
+            return self._run(name, data, list(command), made, what)
         except ENGINE_ERRORS as exc:
-            out, why = {}, f"the swarm's manager refused the grader service ({explanation_of(exc)})"
+            return {}, f"the swarm's manager refused the grader service ({explanation_of(exc)})"
         finally:
             threading.Thread(target=_remove, args=(made,), name="grader-remove", daemon=True).start()
-        return judgement_of(submission, out, why, time.monotonic() - t0)
 
     def close(self) -> None:
         """Remove the room's grader services, configs and networks still there."""
@@ -170,15 +177,14 @@ class SwarmGrader:
             return
         _remove(things)
 
-    def _run(self, name: str, submission: Submission, text: str, made: list[Any]) -> tuple[dict[str, Any], str]:
+    def _run(self, name: str, data: str, command: list[str], made: list[Any], what: str) -> tuple[dict[str, Any], str]:
         """Make the run's network, config and service (each appended to ``made`` at once, for removal) and
         watch its task to the end."""
         made.append(
             self.client.networks.create(name, driver="bridge", scope="swarm", internal=True, labels=self.labels)
         )
-        config = self.client.configs.create(name=name, data=text.encode(), labels=self.labels)
+        config = self.client.configs.create(name=name, data=data.encode(), labels=self.labels)
         made.append(config)
-        command = ["python3", "-m", "labkit.room.grader.entry", "--submission-file", SUBMISSION_PATH]
         arguments = GraderRun(self.image, command, self.limits, labels=self.labels).service_arguments()
         service = self.client.services.create(
             **arguments,
@@ -189,9 +195,9 @@ class SwarmGrader:
             stop_grace_period=STOP_GRACE_NS,
         )
         made.insert(0, service)  # removed first: its config and network are in use until it goes
-        return self._watch(service, submission)
+        return self._watch(service, what)
 
-    def _watch(self, service: Any, submission: Submission) -> tuple[dict[str, Any], str]:
+    def _watch(self, service: Any, what: str) -> tuple[dict[str, Any], str]:
         """Look at the service's task until it ends, Swarm gives it up, or its time is spent."""
         made_at, running_since, node = time.monotonic(), None, ""
         while True:
@@ -199,7 +205,7 @@ class SwarmGrader:
             task = TaskView.of(tasks[-1]) if tasks else TaskView("new", "running", "", None, "")
             if task.node and not node:
                 node = self._node_name(task.node)
-                log.info("grader of %s's %s on node %s", submission.user, submission.notebook, node)
+                log.info("grader of %s on node %s", what, node)
             if task.state in ENDED:
                 logs = b"".join(service.logs(stdout=True, stderr=True)).decode(errors="replace")
                 return ended(task, logs, self.limits.memory)
