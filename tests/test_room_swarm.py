@@ -20,7 +20,7 @@ from waiting_support import eventually
 
 from labkit.errors import SetupError
 from labkit.plumbing.ports import free_ports
-from labkit.room.grader.swarm import SUBMISSION_PATH, SwarmGrader
+from labkit.room.grader.swarm_runner import SUBMISSION_PATH, SwarmGrader
 from labkit.room.hub import lifecycle, process as hub_process
 from labkit.room.protocol import RESULT_MARK, ROLE_LABEL, ROOM_LABEL, WORK_LABEL, Submission
 from labkit.room.settings import RoomSettings

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from labkit.errors import RoomSettingsError
-from labkit.room.grader import swarm as swarm_grader
+from labkit.room.grader import swarm_runner as swarm_grader
 from labkit.room.grader.sandbox import GraderRun, Limits
 from labkit.room.protocol import RESULT_MARK
 

@@ -8,8 +8,8 @@ holders of ``access:services!service=board`` (the room's teacher role) get in; a
 the hub's login page first. Every ``poll_s`` seconds (and on ``POST api/refresh``) the board lists the
 saved notebooks (``labkit.room.board.notebook_sources``: the room's Docker volumes, which a scanner watches, or each lab's
 Jupyter API through the hub) and queues each new save; the exercise cells that changed go to a grader
-(``labkit.room.grader.runner``: a warm container with no network; ``labkit.room.grader.swarm``: a service on a
-swarm's worker; ``labkit.room.k8s.pods`` on Kubernetes), ``graders``
+(``labkit.room.grader.runner``: a warm container with no network; ``labkit.room.grader.swarm_runner``: a
+service on a swarm's worker; ``labkit.room.k8s.pods`` on Kubernetes), ``graders``
 at a time (a failed run is judged again; see Board). Marks go to ``<room dir>/progress.json``.
 
     GET  /services/board/               the grid (updates itself; ?sort=name|solved, ?user=LOGIN: one's detail)
@@ -214,7 +214,7 @@ def _parts(
             client, room_id, image, limits, base=args.participant_image or record.image, warm=max(1, args.graders)
         )
     elif args.grader == "swarm":
-        from ..grader.swarm import SwarmGrader
+        from ..grader.swarm_runner import SwarmGrader
 
         runner = SwarmGrader(client, room_id, image, limits)
     else:

@@ -1,7 +1,7 @@
 """The grader's sandbox, written once: what a grader run is (image, command, environment, an ordinary
 user, /tmp as its work folder, a shared-memory size for Triton's Python stubs, limits, no network), rendered
 to docker-py's ``containers.run`` arguments (labkit.room.grader.runner), to a Swarm service's
-(labkit.room.grader.swarm) and to a Pod's container and volumes (labkit.room.k8s.pods)."""
+(labkit.room.grader.swarm_runner) and to a Pod's container and volumes (labkit.room.k8s.pods)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ class GraderRun:
     def service_arguments(self) -> dict[str, Any]:
         """docker-py's ``services.create`` keyword arguments, as far as Swarm's API 1.41 (Docker 20.10) goes:
         the same user, limits (processes too) and dropped capabilities; /dev/shm a tmpfs of the same size. No
-        network mode (the caller gives it a network: labkit.room.grader.swarm says why), no
+        network mode (the caller gives it a network: labkit.room.grader.swarm_runner says why), no
         no-new-privileges (API 1.44), no restart (a run is judged again by the board, not by Swarm)."""
         from docker.types import Mount, Resources, RestartPolicy
 

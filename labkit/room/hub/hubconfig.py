@@ -124,7 +124,8 @@ def teacher_code(settings: RoomSettings) -> str:
 def swarm_config(settings: RoomSettings, plumbing: Plumbing, config: dict[str, dict[str, Any]]) -> None:
     """With --swarm: the labs as services on the workers (labkit.room.hub.swarmspawner), their work volumes
     made by Swarm on their node, the board reading saved notebooks through the hub's proxy (the volumes
-    are on other machines) and judging them in grader services on the workers (labkit.room.grader.swarm)."""
+    are on other machines) and judging them in grader services on the workers
+    (labkit.room.grader.swarm_runner)."""
     config["JupyterHub"]["spawner_class"] = SWARM_SPAWNER
     spawner = config.pop("DockerSpawner")
     for name in ("network_name", "use_internal_ip", "remove", "extra_host_config"):
