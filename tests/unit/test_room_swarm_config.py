@@ -1,6 +1,6 @@
 """`labkit room up --swarm`'s hub configuration, as JupyterHub loads it: labkit's SwarmSpawner subclass with each
 participant's first node, the work volumes' labels, no room network, and a board that reads saved notebooks
-through the hub (the volumes are on other machines). The swarm itself: tests/test_room_swarm.py."""
+through the hub (the volumes are on other machines) and judges them in grader services on the workers. The swarm itself: tests/test_room_swarm.py."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from test_room_hubconfig import PLUMBING, _load
 
 from labkit.room import commands as room_cli
+from labkit.room.board import service as board_service
 from labkit.room.hub import swarm
 from labkit.room.hub.hubconfig import SWARM_SPAWNER, render_config
 from labkit.room.hub.swarmspawner import RoomSwarmSpawner
@@ -35,7 +36,9 @@ def test_swarm_config_names_the_subclass_its_placement_and_labels(tmp_path: Path
     assert spawner.shm_bytes == 512 * 1024**2 and spawner.pull_policy == "skip"
     assert "network_name" not in spawner and "DockerSpawner" not in c  # no room network: labs on other machines
     board = next(s for s in c.JupyterHub.services if s["name"] == "board")
-    assert board["command"][-4:] == ["--notebooks", "jupyter", "--labs-url", f"http://127.0.0.1:{settings.port}"]
+    args = board_service.parser().parse_args(board["command"][board["command"].index("--room-dir") :])
+    assert (args.notebooks, args.labs_url) == ("jupyter", f"http://127.0.0.1:{settings.port}")
+    assert args.grader == "swarm"
 
 
 def test_one_machine_config_is_unchanged_by_the_swarm_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

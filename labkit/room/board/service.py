@@ -8,7 +8,8 @@ holders of ``access:services!service=board`` (the room's teacher role) get in; a
 the hub's login page first. Every ``poll_s`` seconds (and on ``POST api/refresh``) the board lists the
 saved notebooks (``labkit.room.board.notebook_sources``: the room's Docker volumes, which a scanner watches, or each lab's
 Jupyter API through the hub) and queues each new save; the exercise cells that changed go to a grader
-(``labkit.room.grader.runner``: a warm container with no network; ``labkit.room.k8s.pods`` on Kubernetes), ``graders``
+(``labkit.room.grader.runner``: a warm container with no network; ``labkit.room.grader.swarm_runner``: a
+service on a swarm's worker; ``labkit.room.k8s.pods`` on Kubernetes), ``graders``
 at a time (a failed run is judged again; see Board). Marks go to ``<room dir>/progress.json``.
 
     GET  /services/board/               the grid (updates itself; ?sort=name|solved, ?user=LOGIN: one's detail)
@@ -146,9 +147,10 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--grader",
-        choices=("docker", "kubernetes"),
+        choices=("docker", "swarm", "kubernetes"),
         default="docker",
-        help="run each check in a Docker container, or in a Kubernetes Pod (the board in the cluster)",
+        help="run each check in a Docker container, in a Swarm service on a worker (the engine: the swarm's "
+        "manager), or in a Kubernetes Pod (the board in the cluster)",
     )
     parser.add_argument("--grader-image", help=f"default: room.json's grader_image, else {GRADER_IMAGE}")
     parser.add_argument(
@@ -222,7 +224,7 @@ def _parts(
     image = args.grader_image or record.grader_image or GRADER_IMAGE
     limits = Limits(args.grader_cpu, args.grader_memory, timeout_s=args.grader_timeout_s)
     client, cgroup = None, ""
-    if args.notebooks == "volumes" or args.grader == "docker":
+    if args.notebooks == "volumes" or args.grader in ("docker", "swarm"):
         from ...docker.engine import connect
 
         client = connect(timeout=600)
@@ -245,6 +247,10 @@ def _parts(
             warm=max(1, args.graders),
             cgroup_parent=cgroup,
         )
+    elif args.grader == "swarm":
+        from ..grader.swarm_runner import SwarmGrader
+
+        runner = SwarmGrader(client, room_id, image, limits)
     else:
         from ..k8s.pods import PodGrader
 

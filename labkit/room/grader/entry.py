@@ -2,6 +2,7 @@
 
     python -m labkit.room.grader.entry --submission [--result-file F]   # the Submission in $LABKIT_SUBMISSION
     python -m labkit.room.grader.entry --warm DIR   # the same, started before its submission arrives in DIR
+    python -m labkit.room.grader.entry --submission-file F   # the Submission in a file (a Swarm config)
 
 The exercise cells are put into the pristine notebook, which runs with a real kernel and a real Triton as
 ``labkit workshop check`` does; the verdicts come back as one JSON line after RESULT_MARK (and, on
@@ -153,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--submission", action="store_true", help=f"judge the exercise cells in ${ENV}")
+    mode.add_argument("--submission-file", type=Path, metavar="F", help="judge the submission in file F")
     mode.add_argument("--warm", type=Path, metavar="DIR", help="start a kernel, then wait for a submission in DIR")
     parser.add_argument("--result-file", type=Path, help="also write the result there, cut to --result-limit bytes")
     parser.add_argument("--result-limit", type=int, default=4096)
@@ -173,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         kernel = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(work / "kernel.json"))
         kernel.start_kernel(cwd=str(work))
         submission = wait_for_submission(args.warm, kernel)
+    elif args.submission_file:
+        submission = Submission.decode(args.submission_file.read_text())
     else:
         submission = Submission.decode(os.environ.get(ENV, ""))
     result = judge_cells(submission.notebook, submission.cells, judge=submission.judge, kernel=kernel, work=work)

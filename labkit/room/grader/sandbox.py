@@ -1,7 +1,7 @@
 """The grader's sandbox, written once: what a grader run is (image, command, environment, an ordinary
 user, /tmp as its work folder, a shared-memory size for Triton's Python stubs, limits, no network), rendered
-to docker-py's ``containers.run`` arguments (labkit.room.grader.runner) and to a Pod's container and volumes
-(labkit.room.k8s.pods)."""
+to docker-py's ``containers.run`` arguments (labkit.room.grader.runner), to a Swarm service's
+(labkit.room.grader.swarm_runner) and to a Pod's container and volumes (labkit.room.k8s.pods)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import RoomSettingsError
-from ..settings import parse_size
+from ..settings import parse_size, size_bytes
 
 USER = 1000  # the participant image's ordinary user
 HOME = "/tmp/grader-home"
@@ -78,6 +78,31 @@ class GraderRun:
             "security_opt": ["no-new-privileges"],
             "labels": dict(self.labels),
             **({"cgroup_parent": self.cgroup_parent} if self.cgroup_parent else {}),
+        }
+
+    def service_arguments(self) -> dict[str, Any]:
+        """docker-py's ``services.create`` keyword arguments, as far as Swarm's API 1.41 (Docker 20.10) goes:
+        the same user, limits (processes too) and dropped capabilities; /dev/shm a tmpfs of the same size. No
+        network mode (the caller gives it a network: labkit.room.grader.swarm_runner says why), no
+        no-new-privileges (API 1.44), no restart (a run is judged again by the board, not by Swarm)."""
+        from docker.types import Mount, Resources, RestartPolicy
+
+        resources = Resources(
+            cpu_limit=int(self.limits.cpu * 1e9), mem_limit=size_bytes(self.limits.memory, "grader_memory")
+        )
+        resources["Limits"]["Pids"] = self.limits.pids  # API 1.41 has it; docker-py 7 does not name it
+        return {
+            "image": self.image,
+            "command": list(self.command),
+            "user": str(USER),
+            "env": [f"{k}={v}" for k, v in self.environment.items()],
+            "workdir": WORK,
+            "resources": resources,
+            "mounts": [Mount(target="/dev/shm", source=None, type="tmpfs", tmpfs_size=SHM_MIB * 1024**2)],
+            "cap_drop": ["ALL"],
+            "restart_policy": RestartPolicy(condition="none"),
+            "labels": dict(self.labels),
+            "container_labels": dict(self.labels),
         }
 
     def pod_security(self) -> dict[str, Any]:

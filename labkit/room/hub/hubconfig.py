@@ -135,8 +135,9 @@ def teacher_code(settings: RoomSettings) -> str:
 
 def swarm_config(settings: RoomSettings, plumbing: Plumbing, config: dict[str, dict[str, Any]]) -> None:
     """With --swarm: the labs as services on the workers (labkit.room.hub.swarmspawner), their work volumes
-    made by Swarm on their node, and the board reading saved notebooks through the hub's proxy (the volumes
-    are on other machines)."""
+    made by Swarm on their node, the board reading saved notebooks through the hub's proxy (the volumes
+    are on other machines) and judging them in grader services on the workers
+    (labkit.room.grader.swarm_runner)."""
     config["JupyterHub"]["spawner_class"] = SWARM_SPAWNER
     spawner = config.pop("DockerSpawner")
     for name in ("network_name", "use_internal_ip", "remove", "extra_host_config"):
@@ -152,7 +153,7 @@ def swarm_config(settings: RoomSettings, plumbing: Plumbing, config: dict[str, d
         if service["name"] == "board":
             host = settings.ip if settings.ip not in ("", "0.0.0.0") else "127.0.0.1"
             labs = ["--notebooks", "jupyter", "--labs-url", f"http://{host}:{settings.port}"]
-            service["command"] = [*service["command"], "--swarm", *labs]
+            service["command"] = [*service["command"], "--swarm", *labs, "--grader", "swarm"]
     for role in config["JupyterHub"]["load_roles"]:
         if role["name"] == "board":  # the board names who a node holds, and starts their labs when it returns
             role["scopes"] = [*role["scopes"], *SWARM_BOARD_SCOPES]
