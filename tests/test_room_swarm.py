@@ -5,20 +5,29 @@ Selected with `pytest -k swarm`. Needs root (namespaces, engines): skipped witho
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import re
+import secrets
+import signal
 import sys
+import tarfile
+import time
 from pathlib import Path
 
+import docker.errors
 import pytest
 import requests
 from ci_rules import skip_or_fail
+from swarm_room_support import EngineGate
 from swarm_support import Swarm, leftovers, missing_tools
 from waiting_support import eventually
 
 from labkit.errors import SetupError
 from labkit.plumbing.ports import free_ports
-from labkit.room.hub import lifecycle, process as hub_process
+from labkit.room.hub import lifecycle, node_engines, process as hub_process, processes
 from labkit.room.protocol import ROOM_LABEL, WORK_LABEL
 from labkit.room.settings import RoomSettings
 
@@ -28,19 +37,20 @@ LOGINS = ("p01", "p02")
 
 @pytest.fixture(scope="module")
 def swarm(lab_image, engine):
-    """A manager and two workers, the lab image loaded into both workers; all gone after the module."""
+    """A manager and two workers, the lab image loaded into all three; all gone after the module."""
     if os.geteuid() != 0 or missing_tools():
         skip_or_fail(f"a swarm in namespaces needs root and {missing_tools() or 'ip, dockerd'}")
     with Swarm.create() as built:
-        built.load_image(lab_image, built.workers, engine)
+        built.load_image(lab_image, built.nodes, engine)  # the manager's copy is what `room up` checks the workers for
         yield built
         swarm_id = built.id
     assert leftovers(swarm_id) == []
 
 
-def _labkit(swarm: Swarm, *args: str, check: bool = True) -> str:
+def _labkit(swarm: Swarm, *args: str, check: bool = True, docker_host: str = "") -> str:
     """`labkit ...` run on the manager (in its namespace, its engine as DOCKER_HOST), as a teacher would."""
-    done = swarm.run_in(swarm.manager, [sys.executable, "-m", "labkit.cli", *args], timeout=600)
+    env = dict(swarm.env(swarm.manager), DOCKER_HOST=docker_host or swarm.manager.url)
+    done = swarm.run_in(swarm.manager, [sys.executable, "-m", "labkit.cli", *args], timeout=600, env=env)
     assert not check or done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -48,8 +58,19 @@ def _labkit(swarm: Swarm, *args: str, check: bool = True) -> str:
 class SwarmRoom:
     """A room that `room up --swarm` started on the manager, and HTTP to it from inside the manager's namespace."""
 
-    def __init__(self, swarm: Swarm, directory: Path, port: int, participants: int = 2, image: str = "") -> None:
-        self.swarm, self.directory = swarm, directory
+    def __init__(
+        self,
+        swarm: Swarm,
+        directory: Path,
+        port: int,
+        participants: int = 2,
+        image: str = "",
+        engines: bool = True,
+        docker_host: str = "",
+    ) -> None:
+        """``engines``: `--node-engine` for each worker (the images are checked, and copied, there);
+        ``docker_host``: the manager's engine at another address (a gate in front of it)."""
+        self.swarm, self.directory, self.docker_host = swarm, directory, docker_host
         up = [
             "room",
             "up",
@@ -61,8 +82,14 @@ class SwarmRoom:
             "--participants",
             str(participants),
         ]
-        _labkit(swarm, *up, "--image", image or swarm.images[0])  # by default the lab image the workers hold
-        self.record = json.loads((directory / "room.json").read_text())
+        self.up_args = [*up, "--image", image or swarm.images[0]]  # by default the lab image every node holds
+        self.up_args += [f"--node-engine={worker.url}" for worker in swarm.workers if engines]
+        self.up()
+
+    def up(self) -> None:
+        """`room up` (again: a room whose hub died is recovered)."""
+        _labkit(self.swarm, *self.up_args, docker_host=self.docker_host)
+        self.record = json.loads((self.directory / "room.json").read_text())
         self.url = self.record["url"].rstrip("/")
 
     def request(self, method: str, path: str, token: str | None = None, **kw) -> requests.Response:
@@ -78,7 +105,7 @@ class SwarmRoom:
         return all((users[name].get("servers") or {}).get("", {}).get("ready") for name in logins)
 
     def down(self, *flags: str) -> str:
-        return _labkit(self.swarm, "room", "down", "--dir", str(self.directory), *flags)
+        return _labkit(self.swarm, "room", "down", "--dir", str(self.directory), *flags, docker_host=self.docker_host)
 
 
 @pytest.fixture(scope="module")
@@ -184,9 +211,24 @@ def test_swarm_clean_room_down_leaves_nothing_on_any_node(swarm, tmp_path):
     assert sorted(kept) == [f"labkit-room-{room_id}-{login}" for login in LOGINS]
     with pytest.raises(requests.ConnectionError):
         room.request("GET", "hub/api/")
-    for node in swarm.workers:  # the test's own clean-up of the work it kept
-        for volume in swarm.client(node).volumes.list(filters={"label": f"{WORK_LABEL}={room_id}"}):
-            volume.remove()
+    # --delete-work given one worker's engine only: the work goes there, and the other's is named with its node
+    first, second = swarm.workers
+    said = room.down("--delete-work", f"--node-engine={first.url}")
+    assert _work(swarm, first, room_id) == []
+    (kept_there,) = _work(swarm, second, room_id)
+    assert f"({second.address})" in next(line for line in said.splitlines() if kept_there in line), said
+    # with the engines `room up` recorded: no volume of the room is left on any node
+    said = room.down("--delete-work")
+    assert f"removed volume {kept_there} on" in said, said
+    assert [_work(swarm, node, room_id) for node in swarm.nodes] == [[], [], []]
+
+
+def _work(swarm: Swarm, node, room_id: str) -> list[str]:
+    """The room's volumes on ``node``, by their label or their name."""
+    client = swarm.client(node)
+    labelled = {v.name for v in client.volumes.list(filters={"label": f"{WORK_LABEL}={room_id}"})}
+    named = {v.name for v in client.volumes.list(filters={"name": f"labkit-room-{room_id}-"})}
+    return sorted(labelled | named)
 
 
 def _availability(swarm: Swarm, node, availability: str) -> None:
@@ -229,7 +271,7 @@ def test_swarm_image_missing_on_the_workers_fails_the_spawn_at_once_and_leaves_n
     participant's spawn fails well before its timeout instead of waiting for it, and no service stays."""
     (port,) = free_ports(1)
     directory = tmp_path / "room"
-    room = SwarmRoom(swarm, directory, port, participants=1, image="labkit-test/not-on-any-worker:1")
+    room = SwarmRoom(swarm, directory, port, participants=1, image="labkit-test/not-on-any-worker:1", engines=False)
     try:
         started = room.request("POST", "hub/api/users/p01/server")
 
@@ -244,3 +286,143 @@ def test_swarm_image_missing_on_the_workers_fails_the_spawn_at_once_and_leaves_n
         assert next(line for line in status.splitlines() if line.strip().startswith("p01")).split()[1] == "stopped"
     finally:
         room.down()
+
+
+# --- images ---
+
+
+def _small_image(client, tag: str, megabytes: int = 40):
+    """An image of ``megabytes`` random bytes, built on ``client``'s engine from nothing (nothing is pulled)."""
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, data in (("Dockerfile", b"FROM scratch\nCOPY blob /blob\n"), ("blob", os.urandom(megabytes << 20))):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    context.seek(0)
+    image, _ = client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    return image
+
+
+def test_swarm_images_copied_from_the_manager_to_each_worker_with_progress_engines_checked(
+    swarm, tmp_path, monkeypatch, capsys
+):
+    """`room up --swarm --node-engine` copies the room's image from the manager into both workers at once, with
+    progress; an engine that is no node of the swarm, or does not answer, is refused before anything starts;
+    a worker that holds the image is left alone, and one without an engine is named."""
+    manager = swarm.client(swarm.manager)
+    tag = f"labkit-test/swarm-copy:{secrets.token_hex(3)}"
+    image = _small_image(manager, tag)
+    (port,) = free_ports(1)
+    host_engine = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    directory = tmp_path / "room"
+    try:
+        monkeypatch.setenv("DOCKER_HOST", swarm.manager.url)
+        for url, reason in ((host_engine, "not a node of this swarm"), (f"unix://{tmp_path}/none.sock", "unreachable")):
+            settings = RoomSettings(
+                directory=directory, port=port, swarm=True, participants=LOGINS[:1], image=tag, node_engines=(url,)
+            )
+            with pytest.raises(SetupError) as refused:
+                lifecycle.up(settings)
+            assert refused.value.reason == reason and url in refused.value.missing
+            assert not (directory / "room.json").exists() and hub_process.hub_pid(directory) is None
+        assert not any(tag in i.tags for w in swarm.workers for i in swarm.client(w).images.list())
+
+        engines = [f"--node-engine={w.url}" for w in swarm.workers]
+        up = ["room", "up", "--swarm", "--dir", str(directory), "--port", str(port), "--participants", "1"]
+        done = swarm.run_in(swarm.manager, [sys.executable, "-m", "labkit.cli", *up, "--image", tag, *engines])
+        assert done.returncode == 0, done.stdout + done.stderr
+        percents = [int(p) for p in re.findall(rf"labkit: copying {re.escape(tag)}: \d+ MB.*\((\d+)%\)", done.stderr)]
+        assert len(percents) >= 3 and percents == sorted(percents) and percents[-1] == 100, done.stderr
+        last = [line for line in done.stderr.splitlines() if "(100%)" in line][-1]
+        assert all(f"({w.address})" in last for w in swarm.workers), done.stderr  # one save, both loads
+        assert [swarm.client(w).images.get(tag).id for w in swarm.workers] == [image.id, image.id]
+        assert json.loads((directory / "room.json").read_text())["node_engines"] == [w.url for w in swarm.workers]
+
+        # again with the first worker's engine only: nothing to copy there, the second worker is named
+        opened = node_engines.open_engines(manager, [swarm.workers[0].url])
+        capsys.readouterr()
+        try:
+            assert node_engines.images_to_workers(manager, opened, (tag,)) == []
+        finally:
+            opened[0].close()
+        said = [line for line in capsys.readouterr().err.splitlines() if "could not check" in line]
+        assert len(said) == 1 and f"({swarm.workers[1].address})" in said[0], said
+        assert f"({swarm.workers[0].address})" not in said[0]
+    finally:
+        _labkit(swarm, "room", "down", "--dir", str(directory), "--delete-work", check=False)
+        for node in swarm.nodes:
+            with contextlib.suppress(docker.errors.NotFound):
+                swarm.client(node).images.remove(tag, force=True)
+
+
+def test_swarm_hub_restart_labs_on_both_workers_keep_working_none_restarted(room, swarm):
+    """The hub killed, then `room up` again (as on one engine): both labs, one per worker, answer through the
+    new hub's proxy with their participants' tokens, and neither was restarted (same service, same task)."""
+    if not room.ready(LOGINS):
+        for login in LOGINS:
+            room.request("POST", f"hub/api/users/{login}/server")
+        eventually(lambda: room.ready(LOGINS), "labs ready", 300, interval_s=1)
+    tokens = {
+        login: room.request("POST", f"hub/api/users/{login}/tokens", json={"expires_in": 900}).json()["token"]
+        for login in LOGINS
+    }
+
+    def labs() -> dict[str, tuple[str, str, str]]:
+        found = {}
+        for service in _services(swarm, room.record["room_id"]):
+            (task,) = service.tasks(filters={"desired-state": "running"})
+            found[service.attrs["Spec"]["Labels"][f"{ROOM_LABEL}.user"]] = (service.id, task["ID"], task["NodeID"])
+        return found
+
+    before = labs()
+    assert sorted(before) == list(LOGINS) and len({node for _, _, node in before.values()}) == 2
+    hub = next(r for r in processes.read(processes.folder_of(room.directory)) if r.role == "hub")
+    os.kill(hub.pid, signal.SIGKILL)
+    eventually(lambda: processes.running(hub) is None, "the hub to die", 30)
+    room.up()  # ends what the dead hub left running (its proxy, the board), and starts a new hub
+    assert room.record["hub_pid"] != hub.pid
+    for login in LOGINS:
+        listing = room.request("GET", f"user/{login}/api/contents/", tokens[login])
+        assert listing.status_code == 200, listing.text
+    assert labs() == before
+    status = _labkit(swarm, "room", "status", "--dir", str(room.directory))
+    for login, (_, _, node) in before.items():
+        line = next(line for line in status.splitlines() if line.strip().startswith(login))
+        assert "running" in line and f"({swarm.node_of(node).address})" in line, status
+
+
+def test_swarm_cancel_during_create_leaves_no_service(swarm, tmp_path):
+    """The teacher cancels a spawn while the hub's call creating the lab's service is in flight: a gate in front of
+    the manager's engine holds that call until the cancel has landed (the hub answered the DELETE), then lets it
+    through. The engine creates the service, and the spawner removes it: none is left, the lab is stopped."""
+    gate = EngineGate(swarm.manager.socket, swarm.manager.socket.with_name(f"gate-{secrets.token_hex(3)}.sock"))
+    (port,) = free_ports(1)
+    room = SwarmRoom(swarm, tmp_path / "room", port, participants=1, docker_host=gate.url)
+    room_id, since = room.record["room_id"], int(time.time())
+    try:
+        assert room.request("POST", "hub/api/users/p01/server").status_code == 202
+        assert gate.held.wait(120), "the hub never asked the engine to create p01's service"
+        assert not _services(swarm, room_id)  # the call is in flight: the engine has not seen it
+        # the hub cancels the spawn, then answers (202: the lab is still stopping) while the call is held
+        assert room.request("DELETE", "hub/api/users/p01/server").status_code in (202, 204)
+        assert not _services(swarm, room_id) and gate.held.is_set()
+        gate.release()
+
+        def gone() -> bool:
+            server = (room.request("GET", "hub/api/users/p01").json().get("servers") or {}).get("")
+            return not server and not _services(swarm, room_id)
+
+        eventually(gone, "the cancelled spawn's service removed, and p01 stopped", 120, interval_s=0.5)
+        events = swarm.client(swarm.manager).events(
+            since=since, until=int(time.time()) + 1, filters={"type": "service"}, decode=True
+        )
+        actions = [e["Action"] for e in events if e["Actor"]["Attributes"].get("name") == f"labkit-{room_id}-p01"]
+        assert actions[0] == "create" and actions[-1] == "remove", actions  # it was created after the cancel
+        status = _labkit(swarm, "room", "status", "--dir", str(room.directory), docker_host=gate.url)
+        assert next(line for line in status.splitlines() if line.strip().startswith("p01")).split()[1] == "stopped"
+    finally:
+        gate.release()
+        room.down("--delete-work")
+        gate.close()
+    assert gate.seen and all(b"/services/create" in line for line in gate.seen)
