@@ -130,7 +130,9 @@ class RoomSwarmSpawner(SwarmSpawner):
         self.clear_state()
 
     async def _remove_service(self) -> None:
-        """Remove this lab's service, found by name (a spawn cancelled mid-create never learned its id)."""
+        """Remove this lab's service, found by name (a spawn cancelled mid-create never learned its id).
+        DockerSpawner makes every engine call on one thread, in order: a removal asked for while the create is
+        in flight runs after it, and finds the service."""
         try:
             await self.docker("remove_service", self.service_name)
         except NotFound:
