@@ -405,7 +405,8 @@ def test_swarm_cancel_during_create_leaves_no_service(swarm, tmp_path):
         assert gate.held.wait(120), "the hub never asked the engine to create p01's service"
         assert not _services(swarm, room_id)  # the call is in flight: the engine has not seen it
         # the hub cancels the spawn, then answers (202: the lab is still stopping) while the call is held
-        assert room.request("DELETE", "hub/api/users/p01/server").status_code in (202, 204)
+        cancelled = room.request("DELETE", "hub/api/users/p01/server")
+        assert cancelled.status_code in (202, 204), cancelled.text + _hub_log(room)
         assert not _services(swarm, room_id) and gate.held.is_set()
         gate.release()
 
@@ -426,3 +427,8 @@ def test_swarm_cancel_during_create_leaves_no_service(swarm, tmp_path):
         room.down("--delete-work")
         gate.close()
     assert gate.seen and all(b"/services/create" in line for line in gate.seen)
+
+
+def _hub_log(room: SwarmRoom, lines: int = 40) -> str:
+    text = (room.directory / "hub.log").read_text(errors="replace")
+    return "\nhub.log:\n" + "\n".join(text.splitlines()[-lines:])

@@ -16,7 +16,9 @@ SwarmSpawner 14, or a limit of the swarms it was checked on (labkit issue 51), a
 - **A rejected task waits for the spawn's timeout** (an image missing on the node): the spawn fails at
   once, with the engine's reason.
 - **A cancelled spawn leaves its service behind**: the service is removed when a spawn fails or is
-  cancelled, and ``stop()`` removes it by name even when the spawn never learned its id.
+  cancelled, and ``stop()`` removes it by name even when the spawn never learned its id. A cancel queues the
+  removal without waiting for it: the hub refuses to stop a spawn still pending (HTTP 500 to the teacher's
+  cancel), and the removal may wait behind a create still in flight.
 - Swarm would restart a lab that exits, on its own: restart condition ``none``, as a container.
 """
 
@@ -43,6 +45,7 @@ class RoomSwarmSpawner(SwarmSpawner):
     work_labels = Dict(config=True, help="labels of the work volume when Swarm creates it on its node")
     shm_bytes = Int(512 * 1024**2, config=True, help="size of the lab's /dev/shm (a tmpfs mount)")
     node_id = Unicode("", help="the node holding this lab's work volume (kept in the spawner's state)")
+    _removal: asyncio.Future[None] | None = None  # a cancelled spawn's removal of its service, under way
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
@@ -121,9 +124,19 @@ class RoomSwarmSpawner(SwarmSpawner):
     async def start(self) -> Any:
         try:
             return await super().start()
-        except (Exception, asyncio.CancelledError):
-            await asyncio.shield(self._remove_service())  # a failed or cancelled spawn leaves no service
+        except asyncio.CancelledError:
+            # The hub stops a cancelled spawn a second later, and refuses that stop (HTTP 500) while the spawn is
+            # still pending: the removal is queued (after a create in flight) and the cancel ends at once.
+            self._removal = asyncio.ensure_future(self._remove_service())
+            self._removal.add_done_callback(self._removed)
             raise
+        except Exception:
+            await asyncio.shield(self._remove_service())  # a failed spawn leaves no service
+            raise
+
+    def _removed(self, task: asyncio.Future[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.log.error("could not remove %s after its spawn was cancelled: %s", self.service_name, task.exception())
 
     async def stop(self, now: bool = False) -> None:
         await self._remove_service()
