@@ -36,7 +36,8 @@ $(BIN)/.docs: $(BIN)/.lab
 demo: $(BIN)/.lab
 	$(BIN)/labkit demo --json demo.json
 
-# The suite on parallel workers (pytest-xdist): a file's tests (a notebook's cells) stay together in one worker.
+# The suite on parallel workers (pytest-xdist): a file's tests (a notebook's cells) stay together in one worker,
+# and the swarm's test files together (tests/conftest.py's scheduler: one swarm for all of them).
 # Most of its time is spent waiting for servers, containers, hubs and kernels, which overlap well on 2 cores.
 # Then the browser tests, alone: Chromium aborts a page's requests when another test changes the machine's
 # networks (a container started, a Docker network made). TEST_REPORT=PREFIX writes PREFIX-*.xml (JUnit).

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from ci_rules import in_ci, skip_or_fail
 from filelock import FileLock
+from swarm_support import Swarm, leftovers, missing_tools
+from xdist.scheduler import LoadFileScheduling
 
 import labkit
 import labkit.errors
@@ -31,6 +33,23 @@ if not os.environ.get("LABKIT_TRITON_SOURCES") and _SHARED_SOURCES.is_dir():
 _SHARED_Z2JH = _SHARED_SOURCES.parent / "z2jh" / "values.schema.yaml"
 if not os.environ.get("LABKIT_Z2JH_SCHEMA") and _SHARED_Z2JH.is_file():
     os.environ["LABKIT_Z2JH_SCHEMA"] = str(_SHARED_Z2JH)
+
+
+SWARM_TEST_FILES = "test_room_swarm"  # they share the session's one swarm (the `swarm` fixture below)
+
+
+class _SwarmFilesTogether(LoadFileScheduling):
+    """`--dist loadfile` (the Makefile's): a file's tests (a notebook's cells) stay together on one worker, and the
+    swarm's test files count as one file, so that one worker builds one swarm. (xdist's loadgroup would do it by
+    marks, but it renames the tests' ids in a way pytest 9 no longer reads.)"""
+
+    def _split_scope(self, nodeid: str) -> str:
+        scope = super()._split_scope(nodeid)
+        return SWARM_TEST_FILES if Path(scope).name.startswith(SWARM_TEST_FILES) else scope
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadFileScheduling | None:
+    return _SwarmFilesTogether(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @pytest.fixture(scope="session")
@@ -173,3 +192,17 @@ def dserver(cpu_image):
         srv.load("add_sub")
         yield srv
     assert gone(engine_client(), srv.runtime.container.id)
+
+
+@pytest.fixture(scope="session")
+def swarm(lab_image, grader_image, engine):
+    """A manager and two workers, the lab and grader images loaded into all three (the manager's copies are what
+    `room up` checks the workers for); all gone at the session's end (the swarm tests are one xdist group: one swarm)."""
+    if os.geteuid() != 0 or missing_tools():
+        skip_or_fail(f"a swarm in namespaces needs root and {missing_tools() or 'ip, dockerd'}")
+    with Swarm.create() as built:
+        built.load_image(lab_image, built.nodes, engine)
+        built.load_image(grader_image, built.nodes, engine)
+        yield built
+        swarm_id = built.id
+    assert leftovers(swarm_id) == []

@@ -3,7 +3,7 @@ namespace of its own (a manager and two workers), joined by a bridge that lives 
 "switch"), so that no address, route or firewall rule of the host is touched.
 
     with Swarm.create() as swarm:              # or the `swarm` session fixture (tests/test_room_swarm.py)
-        swarm.load_image("labkit/lab:23.12-cpu", swarm.workers)
+        swarm.load_image("labkit/lab:23.12-cpu", swarm.nodes, engine)
         swarm.client(swarm.manager).services.list()
         swarm.run_in(swarm.manager, ["python", "-m", "labkit.cli", "room", "up", "--swarm", ...])
 
@@ -30,9 +30,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from typing import Any, TypeVar
 import docker.errors
 
 import docker
+from labkit.room.hub.node_images import copy_image
 
 STATE = Path("/run/labkit-swarm")  # one folder per swarm: its owner's pid, sockets, exec roots
 DATA = Path("/var/lib/labkit-swarm")  # the engines' data roots (overlay2 needs a real file system)
@@ -420,48 +420,13 @@ class Swarm:
         return self._threads[node.name].submit(fn).result()
 
     def load_image(self, tag: str, nodes: list[Node], source: docker.DockerClient) -> None:
-        """``docker save`` ``tag`` from ``source`` once, ``docker load`` it into each node (there is no registry
-        here), with progress; nodes that already hold it are left alone."""
-        image = source.images.get(tag)
-        wanted = [n for n in nodes if not any(i.id == image.id for i in self.client(n).images.list(name=tag))]
-        if not wanted:
-            self.images.append(tag)
-            return
-        archive = DATA / self.id / (tag.replace("/", "_").replace(":", "_") + ".tar")
+        """``tag`` from ``source`` into each node lacking it (there is no registry here), with progress: labkit's
+        own copy (labkit.room.hub.node_images), the one `room up --swarm --node-engine` does."""
         t0 = time.monotonic()
-        size = image.attrs["Size"]
-        with open(archive, "wb") as out:
-            done = 0
-            for chunk in source.api.get_image(tag, chunk_size=4 << 20):
-                out.write(chunk)
-                done += len(chunk)
-                if done // (256 << 20) != (done - len(chunk)) // (256 << 20):
-                    say(f"saving {tag}: {done >> 20} MB of about {size >> 20} MB")
-        total = archive.stat().st_size
-
-        def load(node: Node) -> None:
-            def chunks() -> Iterator[bytes]:
-                sent = 0
-                with open(archive, "rb") as handle:
-                    while chunk := handle.read(4 << 20):
-                        sent += len(chunk)
-                        if sent // (256 << 20) != (sent - len(chunk)) // (256 << 20) or sent == total:
-                            say(f"loading {tag} into {node.name}: {100 * sent // total}%")
-                        yield chunk
-
-            for _ in self.client(node).api.load_image(chunks()):
-                pass
-
-        threads = [threading.Thread(target=load, args=(node,)) for node in wanted]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        archive.unlink()
+        copied = copy_image(source, tag, {node.name: self.client(node) for node in nodes})
         self.images.append(tag)
-        for node in wanted:
-            self.client(node).images.get(tag)  # ImageNotFound when a load failed
-        say(f"{tag} loaded into {', '.join(n.name for n in wanted)} in {time.monotonic() - t0:.0f} s")
+        if copied:
+            say(f"{tag} loaded into {', '.join(copied)} in {time.monotonic() - t0:.0f} s")
 
     def close(self) -> None:
         for pool in self._threads.values():

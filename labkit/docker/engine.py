@@ -45,14 +45,20 @@ def _why(exc: BaseException) -> type[OSError] | None:
     return None
 
 
-def connect(timeout: int | None = 60) -> docker.client.DockerClient:
-    """A docker-py client for the engine in the environment (DOCKER_HOST or the default socket).
+def connect(timeout: int | None = 60, url: str = "") -> docker.client.DockerClient:
+    """A docker-py client for the engine in the environment (DOCKER_HOST or the default socket), or for the
+    one at ``url`` (as DOCKER_HOST takes it: ``unix://``, ``tcp://``, ``ssh://user@host``, the last through
+    the machine's own ``ssh``, as the docker command does; TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH).
 
     Raises SetupError, saying how to start an engine, when none answers.
     """
-    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    where = url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
-        client = docker.client.from_env(timeout=timeout)
+        client = docker.client.from_env(
+            timeout=timeout,
+            environment={**os.environ, "DOCKER_HOST": where},
+            use_ssh_client=where.startswith("ssh://"),
+        )
         client.ping()
         return client
     except ENGINE_ERRORS as exc:

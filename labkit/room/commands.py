@@ -46,7 +46,16 @@ def add_settings_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--swarm",
         action="store_true",
         help="run the labs as Swarm services on the workers of the swarm this engine manages (the hub, its "
-        "proxy and the board stay here); the labs' image must be on every worker",
+        "proxy and the board stay here); the labs' image is copied to the workers that --node-engine names",
+    )
+    p.add_argument(
+        "--node-engine",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="with --swarm: a node's own Docker engine (ssh://user@host, tcp://host:2376, unix:///path, as "
+        "DOCKER_HOST takes it), once per worker: the images are copied there from this engine, and `room down "
+        "--delete-work` removes the work there",
     )
     p.add_argument(
         "--teacher-lab",
@@ -77,6 +86,7 @@ def settings_from(args: argparse.Namespace) -> RoomSettings:
         grader_image=getattr(args, "grader_image", None) or GRADER_IMAGE,
         teacher_lab=bool(getattr(args, "teacher_lab", False)),
         swarm=bool(getattr(args, "swarm", False)),
+        node_engines=tuple(getattr(args, "node_engine", None) or ()),
     )
 
 
@@ -110,12 +120,17 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from .hub.lifecycle import down
+    from .hub.lifecycle import down_report
 
-    removed = down(Path(args.dir), delete_work=args.delete_work)
-    print("\n".join(f"removed {what}" for what in removed) or "nothing of this room was running")
+    done = down_report(Path(args.dir), delete_work=args.delete_work, engines=tuple(args.node_engine))
+    print("\n".join(f"removed {what}" for what in done.removed) or "nothing of this room was running")
     if not args.delete_work:
         print("participants' work volumes kept (`labkit room down --delete-work` removes them)")
+    for node, volumes in done.left.items():
+        print(
+            f"work volumes left on {node}, whose engine labkit cannot reach: {' '.join(volumes)}; remove them "
+            f"there (`docker volume rm {' '.join(volumes)}`), or run this again with `--node-engine URL` for its engine"
+        )
     return 0
 
 
@@ -233,6 +248,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     down = commands.add_parser("down", help="stop the hub; remove the room's containers and network")
     down.add_argument("--dir", default=str(defaults.directory))
     down.add_argument("--delete-work", action="store_true", help="also remove the participants' work volumes")
+    down.add_argument(
+        "--node-engine",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="on a swarm: a node's own engine, where --delete-work removes the work (default: the ones "
+        "`room up` was given)",
+    )
     down.set_defaults(func=_down)
 
     rehome = commands.add_parser(

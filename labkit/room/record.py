@@ -39,6 +39,7 @@ class RoomRecord:
     proxy_api_port: int = 0
     board_port: int = 0
     swarm: bool = False  # the labs are Swarm services on the workers (`room up --swarm`)
+    node_engines: tuple[str, ...] = ()  # the swarm's nodes' own engines (`--node-engine`): `room down` uses them
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RoomRecord:
@@ -46,13 +47,20 @@ class RoomRecord:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["participants"] = tuple(str(p) for p in data.get("participants") or ())
+        values["node_engines"] = tuple(str(u) for u in data.get("node_engines") or ())
         return cls(**values)
 
     def write(self, directory: Path) -> Path:
         path = Path(directory) / ROOM_FILE
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
-            handle.write(json.dumps({**asdict(self), "participants": list(self.participants)}, indent=2) + "\n")
+            handle.write(
+                json.dumps(
+                    {**asdict(self), "participants": list(self.participants), "node_engines": list(self.node_engines)},
+                    indent=2,
+                )
+                + "\n"
+            )
         return path
 
 

@@ -70,6 +70,8 @@ class RoomSettings:
     board: bool = True  # serve the teacher's board (labkit.room.board.service) as a hub service
     teacher_lab: bool = False  # the teacher may start a lab of their own (else they land on the board, and only there)
     swarm: bool = False  # labs as Swarm services on the workers of the swarm whose manager is this engine
+    # with swarm: the nodes' own engines (DOCKER_HOST's URL forms), to copy images and remove work there
+    node_engines: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Refuse what the hub, DockerSpawner or KubeSpawner would refuse later (at a spawn, or at `helm install`):
@@ -96,6 +98,13 @@ class RoomSettings:
                 remedy="the room needs at least one participant, and the teacher's login must not be one of theirs",
                 setting="participants",
                 value=",".join(self.participants),
+            )
+        if self.node_engines and not self.swarm:
+            raise RoomSettingsError(
+                setting="node_engines",
+                value=",".join(self.node_engines),
+                problem="names the engines of a swarm's nodes, and this room runs on one engine",
+                remedy="add --swarm (run on the swarm's manager), or leave --node-engine out",
             )
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 < self.port < 65536:
             raise RoomSettingsError(

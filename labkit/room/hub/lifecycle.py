@@ -15,6 +15,7 @@ keep working. Containers and the network carry the label
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
@@ -41,7 +42,7 @@ from ..hubclient import HubClient
 from ..protocol import ROOM_LABEL, WORK_LABEL
 from ..record import RoomRecord
 from ..settings import PARTICIPANT_IMAGE, RoomSettings
-from . import process as hub_process, swarm, swarm_nodes
+from . import node_engines, process as hub_process, swarm, swarm_nodes
 from .hubconfig import Plumbing
 from .lab_image import build_image, image_state
 
@@ -228,6 +229,20 @@ def _prepare(client: docker.client.DockerClient, settings: RoomSettings) -> tupl
     return gateway, ()
 
 
+def _swarm_images(client: docker.client.DockerClient, settings: RoomSettings, old: RoomRecord) -> tuple[str, ...]:
+    """With --swarm: the labs' image (and the graders', when built here) copied into each worker whose engine
+    `--node-engine` gives (else the ones an earlier `room up` of this room recorded, skipped when they do not
+    answer: a node may be down while its hub restarts); the engines' URLs, for room.json."""
+    given = bool(settings.node_engines)
+    engines = node_engines.open_engines(client, settings.node_engines or old.node_engines, strict=given)
+    try:
+        node_engines.images_to_workers(client, engines, (settings.image,), optional=(settings.grader_image,))
+    finally:
+        for engine in engines:
+            engine.close()
+    return tuple(settings.node_engines or old.node_engines)
+
+
 def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
     """Start the room (see the module's docstring); returns once the hub answers."""
     t0 = time.perf_counter()
@@ -246,6 +261,7 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
     client = connect(timeout=900)
     try:
         gateway, placement = _prepare(client, settings)
+        engines = _swarm_images(client, settings, old) if settings.swarm else ()
         hub_port, proxy_api_port, board_port = _ports(old, gateway)
         replaced = [] if settings.swarm else _replace_labs(client, settings, f"{gateway}:{hub_port}")
     except docker.errors.APIError as exc:
@@ -285,6 +301,7 @@ def up(settings: RoomSettings, *, timeout_s: float = 180) -> RoomInfo:
         proxy_api_port=proxy_api_port,
         board_port=board_port,
         swarm=settings.swarm,
+        node_engines=engines,
     )
     record.write(directory)  # the board reads it at its start
     pid = hub_process.start_hub(settings, plumbing, keys, timeout_s=timeout_s)
@@ -394,15 +411,43 @@ def _remove(client: docker.client.DockerClient, thing: object, *, kind: str, wai
     )
 
 
+@dataclass(frozen=True)
+class RoomDown:
+    """What `room down` did: ``removed``, one line each; ``left``, with --delete-work on a swarm, the work
+    volumes still on nodes whose engine it could not reach ({node: [volume, ...]})."""
+
+    removed: list[str]
+    left: dict[str, list[str]]
+
+
 def down(directory: Path, *, delete_work: bool = False) -> list[str]:
     """Stop the hub and remove every container and network of the room (and its work volumes when
     ``delete_work``); what was removed, one line each."""
+    return down_report(directory, delete_work=delete_work).removed
+
+
+def _work_on_nodes(
+    client: docker.client.DockerClient, directory: Path, room_id: str, urls: tuple[str, ...], recorded: tuple[str, ...]
+) -> tuple[list[str], dict[str, list[str]]]:
+    """A swarm's work volumes removed on its nodes, through their engines (see labkit.room.hub.node_engines)."""
+    engines = node_engines.open_engines(client, urls or recorded, strict=bool(urls))
+    try:
+        return node_engines.work_volumes(client, engines, room_id, directory, _room_volumes)
+    finally:
+        for engine in engines:
+            engine.close()
+
+
+def down_report(directory: Path, *, delete_work: bool = False, engines: tuple[str, ...] = ()) -> RoomDown:
+    """`down`, saying what stays: on a swarm with ``delete_work``, the volumes on the workers are removed
+    through their engines (``engines``, else the ones `room up` recorded), and those it cannot reach listed."""
     directory = directory.absolute()
     try:
-        room_id = (room_record.read_if_any(directory) or RoomRecord()).room_id
+        record = room_record.read_if_any(directory) or RoomRecord()
     except SetupError:
-        room_id = ""
-    room_id = room_id or RoomSettings(directory=directory).room_id
+        record = RoomRecord()
+    room_id = record.room_id or RoomSettings(directory=directory).room_id
+    left: dict[str, list[str]] = {}
     removed = hub_process.stop_hub(directory)  # the hub, and whatever of its processes still runs
     client = connect(timeout=300)
     label = {"label": f"{ROOM_LABEL}={room_id}"}
@@ -425,11 +470,13 @@ def down(directory: Path, *, delete_work: bool = False) -> list[str]:
         return len(rounds) > 1 and not things
 
     try:
-        wait_until(swept, 5, "the room's containers, networks and volumes to be gone", interval_s=1.0)
-    except WaitTimeoutError:
-        pass  # what keeps appearing is listed by `labkit room status`; `room down` again removes it
+        with contextlib.suppress(WaitTimeoutError):  # what keeps appearing: `room status` lists it, `down` again
+            wait_until(swept, 5, "the room's containers, networks and volumes to be gone", interval_s=1.0)
+        if delete_work and (record.swarm or engines):
+            on_nodes, left = _work_on_nodes(client, directory, room_id, engines, record.node_engines)
+            removed += on_nodes
     except docker.errors.APIError as exc:
         raise engine_error(exc, "remove part of the room", f"Run `labkit room down --dir {directory}` again") from None
     finally:
         client.close()
-    return removed
+    return RoomDown(removed, left)

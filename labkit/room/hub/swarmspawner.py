@@ -16,7 +16,9 @@ SwarmSpawner 14, or a limit of the swarms it was checked on (labkit issue 51), a
 - **A rejected task waits for the spawn's timeout** (an image missing on the node): the spawn fails at
   once, with the engine's reason.
 - **A cancelled spawn leaves its service behind**: the service is removed when a spawn fails or is
-  cancelled, and ``stop()`` removes it by name even when the spawn never learned its id.
+  cancelled, and ``stop()`` removes it by name even when the spawn never learned its id. A cancel queues the
+  removal without waiting for it: the hub refuses to stop a spawn still pending (HTTP 500 to the teacher's
+  cancel), and the removal may wait behind a create still in flight.
 - Swarm would restart a lab that exits, on its own: restart condition ``none``, as a container.
 - **A task stuck "running" on a node that is down**: Swarm marks it to shut down, but no engine is there to
   report it, so its last state stays ``running``; ``poll()`` reads the task's desired state too.
@@ -54,6 +56,7 @@ class RoomSwarmSpawner(SwarmSpawner):
     shm_bytes = Int(512 * 1024**2, config=True, help="size of the lab's /dev/shm (a tmpfs mount)")
     node_id = Unicode("", help="the node holding this lab's work volume (kept in the spawner's state)")
     lost_with_node = Unicode("", help="why the lab ended with its node (drained, down, gone); kept in the state")
+    _removal: asyncio.Future[None] | None = None  # a cancelled spawn's removal of its service, under way
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
@@ -163,18 +166,30 @@ class RoomSwarmSpawner(SwarmSpawner):
             await self._remove_service()  # one left by a lab that ended
             await self._rehome()
             found = await super().start()
-        except (Exception, asyncio.CancelledError):
-            await asyncio.shield(self._remove_service())  # a failed or cancelled spawn leaves no service
+        except asyncio.CancelledError:
+            # The hub stops a cancelled spawn a second later, and refuses that stop (HTTP 500) while the spawn is
+            # still pending: the removal is queued (after a create in flight) and the cancel ends at once.
+            self._removal = asyncio.ensure_future(self._remove_service())
+            self._removal.add_done_callback(self._removed)
+            raise
+        except Exception:
+            await asyncio.shield(self._remove_service())  # a failed spawn leaves no service
             raise
         self.lost_with_node = ""
         return found
+
+    def _removed(self, task: asyncio.Future[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.log.error("could not remove %s after its spawn was cancelled: %s", self.service_name, task.exception())
 
     async def stop(self, now: bool = False) -> None:
         await self._remove_service()
         self.clear_state()
 
     async def _remove_service(self) -> None:
-        """Remove this lab's service, found by name (a spawn cancelled mid-create never learned its id)."""
+        """Remove this lab's service, found by name (a spawn cancelled mid-create never learned its id).
+        DockerSpawner makes every engine call on one thread, in order: a removal asked for while the create is
+        in flight runs after it, and finds the service."""
         try:
             await self.docker("remove_service", self.service_name)
         except NotFound:

@@ -1,0 +1,167 @@
+"""The room's graders as Swarm services on the workers (labkit.room.grader.swarm_runner): a save judged on a
+worker, the sandbox's network, and a grader whose node is drained judged again."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+from room_board_support import NOTEBOOK, WRONG_BAD_REQUEST, notebook, solution
+from swarm_room_support import SwarmRoom, room_services, set_availability
+from swarm_support import Swarm
+from waiting_support import eventually
+
+from labkit.plumbing.ports import free_ports
+from labkit.room.grader.swarm_runner import SUBMISSION_PATH, SwarmGrader
+from labkit.room.protocol import RESULT_MARK, ROLE_LABEL, ROOM_LABEL, Submission
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+
+
+# --- grader ---
+
+# a probe in the grader's sandbox: which of the addresses (host:port, in its config file) it can connect to
+PROBE = """
+import json, os, socket, sys
+reached = []
+for target in json.loads(open(sys.argv[1]).read()):
+    host, port = target.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+        reached.append(target)
+    except OSError:
+        pass
+print(sys.argv[2] + json.dumps({"reached": reached, "network": sorted(os.listdir("/sys/class/net"))}), flush=True)
+"""
+
+
+def _grader_things(swarm: Swarm, room_id: str) -> list[str]:
+    """The room's grader services, configs and networks (the manager's) and containers (every node's) still there."""
+    label = {"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}=grader"]}
+    manager = swarm.client(swarm.manager)
+    left = [f"service {s.name}" for s in manager.services.list(filters=label)]
+    left += [f"config {c.name}" for c in manager.configs.list(filters=label)]
+    left += [f"network {n.name}" for n in manager.networks.list(filters=label)]
+    for node in swarm.nodes:
+        left += [
+            f"container {c.name} on {node.name}" for c in swarm.client(node).containers.list(all=True, filters=label)
+        ]
+    return left
+
+
+def _lab_of(room: SwarmRoom, login: str) -> str:
+    """Start ``login``'s lab and wait until it is ready; their token."""
+    assert room.request("POST", f"hub/api/users/{login}/server").status_code in (201, 202)
+    eventually(
+        lambda: room.ready([login]), f"{login}'s lab ready (see {room.directory / 'hub.log'})", 300, interval_s=1
+    )
+    return room.request("POST", f"hub/api/users/{login}/tokens", json={"expires_in": 1800}).json()["token"]
+
+
+def _save(room: SwarmRoom, login: str, token: str, cells: dict[str, str]) -> None:
+    """``login`` saves notebook 01 with these exercise cells, as JupyterLab does (the contents API, through the
+    hub's proxy), and the teacher asks the board to look now (it would within its 20 s scan)."""
+    body = {"type": "notebook", "content": notebook(cells)}
+    saved = room.request("PUT", f"user/{login}/api/contents/{NOTEBOOK}", token, json=body)
+    assert saved.status_code in (200, 201), saved.text
+    assert room.request("POST", "services/board/api/refresh").status_code == 200
+
+
+def _marked(room: SwarmRoom, login: str, exercise: str, state: str) -> None:
+    """Until the board's table (its JSON, as the teacher's token reads it) shows ``state``."""
+
+    def shown() -> bool:
+        reply = room.request("GET", "services/board/api/progress")
+        return reply.status_code == 200 and reply.json()["participants"][login].get(exercise) == state
+
+    eventually(
+        shown, f"{login}'s {exercise} {state} on the board (see {room.directory / 'hub.log'})", 600, interval_s=1
+    )
+
+
+def _grader_nodes(room: SwarmRoom) -> list[str]:
+    """The address of the node of each grader run, in order, as the board's log names it."""
+    log = (room.directory / "hub.log").read_text(errors="replace")
+    return re.findall(r"grader of .+? on node .*?\(([\d.]+)\)", log)
+
+
+def test_swarm_grader_judges_a_save_on_a_worker_and_leaves_nothing_behind(swarm, tmp_path):
+    """p01's lab on a worker saves notebook 01 with 01-output2 solved: the board, on the manager, has it judged
+    by a grader service on a worker and shows it passed; 01-bad-request saved wrong after it: "not yet", and
+    01-output2 stays passed. No grader service, config, network or container is left on any node."""
+    (port,) = free_ports(1)
+    room = SwarmRoom(swarm, tmp_path / "room", port, participants=1)
+    room_id = room.record["room_id"]
+    try:
+        token = _lab_of(room, "p01")
+        _save(room, "p01", token, {"01-output2": solution("01-output2")})
+        _marked(room, "p01", "01-output2", "passed")
+        _save(room, "p01", token, {"01-output2": solution("01-output2"), "01-bad-request": WRONG_BAD_REQUEST})
+        _marked(room, "p01", "01-bad-request", "not yet")
+        marks = room.request("GET", "services/board/api/progress").json()["participants"]["p01"]
+        assert marks["01-output2"] == "passed", marks
+        ran_on = _grader_nodes(room)
+        assert len(ran_on) == 2 and set(ran_on) <= {w.address for w in swarm.workers}, ran_on
+        eventually(lambda: not _grader_things(swarm, room_id), "every grader gone from every node", 60, interval_s=1)
+    finally:
+        room.down()
+    assert not _grader_things(swarm, room_id)
+
+
+def test_swarm_grader_sandbox_reaches_no_other_node_and_a_missing_image_is_judged_again(swarm):
+    """What a grader service sees: an eth0 beside lo (Swarm gives no network mode none), through which it reaches
+    no other node (not the manager's swarm port, not the other worker's). A grader whose image is missing on the
+    worker: Swarm rejects its task at once, and the Judgement says to judge it again."""
+    manager, room_id = swarm.client(swarm.manager), f"probe{os.getpid()}"
+    grader = SwarmGrader(manager, room_id, swarm.images[1])
+    targets = [f"{swarm.manager.address}:2377", *(f"{w.address}:7946" for w in swarm.workers)]
+    out, why = grader.run(json.dumps(targets), "a probe", ("python3", "-c", PROBE, SUBMISSION_PATH, RESULT_MARK))
+    assert why == "" and out["network"] == ["eth0", "lo"], (out, why)
+    assert targets[0] not in out["reached"] and len(out["reached"]) <= 1, out  # at most its own node's port
+    # no start margin to spend: were the rejected task waited for, the test would run into its own timeout
+    missing = SwarmGrader(manager, room_id, "labkit-test/not-on-any-worker:1", start_s=24 * 3600)
+    judged = missing.judge(Submission("p01", NOTEBOOK, {"01-output2": solution("01-output2")}))
+    assert judged.retry and judged.error and not any(r.passed for r in judged.results), judged
+    eventually(lambda: not _grader_things(swarm, room_id), "the probes' services gone", 60, interval_s=1)
+
+
+def test_swarm_grader_drain_a_grader_whose_node_is_drained_is_judged_again(swarm, tmp_path):
+    """p01's lab is on the first worker, paused (it keeps its lab, takes no new task): p01's save is judged on
+    the second worker, which is drained while the grader runs there. Swarm stops that grader and starts no
+    other (no restart); the board judges the save again, on the first worker once it is active, and shows it
+    passed. Nothing of either grader is left."""
+    (port,) = free_ports(1)
+    room = SwarmRoom(swarm, tmp_path / "room", port, participants=1)
+    room_id, (first, second) = room.record["room_id"], swarm.workers
+    label = {"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}=grader"]}
+    manager = swarm.client(swarm.manager)
+    try:
+        token = _lab_of(room, "p01")
+        (lab,) = room_services(swarm, room_id)
+        assert swarm.node_of(lab.tasks(filters={"desired-state": "running"})[0]["NodeID"]) == first
+        set_availability(swarm, first, "pause")
+        try:
+            _save(room, "p01", token, {"01-output2": solution("01-output2")})
+
+            def running_on_second() -> list:
+                tasks = [t for s in manager.services.list(filters=label) for t in s.tasks()]
+                return [
+                    t for t in tasks if t["Status"]["State"] == "running" and t["NodeID"] == swarm.node_ids[second.name]
+                ]
+
+            eventually(running_on_second, "p01's grader running on the second worker", 300, interval_s=0.3)
+            set_availability(swarm, second, "drain")
+            eventually(lambda: not running_on_second(), "the drained worker's grader stopped", 120, interval_s=0.5)
+            marks = room.request("GET", "services/board/api/progress").json()["participants"]["p01"]
+            assert marks["01-output2"] == "not started", marks  # no verdict from the stopped run
+            set_availability(swarm, first, "active")  # the second stays drained: the save's next grader goes here
+            _marked(room, "p01", "01-output2", "passed")
+        finally:
+            set_availability(swarm, first, "active")
+            set_availability(swarm, second, "active")
+        assert _grader_nodes(room) == [second.address, first.address]
+        eventually(lambda: not _grader_things(swarm, room_id), "every grader gone from every node", 60, interval_s=1)
+    finally:
+        room.down()
