@@ -147,8 +147,10 @@ class SwarmRoom:
         )
 
 
-def room_services(swarm: Swarm, room_id: str) -> list:
-    return swarm.client(swarm.manager).services.list(filters={"label": f"{ROOM_LABEL}={room_id}"})
+def lab_services(swarm: Swarm, room_id: str) -> list:
+    """The room's labs: its services that carry a participant's label (its graders are services too)."""
+    labels = [f"{ROOM_LABEL}={room_id}", f"{ROOM_LABEL}.user"]
+    return swarm.client(swarm.manager).services.list(filters={"label": labels})
 
 
 def set_availability(swarm: Swarm, node, availability: str) -> None:

@@ -134,18 +134,29 @@ def _cgroup_dirs(prefix: str, exact: bool = False) -> list[Path]:
     return sorted(found, key=lambda p: len(p.parts), reverse=True)
 
 
-def _kill_cgroups(prefix: str) -> None:
-    for _ in range(20):
-        pids = set()
-        for folder in _cgroup_dirs(prefix):
-            with contextlib.suppress(OSError):
-                pids |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
+def _cgroup_pids(folders: list[Path]) -> set[int]:
+    pids: set[int] = set()
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            pids |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
+    return pids
+
+
+def _kill_until_none(pids_now: Callable[[], set[int]], rounds: int) -> None:
+    """SIGKILL what ``pids_now`` finds until it finds nothing (a dying process may fork, a shim restart), at most
+    ``rounds`` times 0.2 s."""
+    for _ in range(rounds):
+        pids = pids_now()
         if not pids:
-            break
+            return
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
+
+
+def _kill_cgroups(prefix: str) -> None:
+    _kill_until_none(lambda: _cgroup_pids(_cgroup_dirs(prefix)), 20)
     for folder in _cgroup_dirs(prefix):
         with contextlib.suppress(OSError):
             folder.rmdir()
@@ -335,17 +346,8 @@ class Swarm:
         if client is not None:
             client.close()
         inode = _netns_inode(node.netns)
-        for _ in range(50):
-            pids = set(_pids_in({inode} if inode is not None else set()))
-            for folder in _cgroup_dirs(node.cgroup_parent, exact=True):
-                with contextlib.suppress(OSError):
-                    pids |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.2)
+        netns = {inode} if inode is not None else set()
+        _kill_until_none(lambda: set(_pids_in(netns)) | _cgroup_pids(_cgroup_dirs(node.cgroup_parent, exact=True)), 50)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._engines[node.name].wait(timeout=5)
         say(f"engine of {node.name} killed")

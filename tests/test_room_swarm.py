@@ -22,7 +22,7 @@ import time
 import docker.errors
 import pytest
 import requests
-from swarm_room_support import LOGINS, EngineGate, SwarmRoom, labkit_cli, room_services, set_availability
+from swarm_room_support import LOGINS, EngineGate, SwarmRoom, lab_services, labkit_cli, set_availability
 from swarm_support import Swarm
 from waiting_support import eventually
 
@@ -49,9 +49,7 @@ def test_swarm_spread_labs_over_two_workers_each_reached_through_the_proxy(room,
     for login in LOGINS:
         assert room.request("POST", f"hub/api/users/{login}/server").status_code in (201, 202)
     eventually(lambda: room.ready(LOGINS), f"labs {LOGINS} ready (see {room.directory / 'hub.log'})", 300, interval_s=1)
-    services = {
-        s.attrs["Spec"]["Labels"][f"{ROOM_LABEL}.user"]: s for s in room_services(swarm, room.record["room_id"])
-    }
+    services = {s.attrs["Spec"]["Labels"][f"{ROOM_LABEL}.user"]: s for s in lab_services(swarm, room.record["room_id"])}
     assert sorted(services) == list(LOGINS)
     nodes = {}
     for login, service in services.items():
@@ -167,13 +165,13 @@ def test_swarm_cancel_a_spawn_cancelled_leaves_no_service_and_the_lab_starts_on_
         assert room.request("POST", "hub/api/users/p02/server").status_code == 202
 
         def waiting() -> bool:
-            services = room_services(swarm, room_id)
+            services = lab_services(swarm, room_id)
             return bool(services) and all(t["Status"]["State"] == "pending" for s in services for t in s.tasks())
 
         eventually(waiting, "p02's service waiting for its drained node", 60, interval_s=0.5)
         assert room.request("DELETE", "hub/api/users/p02/server").status_code in (202, 204)
         eventually(
-            lambda: not room_services(swarm, room_id), "the cancelled spawn's service removed", 60, interval_s=0.5
+            lambda: not lab_services(swarm, room_id), "the cancelled spawn's service removed", 60, interval_s=0.5
         )
         status = labkit_cli(swarm, "room", "status", "--dir", str(room.directory))
         assert next(line for line in status.splitlines() if line.strip().startswith("p02")).split()[1] == "stopped"
@@ -181,11 +179,11 @@ def test_swarm_cancel_a_spawn_cancelled_leaves_no_service_and_the_lab_starts_on_
         set_availability(swarm, second, "active")
     assert room.request("POST", "hub/api/users/p02/server").status_code in (201, 202)
     eventually(lambda: room.ready(["p02"]), "p02's lab ready once its node is back", 300, interval_s=1)
-    (service,) = room_services(swarm, room_id)
+    (service,) = lab_services(swarm, room_id)
     (task,) = service.tasks(filters={"desired-state": "running"})
     assert swarm.node_of(task["NodeID"]) == second
     room.down()
-    assert not room_services(swarm, room_id)
+    assert not lab_services(swarm, room_id)
 
 
 def test_swarm_image_missing_on_the_workers_fails_the_spawn_at_once_and_leaves_no_service(swarm, tmp_path):
@@ -199,7 +197,7 @@ def test_swarm_image_missing_on_the_workers_fails_the_spawn_at_once_and_leaves_n
 
         def failed() -> bool:
             server = (room.request("GET", "hub/api/users/p01").json().get("servers") or {}).get("")
-            return not server and not room_services(swarm, room.record["room_id"])
+            return not server and not lab_services(swarm, room.record["room_id"])
 
         assert started.status_code in (202, 500)
         # well inside the spawn's own timeout (600 s): the rejected task is not waited for
@@ -292,7 +290,7 @@ def test_swarm_hub_restart_labs_on_both_workers_keep_working_none_restarted(room
 
     def labs() -> dict[str, tuple[str, str, str]]:
         found = {}
-        for service in room_services(swarm, room.record["room_id"]):
+        for service in lab_services(swarm, room.record["room_id"]):
             (task,) = service.tasks(filters={"desired-state": "running"})
             found[service.attrs["Spec"]["Labels"][f"{ROOM_LABEL}.user"]] = (service.id, task["ID"], task["NodeID"])
         return found
@@ -325,16 +323,16 @@ def test_swarm_cancel_during_create_leaves_no_service(swarm, tmp_path):
     try:
         assert room.request("POST", "hub/api/users/p01/server").status_code == 202
         assert gate.held.wait(120), "the hub never asked the engine to create p01's service"
-        assert not room_services(swarm, room_id)  # the call is in flight: the engine has not seen it
+        assert not lab_services(swarm, room_id)  # the call is in flight: the engine has not seen it
         # the hub cancels the spawn, then answers (202: the lab is still stopping) while the call is held
         cancelled = room.request("DELETE", "hub/api/users/p01/server")
         assert cancelled.status_code in (202, 204), cancelled.text + _hub_log(room)
-        assert not room_services(swarm, room_id) and gate.held.is_set()
+        assert not lab_services(swarm, room_id) and gate.held.is_set()
         gate.release()
 
         def gone() -> bool:
             server = (room.request("GET", "hub/api/users/p01").json().get("servers") or {}).get("")
-            return not server and not room_services(swarm, room_id)
+            return not server and not lab_services(swarm, room_id)
 
         eventually(gone, "the cancelled spawn's service removed, and p01 stopped", 120, interval_s=0.5)
         events = swarm.client(swarm.manager).events(

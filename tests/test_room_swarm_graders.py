@@ -9,7 +9,7 @@ import re
 
 import pytest
 from room_board_support import NOTEBOOK, WRONG_BAD_REQUEST, notebook, solution
-from swarm_room_support import SwarmRoom, room_services, set_availability
+from swarm_room_support import SwarmRoom, lab_services, set_availability
 from swarm_support import Swarm
 from waiting_support import eventually
 
@@ -139,7 +139,7 @@ def test_swarm_grader_drain_a_grader_whose_node_is_drained_is_judged_again(swarm
     manager = swarm.client(swarm.manager)
     try:
         token = _lab_of(room, "p01")
-        (lab,) = room_services(swarm, room_id)
+        (lab,) = lab_services(swarm, room_id)
         assert swarm.node_of(lab.tasks(filters={"desired-state": "running"})[0]["NodeID"]) == first
         set_availability(swarm, first, "pause")
         try:

@@ -9,7 +9,7 @@ import sys
 
 import docker.errors
 import pytest
-from swarm_room_support import SwarmRoom, labkit_cli, room_services, set_availability
+from swarm_room_support import SwarmRoom, lab_services, labkit_cli, set_availability
 from swarm_support import Swarm
 from waiting_support import eventually
 
@@ -49,7 +49,7 @@ def _p01_tasks(swarm: Swarm, room: SwarmRoom) -> list[dict]:
     """The tasks of p01's lab meant to run, on any node."""
     return [
         task
-        for service in room_services(swarm, room.record["room_id"])
+        for service in lab_services(swarm, room.record["room_id"])
         if service.attrs["Spec"]["Labels"][f"{ROOM_LABEL}.user"] == "p01"
         for task in service.tasks(filters={"desired-state": "running"})
     ]
@@ -110,7 +110,7 @@ def test_swarm_drain_names_p01_and_their_node_runs_nothing_elsewhere_and_brings_
     room = nodes_room
     token = _p01_running(room)
     node = _p01_node(swarm, room)
-    spec = room_services(swarm, room.record["room_id"])[0].attrs["Spec"]["TaskTemplate"]
+    spec = lab_services(swarm, room.record["room_id"])[0].attrs["Spec"]["TaskTemplate"]
     # pinned to the node holding the work, and never restarted by Swarm (elsewhere or there)
     assert f"node.id=={swarm.node_ids[node.name]}" in spec["Placement"]["Constraints"]
     assert spec["RestartPolicy"]["Condition"] == "none"
