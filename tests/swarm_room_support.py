@@ -156,3 +156,10 @@ def lab_services(swarm: Swarm, room_id: str) -> list:
 def set_availability(swarm: Swarm, node, availability: str) -> None:
     found = swarm.client(swarm.manager).nodes.get(swarm.node_ids[node.name])
     found.update({**found.attrs["Spec"], "Availability": availability})
+
+
+def down_within(swarm: Swarm) -> float:
+    """How long the manager takes to mark a silent node down: its dispatcher's heartbeat period (the swarm's
+    spec) times swarmkit's grace multiplier (3), plus room for a busy machine."""
+    period_ns = swarm.client(swarm.manager).swarm.attrs["Spec"]["Dispatcher"]["HeartbeatPeriod"]
+    return 3 * period_ns / 1e9 + 30

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from room_board_support import NOTEBOOK, WRONG_BAD_REQUEST, notebook, solution
-from swarm_room_support import SwarmRoom, lab_services, set_availability
+from swarm_room_support import SwarmRoom, down_within, lab_services, set_availability
 from swarm_support import Swarm
 from waiting_support import eventually
 
@@ -163,5 +163,48 @@ def test_swarm_grader_drain_a_grader_whose_node_is_drained_is_judged_again(swarm
             set_availability(swarm, second, "active")
         assert _grader_nodes(room) == [second.address, first.address]
         eventually(lambda: not _grader_things(swarm, room_id), "every grader gone from every node", 60, interval_s=1)
+    finally:
+        room.down()
+
+
+def test_swarm_grader_kill_a_grader_whose_nodes_engine_dies_is_judged_again(swarm, tmp_path):
+    """As above, but the second worker's engine is killed (a machine losing power) while p01's grader runs
+    there: once the manager marks the node down, the board judges the save again, on the first worker, and shows
+    it passed; the dead node's engine is started again, and nothing of either grader is left."""
+    (port,) = free_ports(1)
+    room = SwarmRoom(swarm, tmp_path / "room", port, participants=1)
+    room_id, (first, second) = room.record["room_id"], swarm.workers
+    label = {"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}=grader"]}
+    manager = swarm.client(swarm.manager)
+    try:
+        token = _lab_of(room, "p01")
+        (lab,) = lab_services(swarm, room_id)
+        assert swarm.node_of(lab.tasks(filters={"desired-state": "running"})[0]["NodeID"]) == first
+        set_availability(swarm, first, "pause")
+        try:
+            _save(room, "p01", token, {"01-output2": solution("01-output2")})
+
+            def running_on_second() -> bool:
+                tasks = [t for s in manager.services.list(filters=label) for t in s.tasks()]
+                return any(
+                    t["Status"]["State"] == "running" and t["NodeID"] == swarm.node_ids[second.name] for t in tasks
+                )
+
+            eventually(running_on_second, "p01's grader running on the second worker", 300, interval_s=0.3)
+            swarm.kill_engine(second)
+            try:
+                swarm.wait_node(second, "down", down_within(swarm))
+                # given up at once (its service removed), not after the run's time limit (600 s)
+                eventually(lambda: not running_on_second(), "the dead node's run given up", 60, interval_s=0.5)
+                marks = room.request("GET", "services/board/api/progress").json()["participants"]["p01"]
+                assert marks["01-output2"] == "not started", marks  # no verdict from the dead node's run
+                set_availability(swarm, first, "active")
+                _marked(room, "p01", "01-output2", "passed")
+            finally:
+                swarm.start_engine(second)
+        finally:
+            set_availability(swarm, first, "active")
+        assert _grader_nodes(room) == [second.address, first.address]
+        eventually(lambda: not _grader_things(swarm, room_id), "every grader gone from every node", 120, interval_s=1)
     finally:
         room.down()

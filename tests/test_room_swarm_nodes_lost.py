@@ -9,7 +9,7 @@ import sys
 
 import docker.errors
 import pytest
-from swarm_room_support import SwarmRoom, lab_services, labkit_cli, set_availability
+from swarm_room_support import SwarmRoom, down_within, lab_services, labkit_cli, set_availability
 from swarm_support import Swarm
 from waiting_support import eventually
 
@@ -129,13 +129,6 @@ def test_swarm_drain_names_p01_and_their_node_runs_nothing_elsewhere_and_brings_
     assert "drained" not in _p01_status(swarm, room)
 
 
-def _down_within(swarm: Swarm) -> float:
-    """How long the manager takes to mark a silent node down: its dispatcher's heartbeat period (the swarm's
-    spec) times swarmkit's grace multiplier (3), plus room for a busy machine."""
-    period_ns = swarm.client(swarm.manager).swarm.attrs["Spec"]["Dispatcher"]["HeartbeatPeriod"]
-    return 3 * period_ns / 1e9 + 30
-
-
 def test_swarm_kill_of_p01s_engine_names_them_node_down_and_their_lab_comes_back_with_the_work(swarm, nodes_room):
     room = nodes_room
     token = _p01_running(room)
@@ -143,7 +136,7 @@ def test_swarm_kill_of_p01s_engine_names_them_node_down_and_their_lab_comes_back
     _save_text(room, token, "before-kill.txt", "saved before the engine died")
     swarm.kill_engine(node)
     try:
-        swarm.wait_node(node, "down", _down_within(swarm))
+        swarm.wait_node(node, "down", down_within(swarm))
         eventually(lambda: _seen_affected(swarm, room, node, "down"), "status and board: p01, node down", 120)
         _nothing_of_p01_runs(swarm, room)
         assert f"({node.address}) is down: p01" in _board_page(room)
@@ -197,7 +190,7 @@ def test_swarm_rehome_p01_from_a_node_that_stays_down_restores_the_notebook_the_
     assert _p01_node(swarm, room) == node  # nothing moved
     swarm.kill_engine(node)
     try:
-        swarm.wait_node(node, "down", _down_within(swarm))
+        swarm.wait_node(node, "down", down_within(swarm))
         eventually(lambda: _seen_affected(swarm, room, node, "down"), "status and board: p01, node down", 120)
         moved = _rehome(swarm, room, "--from", node.address)
         assert moved.returncode == 0, moved.stdout + moved.stderr

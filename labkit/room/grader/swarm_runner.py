@@ -25,8 +25,9 @@ What Swarm does not give, and what is done instead (Docker 20.10, API 1.41, as D
 
 A run without verdicts is named from Docker's task states (never from error text), and the board judges it
 again (``Judgement.retry``), as a killed container is on one engine: a task ``rejected`` (the image missing on
-the node), ``orphaned``, ``shutdown`` or given up by Swarm (its node drained or down: desired state
-``shutdown``), one no worker started in time, one that ran past its time, one whose logs hold no whole result.
+the node), ``orphaned``, ``shutdown`` or given up by Swarm (its node drained: desired state ``shutdown``), one
+whose node the manager marks down (its task may still read "running": nothing hears from the node), one no worker
+started in time, one that ran past its time, one whose logs hold no whole result.
 
     grader = SwarmGrader(docker.from_env(), room_id)   # the manager's engine
     grader.judge(submission)                             # a Judgement; never raises
@@ -211,6 +212,10 @@ class SwarmGrader:
                 return ended(task, logs, self.limits.memory)
             if task.state in GIVEN_UP or task.desired in GIVEN_UP:
                 return {}, given_up(task, node)
+            if task.node and self._node_down(
+                task.node
+            ):  # the manager cannot hear from a dead node: its task may still read "running"
+                return {}, f"its node {node} went down before it gave a verdict"
             now = time.monotonic()
             if task.state in STARTING and now - made_at > self.start_s:
                 return {}, f"no worker started it within {self.start_s:.0f} s (task {task.state}: {task.message})"
@@ -219,6 +224,12 @@ class SwarmGrader:
                 if now - running_since > self.limits.timeout_s:
                     return {}, f"it took longer than {self.limits.timeout_s:.0f} s and was stopped"
             time.sleep(POLL_S)
+
+    def _node_down(self, node_id: str) -> bool:
+        try:
+            return str(self.client.nodes.get(node_id).attrs["Status"]["State"]) == "down"
+        except ENGINE_ERRORS:
+            return False
 
     def _node_name(self, node_id: str) -> str:
         try:
