@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TRITON_WHEEL := nvidia-pytriton==0.5.0
 
-.PHONY: demo test lint unit bench serve lab doctor image docker-engine site clean
+.PHONY: demo test lint unit bench bench-swarm serve lab doctor image docker-engine site clean
 
 # The lab itself: labkit, JupyterLab and the real Triton 23.12.
 $(BIN)/.lab: pyproject.toml
@@ -56,6 +56,13 @@ unit: $(BIN)/.installed  # the millisecond tests of pure functions (tests/unit),
 
 bench: $(BIN)/.lab
 	$(BIN)/labkit bench --json bench.json
+
+# `labkit room bench --swarm` on a three-engine swarm built on this machine in network namespaces, then removed
+# (root, ip and dockerd; the lab image built here first): PARTICIPANTS=20, NOTEBOOK=17_real_models.ipynb.
+PARTICIPANTS ?= 6
+NOTEBOOK ?= 01_python_backend.ipynb
+bench-swarm: $(BIN)/.installed
+	$(BIN)/python tests/bench_swarm.py --participants $(PARTICIPANTS) --notebook $(NOTEBOOK) --json bench-swarm-$(PARTICIPANTS).json
 
 serve: $(BIN)/.lab
 	$(BIN)/labkit serve model_repository

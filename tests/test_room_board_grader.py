@@ -1,9 +1,12 @@
 """The room's grader on a real engine: a participant's saved notebook, read from their volume (read-only,
 by the room's scanning container), judged in a container with no network that sees only its exercise
-cells; solved, wrong, untouched and tampered-with cells; and the real-model lesson's, whose models and
-their environments the image carries."""
+cells; solved, wrong, untouched and tampered-with cells; the real-model lesson's, whose models and
+their environments the image carries; and the grader's report of its own CPU, which reaches the board."""
 
 from __future__ import annotations
+
+import asyncio
+import time
 
 import docker.errors
 import pytest
@@ -18,8 +21,11 @@ from room_board_support import (
 
 from labkit.course.catalogue import REGISTRY
 from labkit.errors import SubmissionError
+from labkit.room import cpu_cost
+from labkit.room.board import progress
 from labkit.room.board.notebook_sources import VolumeSource
 from labkit.room.board.progress import NOT_STARTED, NOT_YET, PASSED, Progress
+from labkit.room.board.watch import Board
 from labkit.room.grader import runner as grader
 from labkit.room.protocol import ROLE_LABEL, ROOM_LABEL, Submission, untouched_results
 
@@ -167,3 +173,52 @@ def test_the_real_model_lesson_is_judged_offline_with_the_models_the_image_carri
     assert not halved.passed and halved.started and halved.rule == "requests", halved
     assert halved.problem and halved.hint
     assert {u: list(found[u]) for u in found} == {"p05": [REAL_MODELS], "p06": [REAL_MODELS]}
+
+
+def _graders_left(room) -> list:
+    labels = [f"{ROOM_LABEL}={room.id}", f"{ROLE_LABEL}=grader"]
+    return room.client.containers.list(all=True, ignore_removed=True, filters={"label": labels})
+
+
+async def _until_judged(board: Board, room_dir, user: str, limit_s: float) -> None:
+    tasks = board.start()
+    try:
+        deadline = time.monotonic() + limit_s
+        while not progress.load(room_dir).marks.get(user) and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+    finally:
+        board.stop()  # its runs; its watch and dispatch loops are the tasks start() gave
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def test_a_graders_own_cpu_figure_reaches_the_board_and_matches_its_cgroup(room, tmp_path):
+    """The grader reads its container's cgroup as it answers, and the board adds the figure to progress.json
+    (what `room bench --swarm` reads, the graders being on other machines). Here the run's container is the only
+    one under a cgroup parent of its own, whose counter keeps its CPU after it is removed: the two agree, but
+    for what the container spent after its answer (its kernel and Triton stopping)."""
+    room.save("p07", notebook({"01-output2": solution("01-output2")}))
+    driver, version = cpu_cost.engine_cgroups(room.client)
+    parent = cpu_cost.room_cgroup(f"{room.id}c", driver)
+    source = VolumeSource(room.client, room.id, room.image, {"p07": room.volume("p07")})
+    runner = grader.Grader(
+        room.client, room.id, room.image, cgroup_parent=parent
+    )  # no warm one: one run, one container
+    board = Board(tmp_path, room.id, ["p07"], source, runner, poll_s=0.5, graders=1)
+    try:
+        asyncio.run(_until_judged(board, tmp_path, "p07", 600))
+        assert progress.load(tmp_path).mark("p07", "01-output2").state == progress.PASSED
+        deadline = time.monotonic() + 120
+        while _graders_left(room) and time.monotonic() < deadline:  # removed in the background after its answer
+            time.sleep(0.5)
+        assert not _graders_left(room)
+        total = cpu_cost.cgroup_cpu_s(cpu_cost.cgroup_dir(parent, version))
+    finally:
+        board.sweep()  # the scanner, and the grader's cgroup parent
+        board.pool.shutdown(wait=False)
+    cost = progress.load(tmp_path).cost
+    assert (cost.runs, cost.unreported) == (1, 0), cost
+    print(f"self-reported {cost.cpu_s:.3f} core-s, cgroup parent {total:.3f} core-s")
+    assert 0 < cost.cpu_s <= total
+    assert total - cost.cpu_s <= 0.05 * total, (cost.cpu_s, total)  # within a few percent

@@ -105,6 +105,9 @@ def test_swarm_grader_judges_a_save_on_a_worker_and_leaves_nothing_behind(swarm,
         ran_on = _grader_nodes(room)
         assert len(ran_on) == 2 and set(ran_on) <= {w.address for w in swarm.workers}, ran_on
         eventually(lambda: not _grader_things(swarm, room_id), "every grader gone from every node", 60, interval_s=1)
+        # each grader read its own container's CPU on its worker; the board added both figures up
+        cost = json.loads((room.directory / "progress.json").read_text())["cost"]
+        assert (cost["runs"], cost["unreported"]) == (2, 0) and cost["cpu_s"] > 0, cost
     finally:
         room.down()
     assert not _grader_things(swarm, room_id)
@@ -208,3 +211,32 @@ def test_swarm_grader_kill_a_grader_whose_nodes_engine_dies_is_judged_again(swar
         eventually(lambda: not _grader_things(swarm, room_id), "every grader gone from every node", 120, interval_s=1)
     finally:
         room.down()
+
+
+# --- bench ---
+
+
+def test_swarm_bench_reports_labs_ready_verdicts_and_the_cost_of_a_save(swarm, tmp_path):
+    """`labkit room bench --swarm` with two participants, on the manager, `--node-engine` for each worker: its
+    JSON holds the labs' ready times, the lab's memory read on its worker, both saves' verdicts, and
+    core_s_per_save made of the board's CPU and the graders' own reports (none missing); the room is gone after."""
+    from swarm_room_support import labkit_cli
+
+    from labkit.room.settings import RoomSettings
+
+    (port,) = free_ports(1)
+    out = tmp_path / "bench.json"
+    engines = [f"--node-engine={worker.url}" for worker in swarm.workers]
+    labkit_cli(
+        swarm, "room", "bench", "--swarm", "--participants", "2", "--dir", str(tmp_path / "room"), "--port",
+        str(port), "--image", swarm.images[0], "--json", str(out), *engines,
+    )  # fmt: skip
+    data = json.loads(out.read_text())
+    assert data["swarm"] and set(data["ready_s"]) == {"p01", "p02"} and data["all_ready_s"] > 0
+    assert data["lab_memory_idle"] > 0 and data["lab_memory_triton"] > 0
+    assert data["checks"][NOTEBOOK]["n"] == 2 and data["checks_missing"] == 0 and not data["single_missing"]
+    assert set(data["cpu_s"]) == {"board", "graders"} and data["graders_unreported"] == 0
+    assert data["cpu_s"]["graders"] == data["graders_reported_s"] > 0
+    assert data["core_s_per_save"] == round((data["cpu_s"]["board"] + data["cpu_s"]["graders"]) / 2, 3)
+    room_id = RoomSettings(directory=tmp_path / "room").room_id
+    assert not swarm.client(swarm.manager).services.list(filters={"label": f"{ROOM_LABEL}={room_id}"})  # taken down

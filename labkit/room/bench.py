@@ -9,12 +9,19 @@ one idle lab (Docker's figure, as `docker stats` shows it) before and with Trito
 its verdict on the board, and the same for the save alone; ``core_s_per_save``, what a verdict costs in CPU
 (labkit.room.cpu_cost): the core-seconds of the board and of the room's judging containers (every grader run,
 the warm-ups the saves started, the notebook scanner) from the first save until the room is idle again after
-the last verdict (its graders warm and waiting), divided by the verdicts. Nothing is asserted: the numbers
-depend on the machine.
+the last verdict (its graders warm and waiting), divided by the verdicts. Beside it, ``graders_reported_s``: the
+same saves' graders as they reported their own CPU (each read its container's cgroup; the board adds them up),
+which should match the cgroup figure on one engine.
+
+With ``--swarm`` (labkit.room.bench_swarm) the labs and graders run on the workers: a lab's memory is read
+through its node's engine (``--node-engine``; none without), graders are cold services (nothing to wait for
+after a verdict), and ``core_s_per_save`` is the board's CPU (by pid, on the manager) plus the graders' own
+reports, per verdict. Nothing is asserted: the numbers depend on the machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +37,7 @@ from ..errors import LabKernelError, WaitTimeoutError
 from ..plumbing.downloads import say
 from ..plumbing.polling import wait_until
 from . import cpu_cost, record as room_record
+from .bench_swarm import lab_on_its_node
 from .cpu_cost import CpuMeter
 from .hubclient import HubClient
 from .protocol import RESULT_MARK, ROLE_LABEL, ROOM_LABEL, WARM_MARK
@@ -44,11 +52,12 @@ class RoomBench:
     """What one bench run measured (seconds, bytes)."""
 
     participants: int
+    swarm: bool = False  # the room ran on a swarm (`--swarm`): labs and graders on its workers
     up_s: float = 0.0  # `room up` until the hub answers (images built or reused included)
     all_ready_s: float = 0.0  # first start request until the last lab is ready
     ready_s: dict[str, float] = field(default_factory=dict)
-    lab_memory_idle: int = 0  # one lab, JupyterLab only
-    lab_memory_triton: int = 0  # the same lab after `labkit.start()` in a kernel (Triton 23.12 running)
+    lab_memory_idle: int | None = None  # one lab, JupyterLab only (None: not read, see bench_swarm)
+    lab_memory_triton: int | None = None  # the same lab after `labkit.start()` in a kernel (Triton 23.12 running)
     triton_start_s: float = 0.0  # that `labkit.start()` cell, as the kernel ran it
     checks: dict[str, list[float]] = field(default_factory=dict)  # notebook -> save-to-verdict seconds
     checks_missing: int = 0  # saves without a verdict when the bench stopped waiting
@@ -57,6 +66,8 @@ class RoomBench:
     notebook: str = SAVED_NOTEBOOK  # the notebook saved (its first exercise solved, then its second)
     core_s_per_save: float | None = None  # core-seconds per verdict of the saves at once (None: no verdict)
     cpu_s: dict[str, float] = field(default_factory=dict)  # those saves' core-seconds, by source
+    graders_reported_s: float | None = None  # those saves' graders' core-seconds as they reported them
+    graders_unreported: int = 0  # grader runs of those saves that reported no figure
     single_core_s: float | None = None  # the save alone's core-seconds (its warm-up included)
 
     def to_json(self) -> dict[str, Any]:
@@ -74,19 +85,25 @@ def report(result: RoomBench) -> str:
     """The numbers as a few lines of text."""
     mib = 1024 * 1024
     lines = [
-        f"room bench, {result.participants} participant(s)",
+        f"room bench, {result.participants} participant(s){' on a swarm' if result.swarm else ''}",
         f"  room up (hub answers):           {result.up_s:7.1f} s",
         f"  all labs ready (from start):     {result.all_ready_s:7.1f} s",
         f"  lab ready p50/p95:               {_pcts(list(result.ready_s.values()))}",
-        f"  one idle lab (JupyterLab):       {result.lab_memory_idle / mib:7.0f} MiB",
-        f"  same lab, Triton running:        {result.lab_memory_triton / mib:7.0f} MiB "
-        f"(labkit.start() took {result.triton_start_s:.1f} s)",
     ]
+    if result.lab_memory_idle is not None and result.lab_memory_triton is not None:
+        lines.append(f"  one idle lab (JupyterLab):       {result.lab_memory_idle / mib:7.0f} MiB")
+        lines.append(f"  same lab, Triton running:        {result.lab_memory_triton / mib:7.0f} MiB")
+    else:
+        lines.append("  lab memory:                      not read (no --node-engine reaches the lab's node)")
+    lines.append(f"  labkit.start() in one lab:       {result.triton_start_s:7.1f} s")
     for notebook, values in sorted(result.checks.items()):
         lines.append(f"  check {notebook}: save -> verdict {_pcts(values)} (n={len(values)})")
     if result.core_s_per_save is not None:
         parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in sorted(result.cpu_s.items()))
         lines.append(f"  core_s_per_save:                 {result.core_s_per_save:7.2f} core-s ({parts} in all)")
+    if result.graders_reported_s is not None:
+        unreported = f", {result.graders_unreported} run(s) without a figure" if result.graders_unreported else ""
+        lines.append(f"  graders, as they reported:       {result.graders_reported_s:7.1f} core-s{unreported}")
     if result.single_missing:
         lines.append("  one save alone: no verdict when the bench stopped waiting")
     else:
@@ -177,13 +194,16 @@ def run_in_lab(room: HubClient, user: str, code: str, timeout_s: float = 300) ->
     return kernel, took
 
 
-def lab_memory(container_name: str) -> int:
-    """The memory a lab's container uses, as `docker stats` shows it (usage less the inactive file cache)."""
-    client = connect()
+def lab_memory(container_name: str, client: Any = None) -> int:
+    """The memory a lab's container uses, as `docker stats` shows it (usage less the inactive file cache), read
+    through ``client`` (default: this machine's engine)."""
+    own = client is None
+    client = connect() if own else client
     try:
         stats = client.containers.get(container_name).stats(stream=False)["memory_stats"]
     finally:
-        client.close()
+        if own:
+            client.close()
     detail = stats.get("stats", {})
     return int(stats["usage"] - detail.get("inactive_file", detail.get("total_inactive_file", 0)))
 
@@ -231,15 +251,52 @@ def wait_for_verdicts(room_dir: Path, saved: dict[str, float], name: str, timeou
     return list(done.values()), len(saved) - len(done)
 
 
-def judging_meter(settings: RoomSettings, client: Any) -> CpuMeter:
-    """What a verdict costs is read from: the room's judging cgroup (its graders and scanner, ended ones
-    included) and the board's process."""
-    from .hub import processes
+REPORTED = "graders_reported"  # the key of the graders' own reports in a Judging sample
 
-    driver, version = cpu_cost.engine_cgroups(client)
-    board = processes.find(processes.folder_of(settings.directory), "board")
-    cgroups = {"graders": cpu_cost.cgroup_dir(cpu_cost.room_cgroup(settings.room_id, driver), version)}
-    return CpuMeter(cgroups=cgroups, pids={"board": board.pid} if board is not None else {})
+
+@dataclass(frozen=True)
+class Judging:
+    """Where a bench reads what judging costs, and how it knows the room is done with a batch of saves. On
+    one engine: the room's judging cgroup (its graders and scanner, ended ones included) and the board's
+    process; the graders' own reports beside them. On a swarm: the board's process and the graders' reports
+    (their cgroups are on the workers), and no warm graders to wait for."""
+
+    meter: CpuMeter
+    settings: RoomSettings
+    client: Any
+
+    @classmethod
+    def of(cls, settings: RoomSettings, client: Any) -> Judging:
+        from .hub import processes
+
+        board = processes.find(processes.folder_of(settings.directory), "board")
+        cgroups = {}
+        if not settings.swarm:
+            driver, version = cpu_cost.engine_cgroups(client)
+            cgroups["graders"] = cpu_cost.cgroup_dir(cpu_cost.room_cgroup(settings.room_id, driver), version)
+        return cls(CpuMeter(cgroups=cgroups, pids={"board": board.pid} if board is not None else {}), settings, client)
+
+    def sample(self) -> dict[str, float]:
+        """Each source's core-seconds so far, and the graders' reports (with how many runs gave none)."""
+        from .board import progress
+
+        cost = progress.load(self.settings.directory).cost
+        return {**self.meter.sample(), REPORTED: cost.cpu_s, "unreported": float(cost.unreported)}
+
+    def since(self, before: dict[str, float]) -> tuple[dict[str, float], float, int]:
+        """Core-seconds by source since ``before`` (on a swarm, "graders" is their reports), the graders'
+        reported core-seconds and how many runs reported none."""
+        now = self.sample()
+        cost = {name: round(max(0.0, now[name] - before.get(name, 0.0)), 3) for name in now}
+        reported, unreported = cost.pop(REPORTED), int(cost.pop("unreported"))
+        if self.settings.swarm:
+            cost["graders"] = reported
+        return cost, reported, unreported
+
+    def settle(self, timeout_s: float, what: str) -> None:
+        """Wait until the room's graders are warm and waiting (on one engine; a swarm's are cold services)."""
+        if not self.settings.swarm:
+            wait_until(lambda: graders_idle(self.client, self.settings.room_id), timeout_s, what)
 
 
 def graders_idle(client: Any, room_id: str) -> bool:
@@ -260,29 +317,40 @@ def graders_idle(client: Any, room_id: str) -> bool:
 
 
 def judged(
-    room: HubClient,
-    settings: RoomSettings,
-    users: tuple[str, ...],
-    notebook: str,
-    which: int,
-    client: Any,
-    timeout_s: float,
-) -> tuple[list[float], int, dict[str, float]]:
+    room: HubClient, judging: Judging, users: tuple[str, ...], notebook: str, which: int, timeout_s: float
+) -> tuple[list[float], int, tuple[dict[str, float], float, int]]:
     """Save ``notebook`` in ``users``' labs with its exercise number ``which`` solved (where it has none, its
-    first again, with a comment added: a change to judge) and wait for the verdicts; their save-to-verdict seconds, how many never came, and
-    the core-seconds spent from the saves until the room's graders are warm again, by source."""
+    first again, with a comment added: a change to judge) and wait for the verdicts; their save-to-verdict
+    seconds, how many never came, and what they cost (Judging.since) from the saves until the room's graders
+    are warm again."""
     from ..course.catalogue import exercises_of
 
-    meter = judging_meter(settings, client)
     which, note = (which, "") if which < len(exercises_of(notebook)) else (0, "\n# saved again\n")
-    before = meter.sample()
+    before = judging.sample()
     saved = save_notebooks(room, users, notebook, which, note)
-    values, missing = wait_for_verdicts(settings.directory, saved, notebook, timeout_s)
+    values, missing = wait_for_verdicts(judging.settings.directory, saved, notebook, timeout_s)
     try:  # the warm-ups those runs started are part of their cost
-        wait_until(lambda: graders_idle(client, settings.room_id), 300, "the room's graders to be warm again")
+        judging.settle(300, "the room's graders to be warm again")
     except WaitTimeoutError:
         say("room bench: the graders were not all warm again within 300 s; the CPU figure stops there")
-    return values, missing, meter.since(before)
+    return values, missing, judging.since(before)
+
+
+def one_lab(result: RoomBench, room: HubClient, settings: RoomSettings, client: Any, timeout_s: float) -> None:
+    """The first participant's lab: its memory idle and with Triton started in a kernel, and that start's time.
+    On a swarm the memory is read through the lab's node's engine, or not at all (bench_swarm)."""
+    first = settings.participants[0]
+    with contextlib.ExitStack() as stack:
+        if settings.swarm:
+            where = stack.enter_context(lab_on_its_node(client, settings, first))
+        else:
+            where = (None, f"{settings.prefix}-{first}")
+        time.sleep(5)  # a measurement's pause, not a wait: the lab's JupyterLab settles after its first answer
+        result.lab_memory_idle = lab_memory(where[1], where[0]) if where else None
+        kernel, result.triton_start_s = run_in_lab(room, first, START_CODE, timeout_s)
+        time.sleep(5)  # the same pause before the second reading
+        result.lab_memory_triton = lab_memory(where[1], where[0]) if where else None
+    room.call(f"user/{first}/api/kernels/{kernel}", "DELETE")
 
 
 def run(
@@ -291,7 +359,7 @@ def run(
     """The bench (see the module's docstring); the room is taken down (work volumes too) however it ends."""
     from .hub import lifecycle
 
-    result = RoomBench(participants=len(settings.participants), notebook=notebook)
+    result = RoomBench(participants=len(settings.participants), notebook=notebook, swarm=settings.swarm)
     try:
         say(f"room bench: room up with {len(settings.participants)} participant(s) in {settings.directory} ...")
         info = lifecycle.up(settings)
@@ -301,29 +369,23 @@ def run(
         say(f"room bench: the hub answered in {info.seconds:.1f} s; starting every lab ...")
         result.ready_s = start_labs(room, settings.participants, timeout_s)
         result.all_ready_s = max(result.ready_s.values())
-        say(
-            f"room bench: all labs ready in {result.all_ready_s:.1f} s; labkit.start() in {settings.participants[0]}'s lab ..."
-        )
         first = settings.participants[0]
-        container = f"{settings.prefix}-{first}"
-        time.sleep(5)  # a measurement's pause, not a wait: the lab's JupyterLab settles after its first answer
-        result.lab_memory_idle = lab_memory(container)
-        kernel, result.triton_start_s = run_in_lab(room, first, START_CODE, timeout_s)
-        time.sleep(5)  # the same pause before the second reading
-        result.lab_memory_triton = lab_memory(container)
-        room.call(f"user/{first}/api/kernels/{kernel}", "DELETE")
+        say(f"room bench: all labs ready in {result.all_ready_s:.1f} s; labkit.start() in {first}'s lab ...")
         client = connect()
-        wait_until(lambda: graders_idle(client, settings.room_id), timeout_s, "the room's graders to be warm")
+        one_lab(result, room, settings, client, timeout_s)
+        judging = Judging.of(settings, client)
+        judging.settle(timeout_s, "the room's graders to be warm")
         say(
             f"room bench: saving {notebook} in every lab; waiting for the verdicts (at most {checks_timeout_s:.0f} s) ..."
         )
-        values, result.checks_missing, result.cpu_s = judged(
-            room, settings, settings.participants, notebook, 0, client, checks_timeout_s
+        values, result.checks_missing, spent = judged(
+            room, judging, settings.participants, notebook, 0, checks_timeout_s
         )
+        result.cpu_s, result.graders_reported_s, result.graders_unreported = spent
         result.checks[notebook] = values
         result.core_s_per_save = cpu_cost.per_save(result.cpu_s, len(values))
         say(f"room bench: one more save, alone: {first}'s {notebook} ...")
-        single, missing, cost = judged(room, settings, (first,), notebook, 1, client, checks_timeout_s)
+        single, missing, (cost, _, _) = judged(room, judging, (first,), notebook, 1, checks_timeout_s)
         result.single_s, result.single_missing = (single[0] if single else None), bool(missing)
         result.single_core_s = cpu_cost.per_save(cost, len(single))
     finally:

@@ -12,8 +12,9 @@ it waited for).
     ...                                   # the saves, their verdicts
     cost = meter.since(before)            # {"graders": 7.9, "board": 0.4}: core-seconds each
 
-The readings are this machine's files: the engine must run here (a room on one machine; on a swarm, each
-node reads its own).
+The readings are this machine's files: the engine must run here (a room on one machine). On a swarm the graders
+run on other machines: each grader reads its own container's cgroup (``own_cpu_s``) just before it answers, and
+puts the figure in its result; the board adds them up (labkit.room.board.progress's ``Cost``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,42 @@ def cgroup_cpu_s(folder: Path) -> float:
             remedy="Run it on the machine of the Docker engine, with /sys/fs/cgroup mounted",
         ) from None
     return 0.0  # a v2 cgroup without usage yet: nothing has run in it
+
+
+def own_cgroup_dir(proc: Path = Path("/proc/self")) -> Path | None:
+    """The folder of this process's own cgroup CPU accounting, where this mount namespace shows it (in a
+    container: its own cgroup, which Docker mounts at /sys/fs/cgroup/cpu,cpuacct on v1, or /sys/fs/cgroup with a
+    private cgroup namespace on v2); None when /proc does not say. cgroup v1's cpuacct first, else v2's."""
+    try:
+        own = [line.split(":", 2) for line in (proc / "cgroup").read_text().splitlines() if line.count(":") >= 2]
+        mounts = [line.split(" - ", 1) for line in (proc / "mountinfo").read_text().splitlines() if " - " in line]
+    except OSError:
+        return None
+    v1 = next((path for _, controllers, path in own if "cpuacct" in controllers.split(",")), None)
+    v2 = next((path for number, controllers, path in own if number == "0" and not controllers), None)
+    for path, kind in ((v1, "cgroup"), (v2, "cgroup2")):
+        for head, tail in mounts:
+            fields, super_fields = head.split(), tail.split()
+            if path is None or len(fields) < 5 or len(super_fields) < 3 or super_fields[0] != kind:
+                continue
+            if kind == "cgroup" and "cpuacct" not in super_fields[2].split(","):
+                continue
+            root, point = fields[3], Path(fields[4])
+            if path == root or path.startswith(root.rstrip("/") + "/"):
+                return point / path[len(root) :].lstrip("/")
+    return None
+
+
+def own_cpu_s(proc: Path = Path("/proc/self")) -> float | None:
+    """Core-seconds of this process's own cgroup (in a grader's container: the container's, every process it ran
+    included), or None when it cannot be read."""
+    folder = own_cgroup_dir(proc)
+    if folder is None:
+        return None
+    try:
+        return round(cgroup_cpu_s(folder), 3)
+    except SetupError:
+        return None
 
 
 def process_cpu_s(pid: int) -> float:

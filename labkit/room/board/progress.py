@@ -1,7 +1,9 @@
 """The room's progress: participants × exercises, each passed, not yet or not started, with its hint.
 
 Kept in ``<room dir>/progress.json`` (written atomically: a reader never sees half a file), fed by the
-board's grader runs and read by the board's page, its API and ``labkit room grades``.
+board's grader runs and read by the board's page, its API and ``labkit room grades``. It also keeps what the
+judging cost (``Cost``: the core-seconds the grader runs reported of themselves, wherever they ran), which
+``labkit room bench`` reads.
 """
 
 from __future__ import annotations
@@ -73,6 +75,17 @@ def mark_of(verdict: RoomVerdict, checked: float) -> Mark:
 
 
 @dataclass
+class Cost:
+    """The grader runs' own CPU (each read its container's cgroup as it answered: warm-up and judging), summed
+    since the room began: ``cpu_s`` core-seconds over ``runs`` runs that reported one (retried runs included:
+    they cost too); ``unreported``: the runs that gave no figure (a run killed, an older grader image)."""
+
+    cpu_s: float = 0.0
+    runs: int = 0
+    unreported: int = 0
+
+
+@dataclass
 class Progress:
     """The table, and which saved notebook (by mtime) each participant's marks come from; ``unreadable``:
     the notebooks whose last save is not a notebook, since when and why (their marks are kept underneath)."""
@@ -81,6 +94,15 @@ class Progress:
     marks: dict[str, dict[str, Mark]] = field(default_factory=dict)
     judged: dict[str, dict[str, float]] = field(default_factory=dict)  # user -> notebook path -> mtime judged
     unreadable: dict[str, dict[str, tuple[float, str]]] = field(default_factory=dict)  # user -> path -> (since, why)
+    cost: Cost = field(default_factory=Cost)
+
+    def charge(self, cpu_s: float | None) -> None:
+        """Add one grader run's self-reported core-seconds (None: it reported none) to ``cost``."""
+        if cpu_s is None:
+            self.cost.unreported += 1
+        else:
+            self.cost.cpu_s = round(self.cost.cpu_s + cpu_s, 3)
+            self.cost.runs += 1
 
     def _kept(self, user: str, exercise: str) -> Mark:
         return self.marks.get(user, {}).get(exercise, Mark(hint=hint_of(exercise)))
@@ -152,6 +174,7 @@ class Progress:
             "marks": {u: {e: asdict(m) for e, m in row.items()} for u, row in self.marks.items()},
             "judged": self.judged,
             "unreadable": self.unreadable,
+            "cost": asdict(self.cost),
         }
 
     @classmethod
@@ -162,6 +185,7 @@ class Progress:
             marks,
             {u: {n: float(t) for n, t in row.items()} for u, row in data.get("judged", {}).items()},
             {u: {n: (float(w[0]), str(w[1])) for n, w in row.items()} for u, row in data.get("unreadable", {}).items()},
+            Cost(**data.get("cost", {})),
         )
 
 

@@ -218,6 +218,7 @@ class Board:
             self._record(user, notebook, mtime, starters)
             return
         judgement = await loop.run_in_executor(self.pool, self.runner.judge, replace(submission, judge=tuple(changed)))
+        self.progress.charge(judgement.cpu_s)
         log.info(
             "%s %s (%s) judged in %.1f s%s",
             user,
@@ -227,6 +228,7 @@ class Board:
             f" ({judgement.error}; try {tries} of {self.tries})" if judgement.error else "",
         )
         if judgement.retry and tries < self.tries:
+            self._save()  # its cost
             self._again_later(key, mtime, tries)
         elif judgement.retry:
             self.progress.record(user, notebook, mtime, starters)

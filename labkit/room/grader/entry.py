@@ -6,7 +6,9 @@
 
 The exercise cells are put into the pristine notebook, which runs with a real kernel and a real Triton as
 ``labkit workshop check`` does; the verdicts come back as one JSON line after RESULT_MARK (and, on
-Kubernetes, as the termination message). The board's side is labkit.room.grader.runner.
+Kubernetes, as the termination message), with ``cpu_s``: the core-seconds the container has used so far (its
+own cgroup's counter: its start, its warm-up and the judging; absent when unreadable), which is what the run
+costs wherever it ran (a swarm's worker, a cluster's node). The board's side is labkit.room.grader.runner.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from ...course.catalogue import REGISTRY, is_started
 from ...plumbing.polling import wait_until
+from ..cpu_cost import own_cpu_s
 from ..protocol import (
     ENV,
     READY_FILE,
@@ -119,6 +122,7 @@ def fit(result: dict[str, Any], limit: int) -> str:
             "notebook": result.get("notebook", ""),
             "network": result.get("network", []),
             "error": str(result.get("error", ""))[:keep],
+            **({"cpu_s": result["cpu_s"]} if "cpu_s" in result else {}),
             "results": [
                 {**r, "problem": str(r.get("problem", ""))[:keep], "hint": str(r.get("hint", ""))[:keep]}
                 for r in result.get("results", [])
@@ -180,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         submission = Submission.decode(os.environ.get(ENV, ""))
     result = judge_cells(submission.notebook, submission.cells, judge=submission.judge, kernel=kernel, work=work)
+    cpu_s = own_cpu_s()  # last: what the kernel and Triton spent judging is in it
+    if cpu_s is not None:
+        result["cpu_s"] = cpu_s
     print(RESULT_MARK + json.dumps(result), flush=True)
     if args.result_file is not None:
         args.result_file.write_text(fit(result, args.result_limit))

@@ -62,6 +62,7 @@ class Judgement:
     error: str = ""
     network: list[str] = field(default_factory=list)  # the interfaces the run saw (only "lo": no network)
     retry: bool = False
+    cpu_s: float | None = None  # the run's core-seconds, as the grader read its own cgroup (None: not reported)
 
 
 def unjudged(user: str, notebook: str, why: str, seconds: float) -> Judgement:
@@ -74,6 +75,8 @@ def judgement_of(submission: Submission, result: dict[str, Any], why: str, secon
     there are none (the run failed: judged again) or the inside half's ``result`` holds an error (then every
     exercise is "not yet" with it)."""
     error, retry = why or str(result.get("error") or ""), bool(why)
+    cpu_s = result.get("cpu_s")
+    cpu_s = float(cpu_s) if isinstance(cpu_s, (int, float)) and cpu_s >= 0 else None
     try:
         verdicts = [RoomVerdict.from_json(r) for r in result["results"]] if not error else []
     except (KeyError, TypeError, ValueError) as exc:
@@ -82,8 +85,9 @@ def judgement_of(submission: Submission, result: dict[str, Any], why: str, secon
         run = unjudged(
             submission.user, submission.notebook, f"the grader could not judge this notebook ({error})", seconds
         )
-        return replace(run, retry=retry)
-    return Judgement(submission.user, submission.notebook, verdicts, seconds, network=list(result.get("network") or []))
+        return replace(run, retry=retry, cpu_s=cpu_s)
+    network = list(result.get("network") or [])
+    return Judgement(submission.user, submission.notebook, verdicts, seconds, network=network, cpu_s=cpu_s)
 
 
 class Runner(Protocol):
