@@ -3,9 +3,11 @@ worker, the sandbox's network, and a grader whose node is drained judged again."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 
 import pytest
 from room_board_support import NOTEBOOK, WRONG_BAD_REQUEST, notebook, solution
@@ -130,16 +132,22 @@ def test_swarm_grader_sandbox_reaches_no_other_node_and_a_missing_image_is_judge
     eventually(lambda: not _grader_things(swarm, room_id), "the probes' services gone", 60, interval_s=1)
 
 
-def test_swarm_grader_drain_a_grader_whose_node_is_drained_is_judged_again(swarm, tmp_path):
-    """p01's lab is on the first worker, paused (it keeps its lab, takes no new task): p01's save is judged on
-    the second worker, which is drained while the grader runs there. Swarm stops that grader and starts no
-    other (no restart); the board judges the save again, on the first worker once it is active, and shows it
-    passed. Nothing of either grader is left."""
+@contextlib.contextmanager
+def _judging_on_the_second_worker(swarm: Swarm, tmp_path) -> Iterator[tuple[SwarmRoom, Callable[[], bool]]]:
+    """A room of one participant whose lab is on the first worker, paused (it keeps its lab, takes no new task),
+    and p01's save being judged on the second: (the room, whether a grader of it runs on the second worker).
+    Afterwards the first worker is active again, the save's runs went to the second then the first worker (the
+    board's log), no grader is left on any node, and the room is taken down."""
     (port,) = free_ports(1)
     room = SwarmRoom(swarm, tmp_path / "room", port, participants=1)
     room_id, (first, second) = room.record["room_id"], swarm.workers
     label = {"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}=grader"]}
     manager = swarm.client(swarm.manager)
+
+    def running_on_second() -> bool:
+        tasks = [t for s in manager.services.list(filters=label) for t in s.tasks()]
+        return any(t["Status"]["State"] == "running" and t["NodeID"] == swarm.node_ids[second.name] for t in tasks)
+
     try:
         token = _lab_of(room, "p01")
         (lab,) = lab_services(swarm, room_id)
@@ -147,70 +155,51 @@ def test_swarm_grader_drain_a_grader_whose_node_is_drained_is_judged_again(swarm
         set_availability(swarm, first, "pause")
         try:
             _save(room, "p01", token, {"01-output2": solution("01-output2")})
-
-            def running_on_second() -> list:
-                tasks = [t for s in manager.services.list(filters=label) for t in s.tasks()]
-                return [
-                    t for t in tasks if t["Status"]["State"] == "running" and t["NodeID"] == swarm.node_ids[second.name]
-                ]
-
             eventually(running_on_second, "p01's grader running on the second worker", 300, interval_s=0.3)
-            set_availability(swarm, second, "drain")
-            eventually(lambda: not running_on_second(), "the drained worker's grader stopped", 120, interval_s=0.5)
-            marks = room.request("GET", "services/board/api/progress").json()["participants"]["p01"]
-            assert marks["01-output2"] == "not started", marks  # no verdict from the stopped run
-            set_availability(swarm, first, "active")  # the second stays drained: the save's next grader goes here
-            _marked(room, "p01", "01-output2", "passed")
-        finally:
-            set_availability(swarm, first, "active")
-            set_availability(swarm, second, "active")
-        assert _grader_nodes(room) == [second.address, first.address]
-        eventually(lambda: not _grader_things(swarm, room_id), "every grader gone from every node", 60, interval_s=1)
-    finally:
-        room.down()
-
-
-def test_swarm_grader_kill_a_grader_whose_nodes_engine_dies_is_judged_again(swarm, tmp_path):
-    """As above, but the second worker's engine is killed (a machine losing power) while p01's grader runs
-    there: once the manager marks the node down, the board judges the save again, on the first worker, and shows
-    it passed; the dead node's engine is started again, and nothing of either grader is left."""
-    (port,) = free_ports(1)
-    room = SwarmRoom(swarm, tmp_path / "room", port, participants=1)
-    room_id, (first, second) = room.record["room_id"], swarm.workers
-    label = {"label": [f"{ROOM_LABEL}={room_id}", f"{ROLE_LABEL}=grader"]}
-    manager = swarm.client(swarm.manager)
-    try:
-        token = _lab_of(room, "p01")
-        (lab,) = lab_services(swarm, room_id)
-        assert swarm.node_of(lab.tasks(filters={"desired-state": "running"})[0]["NodeID"]) == first
-        set_availability(swarm, first, "pause")
-        try:
-            _save(room, "p01", token, {"01-output2": solution("01-output2")})
-
-            def running_on_second() -> bool:
-                tasks = [t for s in manager.services.list(filters=label) for t in s.tasks()]
-                return any(
-                    t["Status"]["State"] == "running" and t["NodeID"] == swarm.node_ids[second.name] for t in tasks
-                )
-
-            eventually(running_on_second, "p01's grader running on the second worker", 300, interval_s=0.3)
-            swarm.kill_engine(second)
-            try:
-                swarm.wait_node(second, "down", down_within(swarm))
-                # given up at once (its service removed), not after the run's time limit (600 s)
-                eventually(lambda: not running_on_second(), "the dead node's run given up", 60, interval_s=0.5)
-                marks = room.request("GET", "services/board/api/progress").json()["participants"]["p01"]
-                assert marks["01-output2"] == "not started", marks  # no verdict from the dead node's run
-                set_availability(swarm, first, "active")
-                _marked(room, "p01", "01-output2", "passed")
-            finally:
-                swarm.start_engine(second)
+            yield room, running_on_second
         finally:
             set_availability(swarm, first, "active")
         assert _grader_nodes(room) == [second.address, first.address]
         eventually(lambda: not _grader_things(swarm, room_id), "every grader gone from every node", 120, interval_s=1)
     finally:
         room.down()
+
+
+def _not_started_then_passed_on_the_first(swarm: Swarm, room: SwarmRoom) -> None:
+    """No verdict from the stopped run; once the first worker takes tasks again, the save's next run there passes."""
+    marks = room.request("GET", "services/board/api/progress").json()["participants"]["p01"]
+    assert marks["01-output2"] == "not started", marks
+    set_availability(swarm, swarm.workers[0], "active")
+    _marked(room, "p01", "01-output2", "passed")
+
+
+def test_swarm_grader_drain_a_grader_whose_node_is_drained_is_judged_again(swarm, tmp_path):
+    """p01's save is judged on the second worker, which is drained while the grader runs there. Swarm stops that
+    grader and starts no other (no restart); the board judges the save again, on the first worker once it is
+    active, and shows it passed. Nothing of either grader is left."""
+    second = swarm.workers[1]
+    with _judging_on_the_second_worker(swarm, tmp_path) as (room, running_on_second):
+        set_availability(swarm, second, "drain")
+        try:
+            eventually(lambda: not running_on_second(), "the drained worker's grader stopped", 120, interval_s=0.5)
+            _not_started_then_passed_on_the_first(swarm, room)
+        finally:
+            set_availability(swarm, second, "active")
+
+
+def test_swarm_grader_kill_a_grader_whose_nodes_engine_dies_is_judged_again(swarm, tmp_path):
+    """As above, but the second worker's engine is killed (a machine losing power) while p01's grader runs there:
+    once the manager marks the node down, the run is given up at once (not after its time limit, 600 s) and the
+    board judges the save again, on the first worker; the dead node's engine is started again."""
+    second = swarm.workers[1]
+    with _judging_on_the_second_worker(swarm, tmp_path) as (room, running_on_second):
+        swarm.kill_engine(second)
+        try:
+            swarm.wait_node(second, "down", down_within(swarm))
+            eventually(lambda: not running_on_second(), "the dead node's run given up", 60, interval_s=0.5)
+            _not_started_then_passed_on_the_first(swarm, room)
+        finally:
+            swarm.start_engine(second)
 
 
 # --- bench ---
