@@ -39,7 +39,7 @@ from ..plumbing.polling import wait_until
 from . import cpu_cost, record as room_record
 from .bench_swarm import lab_on_its_node
 from .cpu_cost import CpuMeter
-from .hubclient import HubClient
+from .hubclient import HubClient, default_server
 from .protocol import RESULT_MARK, ROLE_LABEL, ROOM_LABEL, WARM_MARK
 from .settings import RoomSettings
 
@@ -130,8 +130,7 @@ def start_labs(room: HubClient, users: tuple[str, ...], timeout_s: float) -> dic
 
     def all_ready() -> bool:
         for user in room.call("hub/api/users"):
-            server = (user.get("servers") or {}).get("") or {}
-            if user["name"] in users and user["name"] not in ready and server.get("ready"):
+            if user["name"] in users and user["name"] not in ready and default_server(user).get("ready"):
                 ready[user["name"]] = time.monotonic() - t0
         return len(ready) == len(users)
 

@@ -78,3 +78,17 @@ class HubClient:
 
     def close(self) -> None:
         self.session.close()
+
+
+def default_server(user: dict[str, Any]) -> dict[str, Any]:
+    """A user's default (unnamed) server as the hub's REST API lists it: {} when it has none."""
+    return (user.get("servers") or {}).get("") or {}
+
+
+def lab_state(server: dict[str, Any] | None) -> str:
+    """A participant's default server as the hub's REST API gives it: running, starting, stopping or stopped."""
+    if not server or server.get("stopped"):
+        return "stopped"
+    if server.get("ready"):
+        return "running"
+    return {"spawn": "starting", "stop": "stopping"}.get(server.get("pending") or "spawn", "starting")

@@ -16,8 +16,9 @@ from labkit.errors import RoomFileError, SwarmNodeError
 from labkit.room.board import copies
 from labkit.room.hub.hubconfig import SWARM_BOARD_SCOPES, render_config
 from labkit.room.hub.rehome import find_node, pick
-from labkit.room.hub.swarm_nodes import LabPlace, lab_state, node_state, notes, places
+from labkit.room.hub.swarm_nodes import LabPlace, node_state, notes, places
 from labkit.room.hub.swarmspawner import RoomSwarmSpawner
+from labkit.room.hubclient import lab_state
 from labkit.room.settings import BOARD_SCOPES, RoomSettings
 
 

@@ -38,7 +38,7 @@ from ...errors import EngineError, InvalidNameError, ServerStartError, SetupErro
 from ...plumbing.polling import wait_until
 from ...plumbing.ports import free_ports, ports_taken
 from .. import record as room_record
-from ..hubclient import HubClient
+from ..hubclient import HubClient, default_server, lab_state
 from ..protocol import ROOM_LABEL, WORK_LABEL
 from ..record import RoomRecord
 from ..settings import PARTICIPANT_IMAGE, RoomSettings
@@ -336,11 +336,7 @@ def _status(directory: Path) -> tuple[list[dict[str, str]], dict[str, swarm_node
     for user in sorted(users, key=lambda u: u["name"]):
         if user["name"] == room.teacher:
             continue
-        server = (user.get("servers") or {}).get("") or {}
-        state = "stopped"
-        if server:
-            state = "running" if server.get("ready") else (server.get("pending") or "starting")
-            state = {"spawn": "starting", "stop": "stopping"}.get(state, state)
+        state = lab_state(default_server(user))
         rows.append({"login": user["name"], "state": state, "last_activity": user.get("last_activity") or "-"})
     found: dict[str, swarm_nodes.LabPlace] = {}
     if room.swarm:

@@ -26,11 +26,11 @@ from ...errors import HubError, RehomeError, SubmissionError, SwarmNodeError, Wa
 from ...plumbing.polling import wait_until
 from .. import record as room_record
 from ..board import copies
-from ..hubclient import HubClient
+from ..hubclient import HubClient, default_server, lab_state
 from ..protocol import submission_of
 from . import process as hub_process
 from .swarm import describe
-from .swarm_nodes import USABLE, LabPlace, lab_state, node_state, read_places
+from .swarm_nodes import USABLE, LabPlace, node_state, read_places
 
 
 def find_node(nodes: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -132,7 +132,7 @@ def rehome(directory: Path, source: str, target: str = "", timeout_s: float = 30
 
 
 def _server(hub: HubClient, login: str) -> dict[str, Any]:
-    return ((hub.call(f"users/{login}") or {}).get("servers") or {}).get("") or {}
+    return default_server(hub.call(f"users/{login}") or {})
 
 
 def _start_on(hub: HubClient, login: str, node_id: str, timeout_s: float) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...docker.engine_errors import ENGINE_ERRORS, engine_error
 from ...errors import HubError
-from ..hubclient import HubClient
+from ..hubclient import HubClient, default_server, lab_state
 from ..protocol import ROOM_LABEL
 from .swarm import describe
 
@@ -73,15 +73,6 @@ def node_state(node: dict[str, Any] | None) -> str:
     return {"drain": "drained", "pause": "paused"}.get(availability, USABLE)
 
 
-def lab_state(server: dict[str, Any] | None) -> str:
-    """A participant's default server as the hub's REST API gives it: running, starting, stopping or stopped."""
-    if not server or server.get("stopped"):
-        return "stopped"
-    if server.get("ready"):
-        return "running"
-    return {"spawn": "starting", "stop": "stopping"}.get(server.get("pending") or "spawn", "starting")
-
-
 def places(users: list[dict[str, Any]], nodes: list[dict[str, Any]], tasks: dict[str, str]) -> dict[str, LabPlace]:
     """{login: LabPlace} of every user with a node: from the hub's users (``include_stopped_servers``, each
     server's ``state``), the swarm's nodes (their attrs) and ``tasks`` ({login: node id} of the room's labs with a
@@ -89,7 +80,7 @@ def places(users: list[dict[str, Any]], nodes: list[dict[str, Any]], tasks: dict
     by_id = {n["ID"]: n for n in nodes}
     found = {}
     for user in users:
-        server = (user.get("servers") or {}).get("") or {}
+        server = default_server(user)
         state = server.get("state") or {}
         node_id = state.get("node_id") or tasks.get(user["name"], "")
         if not node_id:
