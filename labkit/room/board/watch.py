@@ -242,8 +242,9 @@ class Board:
             self._record(user, notebook, mtime, starters + verdicts)
 
     def _keep(self, submission: Submission, mtime: float) -> None:
-        """The participant's last saved notebook, whole, in the room's folder (`room rehome` restores it)."""
-        if submission.saved:
+        """The participant's last saved notebook, whole, in the room's folder (`room rehome` restores it); a save
+        already kept while it waited for the grader is not written again."""
+        if submission.saved and self._kept.get((submission.user, submission.notebook)) != mtime:
             try:
                 copies.keep(self.room_dir, submission.user, submission.notebook, submission.saved, mtime)
                 self._kept[(submission.user, submission.notebook)] = mtime
